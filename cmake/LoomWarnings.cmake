@@ -1,0 +1,20 @@
+# Compile options every loom target gets: warnings (kept clean) and the chosen sanitizer.
+add_library(loom_options INTERFACE)
+target_compile_options(loom_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow=local)
+
+if(LOOM_SANITIZE)
+  if(NOT LOOM_SANITIZE MATCHES "^(address|undefined|thread)$")
+    message(FATAL_ERROR "LOOM_SANITIZE must be address, undefined or thread (got '${LOOM_SANITIZE}')")
+  endif()
+  set(_san -fsanitize=${LOOM_SANITIZE} -fno-omit-frame-pointer)
+  if(LOOM_SANITIZE STREQUAL "undefined")
+    list(APPEND _san -fno-sanitize-recover=undefined)
+  endif()
+  # Sanitizers apply to the whole build, including third-party headers compiled in our units.
+  add_compile_options(${_san})
+  add_link_options(${_san})
+endif()
+if(LOOM_SANITIZE)
+  # The sanitizers' instrumentation makes GCC 12 report false "maybe uninitialized" warnings inside Asio.
+  target_compile_options(loom_options INTERFACE -Wno-maybe-uninitialized)
+endif()

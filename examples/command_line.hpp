@@ -1,0 +1,95 @@
+// A small command-line reader shared by the loom binaries: `--name value`, `--name=value` and boolean
+// `--flag`, with numbers checked against a range and every error naming the option. Deliberately tiny:
+// the binaries' option sets are small and each documents its own --help.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom::cli {
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class CommandLine {
+ public:
+  // `flags` are the options that take no value; every other `--name` needs one.
+  CommandLine(int argc, char** argv, std::vector<std::string> flags) : flags_(std::move(flags)) {
+    for (int i = 1; i < argc; ++i) {
+      std::string_view arg = argv[i];
+      if (!arg.starts_with("--")) {
+        positional_.emplace_back(arg);
+        continue;
+      }
+      arg.remove_prefix(2);
+      std::string name(arg.substr(0, arg.find('=')));
+      if (arg.find('=') != std::string_view::npos) {
+        values_[name] = std::string(arg.substr(arg.find('=') + 1));
+      } else if (is_flag(name)) {
+        values_[name] = "true";
+      } else if (i + 1 < argc) {
+        values_[name] = argv[++i];
+      } else {
+        throw UsageError("option --" + name + " needs a value");
+      }
+    }
+  }
+
+  bool flag(const std::string& name) { return take(name).has_value(); }
+
+  std::string text(const std::string& name, std::string fallback) {
+    auto value = take(name);
+    return value ? *value : std::move(fallback);
+  }
+
+  std::int64_t integer(const std::string& name, std::int64_t fallback, std::int64_t min, std::int64_t max) {
+    auto value = take(name);
+    if (!value) return fallback;
+    std::int64_t parsed = 0;
+    const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), parsed);
+    if (ec != std::errc{} || end != value->data() + value->size()) {
+      throw UsageError("option --" + name + " expects an integer, got '" + *value + "'");
+    }
+    if (parsed < min || parsed > max) {
+      throw UsageError("option --" + name + " must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                       "], got " + *value);
+    }
+    return parsed;
+  }
+
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  // Call after reading every known option: anything left over is a mistake worth reporting.
+  void reject_unknown() const {
+    if (!values_.empty()) throw UsageError("unknown option --" + values_.begin()->first);
+  }
+
+ private:
+  bool is_flag(const std::string& name) const {
+    for (const auto& f : flags_) {
+      if (f == name) return true;
+    }
+    return false;
+  }
+  std::optional<std::string> take(const std::string& name) {
+    auto it = values_.find(name);
+    if (it == values_.end()) return std::nullopt;
+    auto value = std::move(it->second);
+    values_.erase(it);
+    return value;
+  }
+
+  std::vector<std::string> flags_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+}  // namespace loom::cli
