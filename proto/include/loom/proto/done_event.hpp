@@ -1,0 +1,33 @@
+// DoneEvent: the last event of every request the server accepted, whether it completed, was cancelled or
+// failed. It always carries usage and timings, so accounting never depends on how a request ended.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+
+#include "loom/proto/finish_reason.hpp"
+#include "loom/proto/parse_options.hpp"
+#include "loom/proto/parsed.hpp"
+#include "loom/proto/timings.hpp"
+#include "loom/proto/usage.hpp"
+
+namespace loom::proto {
+
+struct DoneEvent {
+  std::string request_id;  // wire name "id"
+  FinishReason finish_reason = FinishReason::eos;
+  Usage usage;
+  Timings timings;
+  // The stop string that matched, when finish_reason is stop because of a string (not a token id).
+  std::optional<std::string> stop;
+  // What went wrong, when finish_reason is error or timeout.
+  std::optional<std::string> error_message;
+
+  bool operator==(const DoneEvent&) const = default;
+};
+
+void to_json(nlohmann::json& j, const DoneEvent& event);
+Parsed<DoneEvent> parse_done_event(const nlohmann::json& j, const ParseOptions& options = {});
+
+}  // namespace loom::proto

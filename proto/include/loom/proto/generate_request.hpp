@@ -1,0 +1,51 @@
+// GenerateRequest: one client request to generate text, either continuing a raw prompt or answering a list
+// of chat messages. It is what the gateway hands to the engine; its JSON form is the body of the WebSocket
+// `generate` message (and the engine API's input for the HTTP routes, which translate to it).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "loom/proto/chat_message.hpp"
+#include "loom/proto/parse_options.hpp"
+#include "loom/proto/parsed.hpp"
+#include "loom/proto/sampling_params.hpp"
+
+namespace loom::proto {
+
+struct GenerateRequest {
+  // Priorities order waiting requests and decide who is paused first under thermal pressure: higher runs
+  // first, negative values are background work.
+  static constexpr std::int32_t kMinPriority = -10;
+  static constexpr std::int32_t kMaxPriority = 10;
+
+  // Chosen by the client, echoed in every event about this request and used to cancel it. Non-empty, at
+  // most ParseOptions::max_id_bytes, no control characters.
+  std::string id;
+  // The session (conversation) this request belongs to; absent = a stand-alone request. Same rules as id.
+  std::optional<std::string> session_id;
+  // Exactly one of: a raw prompt continued as-is (may be empty), or chat messages (at least one) rendered
+  // with the model's chat template. A variant, so "both" and "neither" cannot be represented.
+  std::variant<std::string, std::vector<ChatMessage>> input;
+  SamplingParams params;
+  // Range [kMinPriority, kMaxPriority], default 0.
+  std::int32_t priority = 0;
+  // true: a token event per generated token. false is parsed and carried; what the server sends
+  // instead is defined by a later issue.
+  bool stream = true;
+
+  bool is_chat() const noexcept { return input.index() == 1; }
+
+  bool operator==(const GenerateRequest&) const = default;
+};
+
+// Writes `prompt` or `messages` according to the variant; `session_id` only when present.
+void to_json(nlohmann::json& j, const GenerateRequest& request);
+// On failure the error's request_id holds the request's id when that was well formed.
+Parsed<GenerateRequest> parse_generate_request(const nlohmann::json& j, const ParseOptions& options = {});
+
+}  // namespace loom::proto

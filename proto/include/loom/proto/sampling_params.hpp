@@ -1,0 +1,68 @@
+// SamplingParams: how one request turns the model's next-token distribution into a token, and when its
+// generation stops. Every request carries its own, so sequences with different settings share a batch.
+// The defaults are the usual llama.cpp-style chat settings (temperature 0.8 with top-k 40, top-p 0.95 and
+// min-p 0.05), which keep small models coherent; every filter has a documented "off" value.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/proto/parse_options.hpp"
+#include "loom/proto/parsed.hpp"
+
+namespace loom::proto {
+
+struct SamplingParams {
+  // Fixed bounds: these are properties of the maths, not of a deployment, so they are not in ParseOptions.
+  static constexpr double kMaxTemperature = 100.0;
+  static constexpr double kMaxRepetitionPenalty = 10.0;
+  static constexpr double kMaxAbsPenalty = 2.0;  // frequency and presence penalties lie in [-2, 2]
+  static constexpr std::int32_t kMaxLogprobs = 20;
+  static constexpr std::int32_t kDefaultMaxTokens = 256;
+
+  // Divides the logits; 0 means greedy (always the most likely token). Range [0, 100].
+  double temperature = 0.8;
+  // Keep only the k most likely tokens; 0 = off. Range [0, ParseOptions::max_top_k].
+  std::int32_t top_k = 40;
+  // Keep the smallest set of tokens whose probability sums to at least p; 1 = off. Range (0, 1].
+  double top_p = 0.95;
+  // Drop tokens less likely than min_p times the most likely one; 0 = off. Range [0, 1].
+  double min_p = 0.05;
+  // Divides positive logits (multiplies negative ones) of tokens already in the sequence; 1 = off.
+  // Range (0, 10].
+  double repetition_penalty = 1.0;
+  // Subtracted from a token's logit once per earlier occurrence (frequency) or once if it occurred at all
+  // (presence), as in the OpenAI API; 0 = off. Range [-2, 2].
+  double frequency_penalty = 0.0;
+  double presence_penalty = 0.0;
+  // Seed of the request's random stream; absent = drawn at random, so equal requests may differ.
+  std::optional<std::uint64_t> seed;
+  // Most tokens to generate. Range [1, ParseOptions::max_tokens_limit].
+  std::int32_t max_tokens = kDefaultMaxTokens;
+  // Generation ends when the text contains one of these (the string itself is not streamed). Each is
+  // non-empty; count and length are bounded by ParseOptions.
+  std::vector<std::string> stop;
+  // Generation ends when one of these token ids is sampled. Each >= 0; count bounded by ParseOptions.
+  std::vector<std::int32_t> stop_token_ids;
+  // Keep generating past the end-of-sequence token (benchmarks want exactly max_tokens tokens).
+  bool ignore_eos = false;
+  // How many most-likely alternatives to report per token; 0 = off. Any value > 0 makes each token event
+  // carry the sampled token's log-probability. Range [0, 20].
+  std::int32_t logprobs = 0;
+
+  bool greedy() const noexcept { return temperature == 0.0; }
+
+  bool operator==(const SamplingParams&) const = default;
+};
+
+// JSON object with every field; `seed` only when present. Found by nlohmann's ADL: `json j = params;`.
+void to_json(nlohmann::json& j, const SamplingParams& params);
+
+// Absent (or null) fields take their defaults; see PROTOCOL.md for every rule. Never throws (except
+// std::bad_alloc).
+Parsed<SamplingParams> parse_sampling_params(const nlohmann::json& j, const ParseOptions& options = {});
+
+}  // namespace loom::proto

@@ -1,0 +1,30 @@
+// TokenEvent: one generated token of a streaming request, as the session sends it to the client. The text
+// is the piece of UTF-8 this token completes; it is empty while a multi-byte character is still split
+// across tokens, so concatenating the texts of all events always gives valid UTF-8.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+
+#include "loom/proto/parse_options.hpp"
+#include "loom/proto/parsed.hpp"
+
+namespace loom::proto {
+
+struct TokenEvent {
+  std::string request_id;  // wire name "id"
+  std::int32_t token = 0;  // the vocabulary id, >= 0
+  std::string text;        // UTF-8 piece, possibly empty
+  std::int32_t index = 0;  // position in the generated sequence, from 0
+  // Natural log of the sampled token's probability (finite, <= 0); present when params.logprobs > 0.
+  std::optional<double> logprob;
+
+  bool operator==(const TokenEvent&) const = default;
+};
+
+void to_json(nlohmann::json& j, const TokenEvent& event);
+Parsed<TokenEvent> parse_token_event(const nlohmann::json& j, const ParseOptions& options = {});
+
+}  // namespace loom::proto

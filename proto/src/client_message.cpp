@@ -1,0 +1,65 @@
+#include "loom/proto/client_message.hpp"
+
+#include "json_text.hpp"
+#include "readers.hpp"
+
+namespace loom::proto {
+
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+constexpr std::string_view kSessionOpen = "session.open";
+constexpr std::string_view kGenerate = "generate";
+constexpr std::string_view kCancel = "cancel";
+
+ClientMessage read_client_message(const detail::Json& j, const ParseOptions& options) {
+  const detail::ObjectReader r(j, "", options);
+  const std::string type = detail::read_string(r.require("type"), "type");
+  if (type == kSessionOpen) return detail::read_session_open(j, "", options, "type");
+  if (type == kGenerate) return detail::read_generate_request(j, "", options, "type");
+  if (type == kCancel) return detail::read_cancel_request(j, "", options, "type");
+  detail::fail("type", "must be one of session.open, generate, cancel, got " + detail::echo_text(type));
+}
+
+}  // namespace
+
+std::string_view message_type(const ClientMessage& message) noexcept {
+  return std::visit(Overloaded{
+                        [](const SessionOpen&) { return kSessionOpen; },
+                        [](const GenerateRequest&) { return kGenerate; },
+                        [](const CancelRequest&) { return kCancel; },
+                    },
+                    message);
+}
+
+void to_json(nlohmann::json& j, const ClientMessage& message) {
+  std::visit([&](const auto& body) { j = body; }, message);
+  j["type"] = message_type(message);
+}
+
+std::string serialize(const ClientMessage& message) {
+  const nlohmann::json j = message;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Parsed<ClientMessage> parse_client_message(const nlohmann::json& j, const ParseOptions& options) {
+  return detail::guarded<ClientMessage>([&] { return read_client_message(j, options); }, &j, options);
+}
+
+Parsed<ClientMessage> parse_client_message(std::string_view text, const ParseOptions& options) {
+  nlohmann::json j;
+  try {
+    j = detail::parse_json_text(text, options);
+  } catch (detail::Invalid& invalid) {
+    return std::move(invalid.error);
+  }
+  return parse_client_message(j, options);
+}
+
+}  // namespace loom::proto

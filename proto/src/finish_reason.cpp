@@ -1,0 +1,35 @@
+#include "loom/proto/finish_reason.hpp"
+
+#include <array>
+#include <utility>
+
+namespace loom::proto {
+
+namespace {
+
+constexpr std::array<std::pair<FinishReason, std::string_view>, 6> kNames{{
+    {FinishReason::eos, "eos"},
+    {FinishReason::length, "length"},
+    {FinishReason::stop, "stop"},
+    {FinishReason::cancelled, "cancelled"},
+    {FinishReason::error, "error"},
+    {FinishReason::timeout, "timeout"},
+}};
+
+}  // namespace
+
+std::string_view to_string(FinishReason reason) noexcept {
+  for (const auto& [value, name] : kNames) {
+    if (value == reason) return name;
+  }
+  return "unknown";
+}
+
+std::optional<FinishReason> parse_finish_reason(std::string_view text) noexcept {
+  for (const auto& [value, name] : kNames) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
+
+}  // namespace loom::proto

@@ -1,0 +1,120 @@
+#include "loom/proto/sampling_params.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "readers.hpp"
+
+namespace loom::proto {
+
+void to_json(nlohmann::json& j, const SamplingParams& params) {
+  j = nlohmann::json{
+      {"temperature", params.temperature},
+      {"top_k", params.top_k},
+      {"top_p", params.top_p},
+      {"min_p", params.min_p},
+      {"repetition_penalty", params.repetition_penalty},
+      {"frequency_penalty", params.frequency_penalty},
+      {"presence_penalty", params.presence_penalty},
+      {"max_tokens", params.max_tokens},
+      {"stop", params.stop},
+      {"stop_token_ids", params.stop_token_ids},
+      {"ignore_eos", params.ignore_eos},
+      {"logprobs", params.logprobs},
+  };
+  if (params.seed) j["seed"] = *params.seed;
+}
+
+Parsed<SamplingParams> parse_sampling_params(const nlohmann::json& j, const ParseOptions& options) {
+  return detail::guarded<SamplingParams>([&] { return detail::read_sampling_params(j, "", options); }, nullptr,
+                                         options);
+}
+
+namespace detail {
+
+namespace {
+
+std::vector<std::string> read_stop_strings(const Json& value, const std::string& path, const ParseOptions& options) {
+  if (!value.is_array()) fail(path, "must be an array of strings, got " + describe(value));
+  if (value.size() > options.max_stop_strings) {
+    fail(path, "must have at most " + std::to_string(options.max_stop_strings) + " entries, got " +
+                   std::to_string(value.size()));
+  }
+  std::vector<std::string> stop;
+  stop.reserve(value.size());
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string item_path = index_path(path, i);
+    std::string text = read_string(value[i], item_path);
+    // An empty stop string would match at once, ending every request before its first token.
+    if (text.empty()) fail(item_path, "must not be empty");
+    check_max_bytes(text, item_path, options.max_stop_bytes);
+    stop.push_back(std::move(text));
+  }
+  return stop;
+}
+
+std::vector<std::int32_t> read_stop_token_ids(const Json& value, const std::string& path, const ParseOptions& options) {
+  if (!value.is_array()) fail(path, "must be an array of integers, got " + describe(value));
+  if (value.size() > options.max_stop_token_ids) {
+    fail(path, "must have at most " + std::to_string(options.max_stop_token_ids) + " entries, got " +
+                   std::to_string(value.size()));
+  }
+  std::vector<std::int32_t> ids;
+  ids.reserve(value.size());
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    ids.push_back(static_cast<std::int32_t>(
+        read_integer(value[i], index_path(path, i), 0, std::numeric_limits<std::int32_t>::max())));
+  }
+  return ids;
+}
+
+}  // namespace
+
+SamplingParams read_sampling_params(const Json& j, const std::string& path, const ParseOptions& options) {
+  ObjectReader r(j, path, options);
+  r.check_known({"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "frequency_penalty",
+                 "presence_penalty", "seed", "max_tokens", "stop", "stop_token_ids", "ignore_eos", "logprobs"});
+  SamplingParams p;
+  if (const Json* v = r.find("temperature")) {
+    p.temperature = read_number(*v, r.path("temperature"), {0.0, SamplingParams::kMaxTemperature});
+  }
+  if (const Json* v = r.find("top_k")) {
+    p.top_k = static_cast<std::int32_t>(read_integer(*v, r.path("top_k"), 0, options.max_top_k));
+  }
+  if (const Json* v = r.find("top_p")) {
+    p.top_p = read_number(*v, r.path("top_p"), {0.0, 1.0, true, false});
+  }
+  if (const Json* v = r.find("min_p")) {
+    p.min_p = read_number(*v, r.path("min_p"), {0.0, 1.0});
+  }
+  if (const Json* v = r.find("repetition_penalty")) {
+    p.repetition_penalty =
+        read_number(*v, r.path("repetition_penalty"), {0.0, SamplingParams::kMaxRepetitionPenalty, true, false});
+  }
+  const Interval penalty{-SamplingParams::kMaxAbsPenalty, SamplingParams::kMaxAbsPenalty};
+  if (const Json* v = r.find("frequency_penalty")) {
+    p.frequency_penalty = read_number(*v, r.path("frequency_penalty"), penalty);
+  }
+  if (const Json* v = r.find("presence_penalty")) {
+    p.presence_penalty = read_number(*v, r.path("presence_penalty"), penalty);
+  }
+  if (const Json* v = r.find("seed")) p.seed = read_unsigned(*v, r.path("seed"));
+  // The default must respect a deployment's lower limit too.
+  p.max_tokens = std::min(SamplingParams::kDefaultMaxTokens, options.max_tokens_limit);
+  if (const Json* v = r.find("max_tokens")) {
+    p.max_tokens = static_cast<std::int32_t>(read_integer(*v, r.path("max_tokens"), 1, options.max_tokens_limit));
+  }
+  if (const Json* v = r.find("stop")) p.stop = read_stop_strings(*v, r.path("stop"), options);
+  if (const Json* v = r.find("stop_token_ids")) {
+    p.stop_token_ids = read_stop_token_ids(*v, r.path("stop_token_ids"), options);
+  }
+  if (const Json* v = r.find("ignore_eos")) p.ignore_eos = read_bool(*v, r.path("ignore_eos"));
+  if (const Json* v = r.find("logprobs")) {
+    p.logprobs = static_cast<std::int32_t>(read_integer(*v, r.path("logprobs"), 0, SamplingParams::kMaxLogprobs));
+  }
+  return p;
+}
+
+}  // namespace detail
+
+}  // namespace loom::proto

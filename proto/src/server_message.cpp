@@ -1,0 +1,68 @@
+#include "loom/proto/server_message.hpp"
+
+#include "json_text.hpp"
+#include "readers.hpp"
+
+namespace loom::proto {
+
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+constexpr std::string_view kSessionOpened = "session.opened";
+constexpr std::string_view kToken = "token";
+constexpr std::string_view kDone = "done";
+constexpr std::string_view kError = "error";
+
+ServerMessage read_server_message(const detail::Json& j, const ParseOptions& options) {
+  const detail::ObjectReader r(j, "", options);
+  const std::string type = detail::read_string(r.require("type"), "type");
+  if (type == kSessionOpened) return detail::read_session_opened(j, "", options, "type");
+  if (type == kToken) return detail::read_token_event(j, "", options, "type");
+  if (type == kDone) return detail::read_done_event(j, "", options, "type");
+  if (type == kError) return detail::read_error_event(j, "", options, "type");
+  detail::fail("type", "must be one of session.opened, token, done, error, got " + detail::echo_text(type));
+}
+
+}  // namespace
+
+std::string_view message_type(const ServerMessage& message) noexcept {
+  return std::visit(Overloaded{
+                        [](const SessionOpened&) { return kSessionOpened; },
+                        [](const TokenEvent&) { return kToken; },
+                        [](const DoneEvent&) { return kDone; },
+                        [](const ErrorEvent&) { return kError; },
+                    },
+                    message);
+}
+
+void to_json(nlohmann::json& j, const ServerMessage& message) {
+  std::visit([&](const auto& body) { j = body; }, message);
+  j["type"] = message_type(message);
+}
+
+std::string serialize(const ServerMessage& message) {
+  const nlohmann::json j = message;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Parsed<ServerMessage> parse_server_message(const nlohmann::json& j, const ParseOptions& options) {
+  return detail::guarded<ServerMessage>([&] { return read_server_message(j, options); }, &j, options);
+}
+
+Parsed<ServerMessage> parse_server_message(std::string_view text, const ParseOptions& options) {
+  nlohmann::json j;
+  try {
+    j = detail::parse_json_text(text, options);
+  } catch (detail::Invalid& invalid) {
+    return std::move(invalid.error);
+  }
+  return parse_server_message(j, options);
+}
+
+}  // namespace loom::proto
