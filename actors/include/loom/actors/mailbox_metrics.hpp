@@ -21,44 +21,41 @@ struct MailboxMetrics {
 
 namespace detail {
 
-class MailboxCounters {
+// The counters the actor's strand keeps. Only the strand writes them (plain stores of relaxed atomics, no
+// read-modify-write), so handling a message costs no contended cache line; any thread may read them.
+// Dropped messages are counted by whichever thread drops them, hence the one fetch_add.
+class HandlerCounters {
  public:
-  void on_enqueued() noexcept {
-    const auto depth = depth_.fetch_add(1, std::memory_order_relaxed) + 1;
-    auto high = high_water_.load(std::memory_order_relaxed);
-    while (depth > high && !high_water_.compare_exchange_weak(high, depth, std::memory_order_relaxed)) {
+  void add_handled(std::uint64_t messages, std::chrono::nanoseconds took, std::chrono::nanoseconds longest) noexcept {
+    bump(handled_, messages);
+    bump(time_total_, took.count());
+    if (longest.count() > time_max_.load(std::memory_order_relaxed)) {
+      time_max_.store(longest.count(), std::memory_order_relaxed);
     }
   }
-  void on_dequeued() noexcept { depth_.fetch_sub(1, std::memory_order_relaxed); }
-  void on_handled(std::chrono::nanoseconds took) noexcept {
-    handled_.fetch_add(1, std::memory_order_relaxed);
-    time_total_.fetch_add(took.count(), std::memory_order_relaxed);
-    // Only the actor's strand writes the maximum, so a plain compare-and-store suffices.
-    if (took.count() > time_max_.load(std::memory_order_relaxed)) {
-      time_max_.store(took.count(), std::memory_order_relaxed);
-    }
-  }
-  void on_failed() noexcept { failed_.fetch_add(1, std::memory_order_relaxed); }
+  void on_failed() noexcept { bump(failed_, 1); }
+  void on_restarted() noexcept { bump(restarts_, 1); }
   void on_dropped() noexcept { dropped_.fetch_add(1, std::memory_order_relaxed); }
-  void on_restarted() noexcept { restarts_.fetch_add(1, std::memory_order_relaxed); }
 
-  MailboxMetrics snapshot() const noexcept {
-    MailboxMetrics m;
+  // Fills everything but the queue depths, which the mailbox knows.
+  void fill(MailboxMetrics& m) const noexcept {
     m.handled = handled_.load(std::memory_order_relaxed);
     m.failed = failed_.load(std::memory_order_relaxed);
     m.dropped = dropped_.load(std::memory_order_relaxed);
     m.restarts = restarts_.load(std::memory_order_relaxed);
-    m.queue_depth = depth_.load(std::memory_order_relaxed);
-    m.queue_depth_high_water = high_water_.load(std::memory_order_relaxed);
     m.handler_time_total = std::chrono::nanoseconds{time_total_.load(std::memory_order_relaxed)};
     m.handler_time_max = std::chrono::nanoseconds{time_max_.load(std::memory_order_relaxed)};
-    return m;
   }
 
  private:
-  std::atomic<std::uint64_t> handled_{0}, failed_{0}, dropped_{0}, restarts_{0};
-  std::atomic<std::uint64_t> depth_{0}, high_water_{0};
+  template <class T, class N>
+  static void bump(std::atomic<T>& counter, N by) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + static_cast<T>(by), std::memory_order_relaxed);
+  }
+
+  std::atomic<std::uint64_t> handled_{0}, failed_{0}, restarts_{0};
   std::atomic<std::int64_t> time_total_{0}, time_max_{0};
+  alignas(64) std::atomic<std::uint64_t> dropped_{0};
 };
 
 }  // namespace detail
