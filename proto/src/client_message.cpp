@@ -7,13 +7,6 @@ namespace loom::proto {
 
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
 constexpr std::string_view kSessionOpen = "session.open";
 constexpr std::string_view kGenerate = "generate";
 constexpr std::string_view kCancel = "cancel";
@@ -30,7 +23,7 @@ ClientMessage read_client_message(const detail::Json& j, const ParseOptions& opt
 }  // namespace
 
 std::string_view message_type(const ClientMessage& message) noexcept {
-  return std::visit(Overloaded{
+  return std::visit(detail::Overloaded{
                         [](const SessionOpen&) { return kSessionOpen; },
                         [](const GenerateRequest&) { return kGenerate; },
                         [](const CancelRequest&) { return kCancel; },
@@ -53,13 +46,9 @@ Parsed<ClientMessage> parse_client_message(const nlohmann::json& j, const ParseO
 }
 
 Parsed<ClientMessage> parse_client_message(std::string_view text, const ParseOptions& options) {
-  nlohmann::json j;
-  try {
-    j = detail::parse_json_text(text, options);
-  } catch (detail::Invalid& invalid) {
-    return std::move(invalid.error);
-  }
-  return parse_client_message(j, options);
+  return detail::parse_text<ClientMessage>(text, options, [](const nlohmann::json& j, const ParseOptions& o) {
+    return parse_client_message(j, o);
+  });
 }
 
 }  // namespace loom::proto

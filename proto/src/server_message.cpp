@@ -7,13 +7,6 @@ namespace loom::proto {
 
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
 constexpr std::string_view kSessionOpened = "session.opened";
 constexpr std::string_view kToken = "token";
 constexpr std::string_view kDone = "done";
@@ -32,7 +25,7 @@ ServerMessage read_server_message(const detail::Json& j, const ParseOptions& opt
 }  // namespace
 
 std::string_view message_type(const ServerMessage& message) noexcept {
-  return std::visit(Overloaded{
+  return std::visit(detail::Overloaded{
                         [](const SessionOpened&) { return kSessionOpened; },
                         [](const TokenEvent&) { return kToken; },
                         [](const DoneEvent&) { return kDone; },
@@ -56,13 +49,9 @@ Parsed<ServerMessage> parse_server_message(const nlohmann::json& j, const ParseO
 }
 
 Parsed<ServerMessage> parse_server_message(std::string_view text, const ParseOptions& options) {
-  nlohmann::json j;
-  try {
-    j = detail::parse_json_text(text, options);
-  } catch (detail::Invalid& invalid) {
-    return std::move(invalid.error);
-  }
-  return parse_server_message(j, options);
+  return detail::parse_text<ServerMessage>(text, options, [](const nlohmann::json& j, const ParseOptions& o) {
+    return parse_server_message(j, o);
+  });
 }
 
 }  // namespace loom::proto
