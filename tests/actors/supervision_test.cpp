@@ -156,3 +156,47 @@ TEST(Supervision, WithoutSupervisorFailuresAreStillHandledByPolicy) {
   EXPECT_EQ(fragile.address().ask(Count{}, 5s, asio::use_future).get(), 1);
   EXPECT_EQ(incarnations->started, 2);
 }
+
+namespace {
+
+struct Ping {
+  Reply<int> reply;
+};
+struct AskAndThrow {};
+
+class Pinger : public Actor<Pinger, std::variant<Ping>> {
+ public:
+  void on(Ping m) { m.reply(1); }
+};
+
+// Its ask callback throws: that is a failure of this actor like any handler's.
+class Asker : public Actor<Asker, std::variant<AskAndThrow, Count>> {
+ public:
+  Asker(loom::actors::Address<Pinger::protocol_type> pinger, std::shared_ptr<Incarnations> incarnations)
+      : pinger_(std::move(pinger)), incarnations_(std::move(incarnations)) {}
+  void on_start() { incarnations_->started++; }
+  void on(AskAndThrow) {
+    ask(pinger_, Ping{}, 5s, [](loom::actors::error_code, int) { throw std::runtime_error("callback kaboom"); });
+  }
+  void on(Count m) { m.reply(incarnations_->started); }
+
+ private:
+  loom::actors::Address<Pinger::protocol_type> pinger_;
+  std::shared_ptr<Incarnations> incarnations_;
+};
+
+}  // namespace
+
+TEST(Supervision, ThrowingAskCallbackIsSupervised) {
+  RunningContext ctx(2);
+  auto supervisor = spawn<Supervisor>(ctx.executor(), {});
+  auto pinger = spawn<Pinger>(ctx.executor(), {});
+  auto incarnations = std::make_shared<Incarnations>();
+  auto asker = spawn<Asker>(ctx.executor(), {.supervisor = supervised_by(supervisor.address())}, pinger.address(),
+                            incarnations);
+  asker.tell(AskAndThrow{});
+  ASSERT_TRUE(eventually([&] { return failures_of(supervisor).size() == 1; }));
+  EXPECT_EQ(failures_of(supervisor).front().error, "callback kaboom");
+  EXPECT_NE(failures_of(supervisor).front().message_type.find("Ping"), std::string::npos);
+  EXPECT_EQ(asker.address().ask(Count{}, 5s, asio::use_future).get(), 2) << "restarted once";
+}
