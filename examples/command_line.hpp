@@ -4,6 +4,7 @@
 #pragma once
 
 #include <charconv>
+#include <system_error>
 #include <cstdint>
 #include <map>
 #include <optional>

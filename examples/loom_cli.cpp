@@ -1,23 +1,36 @@
-// loom: the command-line tool. This first version knows --help and --version; the commands of the design
-// (generate, logits, tokenize, synth, info, bench) arrive with the compute and text issues.
+// loom: the command-line tool. Commands: logits (raw model outputs, comparable with reference files),
+// info (what a model file holds), synth (random-weight models for tests and benchmarks). Generation and
+// tokenization arrive with the text issue.
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "command_line.hpp"
+#include "loom/compute/model_file_error.hpp"
+#include "model_commands.hpp"
 
 namespace {
 
 constexpr const char* kUsage = R"(loom: run and inspect LLMs from the command line.
 
-Usage: loom [--help | --version]
-       loom COMMAND [options]
+Usage: loom COMMAND [options]
+       loom --help | --version
 
-Options:
-  --help      print this help and exit
-  --version   print the version and exit
+Commands:
+  logits --model PATH --tokens ID,ID,... [--continue ID,... | --greedy N] [--top K] [--threads N]
+         Feeds --tokens as one prefill batch, then each --continue token one at a time (teacher forced),
+         or its own argmax for N steps (--greedy). Prints one JSON object:
+         {"prompt_tokens", "prompt_top", "continue", "continue_top"}, where prompt_top[i] is the top-K
+         [id, logit] after position i and continue_top[g] the top-K after feeding continue[g].
+         --top defaults to 10; --threads to the number of physical cores.
+  info   --model PATH
+         Architecture, hyperparameters, tensor types and sizes, vocabulary summary and metadata.
+  synth  --out FILE.gguf [--arch llama|qwen2|qwen3] [--dim D] [--ffn H] [--layers L] [--heads N]
+         [--kv-heads K] [--context C] [--type f32|f16|bf16|q8_0|q4_0] [--vocab-from VOCAB.gguf | --vocab V]
+         [--seed S]
+         Writes a random-weight model, the same for the same options and seed.
 
-Commands: none yet. Model loading, generation and the other tools (logits, tokenize, synth, info, bench)
-arrive in later releases; see README.md.
+Models: GGUF (llama, qwen2, qwen3; f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K) and llama2.c checkpoints.
 )";
 
 }  // namespace
@@ -33,11 +46,19 @@ int main(int argc, char** argv) {
       std::printf("loom %s\n", LOOM_VERSION);
       return 0;
     }
-    args.reject_unknown();
-    if (!args.positional().empty()) throw loom::cli::UsageError("unknown command '" + args.positional()[0] + "'");
-    return 0;
+    if (args.positional().size() != 1) {
+      throw loom::cli::UsageError(args.positional().empty() ? "no command given" : "unexpected argument '" + args.positional()[1] + "'");
+    }
+    const std::string& command = args.positional()[0];
+    if (command == "logits") return loom::cli::run_logits(args);
+    if (command == "info") return loom::cli::run_info(args);
+    if (command == "synth") return loom::cli::run_synth(args);
+    throw loom::cli::UsageError("unknown command '" + command + "'");
   } catch (const loom::cli::UsageError& e) {
     std::fprintf(stderr, "loom: %s\nRun 'loom --help' for usage.\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "loom: %s\n", e.what());
+    return 1;
   }
 }

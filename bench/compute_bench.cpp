@@ -1,0 +1,172 @@
+// CPU backend throughput, reported against the machine's own memory bandwidth measured in this binary:
+// decode is memory-bound (every weight byte is read once per token), so bytes streamed per second over the
+// bandwidth a plain parallel read reaches is the fraction of the possible we achieve. See bench/README.md.
+//
+//   build/bin/compute_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+//
+// Environment: LOOM_BENCH_THREADS (default: physical cores), LOOM_SHARED_DIR (default ../shared).
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loom/compute/llama_model.hpp"
+#include "loom/compute/matmul.hpp"
+#include "loom/compute/model_loader.hpp"
+#include "loom/compute/model_synth.hpp"
+#include "loom/compute/quantize.hpp"
+#include "loom/compute/thread_pool.hpp"
+
+namespace {
+
+using namespace loom::compute;
+
+int bench_threads() {
+  if (const char* env = std::getenv("LOOM_BENCH_THREADS")) return std::max(1, std::atoi(env));
+  return physical_core_count();
+}
+
+std::string shared_dir() {
+  if (const char* env = std::getenv("LOOM_SHARED_DIR")) return env;
+  return LOOM_DEFAULT_SHARED_DIR;
+}
+
+ThreadPool& pool() {
+  static ThreadPool instance(bench_threads());
+  return instance;
+}
+
+// Bytes per second of a parallel streaming read of a buffer far larger than the caches.
+double measure_bandwidth() {
+  static const double bandwidth = [] {
+    const std::size_t floats = std::size_t{64} << 20;  // 256 MiB
+    std::vector<float> buffer(floats, 1.0f);
+    const std::int64_t chunks = 256;
+    std::vector<double> partial(static_cast<std::size_t>(chunks));
+    double best = 0;
+    for (int round = 0; round < 5; ++round) {
+      const auto start = std::chrono::steady_clock::now();
+      pool().parallel_for(chunks, [&](std::int64_t c) {
+        const float* p = buffer.data() + static_cast<std::size_t>(c) * (floats / chunks);
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+        for (std::size_t i = 0; i < floats / chunks; i += 8) {
+          s0 += p[i], s1 += p[i + 1], s2 += p[i + 2], s3 += p[i + 3];
+          s4 += p[i + 4], s5 += p[i + 5], s6 += p[i + 6], s7 += p[i + 7];
+        }
+        partial[static_cast<std::size_t>(c)] = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;
+      });
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      benchmark::DoNotOptimize(partial.data());
+      best = std::max(best, static_cast<double>(floats * sizeof(float)) / seconds);
+    }
+    return best;
+  }();
+  return bandwidth;
+}
+
+void BM_MemoryBandwidth(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(measure_bandwidth());
+  state.counters["GB/s"] = measure_bandwidth() / 1e9;
+}
+
+// One 4096 x 4096 weight matrix times one activation vector (the decode shape).
+void BM_Matvec(benchmark::State& state, TensorType type) {
+  const std::int64_t n = 4096;
+  std::vector<float> values(static_cast<std::size_t>(n * n));
+  std::uint64_t x = 88172645463325252ull;
+  for (auto& v : values) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v = static_cast<float>(static_cast<double>(x >> 11) * 0x1.0p-53 - 0.5);
+  }
+  const std::uint64_t row_bytes = *tensor_bytes(type, n);
+  std::vector<std::byte> data(row_bytes * n);
+  for (std::int64_t r = 0; r < n; ++r) quantize_row(type, &values[static_cast<std::size_t>(r * n)], &data[row_bytes * r], n);
+  TensorView w{"bench", type, {n, n}, data.data(), data.size()};
+  std::vector<float> in(static_cast<std::size_t>(n), 0.5f), out(static_cast<std::size_t>(n));
+  MatmulScratch scratch;
+  scratch.reserve(1, n);
+  for (auto _ : state) matmul(w, in.data(), 1, out.data(), pool(), scratch);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * data.size()));
+  // (bytes per call / seconds per call) / bandwidth
+  state.counters["of_bandwidth"] = benchmark::Counter(static_cast<double>(data.size()) / measure_bandwidth(),
+                                                       benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// A model of 110M-parameter shape (dim 768, ffn 2048, 12 layers, 12 heads, Llama-2 vocabulary), written
+// once per type into the temp folder, or a shared file.
+std::string model_path(const std::string& which) {
+  if (which == "q4_k_m") return shared_dir() + "/models/synth11M-q4_k_m.gguf";
+  const auto path = std::filesystem::temp_directory_path() / ("loom_bench_110M_" + which + ".gguf");
+  if (!std::filesystem::exists(path)) {
+    SynthSpec spec;
+    spec.dim = 768;
+    spec.ffn_dim = 2048;
+    spec.layers = 12;
+    spec.heads = 12;
+    spec.kv_heads = 12;
+    spec.context_length = 1024;
+    spec.vocab_from = shared_dir() + "/vocab/ggml-vocab-llama-spm.gguf";
+    spec.type = which == "f16" ? TensorType::f16 : which == "q8_0" ? TensorType::q8_0 : TensorType::q4_0;
+    write_synthetic_model(spec, path.string());
+  }
+  return path.string();
+}
+
+std::uint64_t weight_bytes(const GgufFile& file) {
+  std::uint64_t total = 0;
+  for (const auto& t : file.tensors()) {
+    if (t.name != "token_embd.weight") total += t.bytes;  // the embedding is read one row per token
+  }
+  return total;
+}
+
+void BM_Decode(benchmark::State& state, std::string which) {
+  auto loaded = LoadedModel::open(model_path(which));
+  LlamaModel model(loaded->config(), loaded->weights(), pool(), 1);
+  auto cache = model.make_cache(256);
+  std::vector<float> logits(static_cast<std::size_t>(loaded->config().vocab_size));
+  std::int64_t position = 0;
+  for (auto _ : state) {
+    const std::int32_t token = static_cast<std::int32_t>(position % 1000) + 100;
+    model.forward({&token, 1}, position, cache, LlamaModel::Logits::last, logits.data());
+    position = (position + 1) % 64;  // attention stays short, as in the first tokens of a reply
+  }
+  const auto bytes = static_cast<double>(weight_bytes(*loaded->gguf()));
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["model_MB"] = bytes / 1e6;
+  // Fraction of the bandwidth bound: (bytes per token / time per token) / bandwidth.
+  state.counters["of_bandwidth"] =
+      benchmark::Counter(bytes / measure_bandwidth(), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Prefill(benchmark::State& state, std::string which) {
+  auto loaded = LoadedModel::open(model_path(which));
+  const std::int64_t n = state.range(0);
+  LlamaModel model(loaded->config(), loaded->weights(), pool(), n);
+  auto cache = model.make_cache(n);
+  std::vector<std::int32_t> tokens(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) tokens[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(100 + i);
+  std::vector<float> logits(static_cast<std::size_t>(loaded->config().vocab_size));
+  for (auto _ : state) model.forward(tokens, 0, cache, LlamaModel::Logits::last, logits.data());
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(state.iterations() * n), benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+
+BENCHMARK(BM_MemoryBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matvec, f16, TensorType::f16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matvec, q8_0, TensorType::q8_0)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matvec, q4_0, TensorType::q4_0)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, f16_110M, "f16")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, q8_0_110M, "q8_0")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, q4_0_110M, "q4_0")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, q4_k_m_11M, "q4_k_m")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, f16_110M, "f16")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q8_0_110M, "q8_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q4_0_110M, "q4_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

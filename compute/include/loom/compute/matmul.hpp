@@ -1,0 +1,33 @@
+// Matrix products of stored weights with F32 activations: y[t] = W · x[t] for each of `tokens` rows of x.
+// W stays in its stored type; the activations are converted once per call to the type the weight's dot
+// kernel wants (vec_dot.hpp: F32 for float weights, Q8_0 / Q8_K for quantized ones) and the weight rows
+// are split among the pool's threads. For a batch of tokens each chunk of weight rows is dotted with every
+// token while it is hot in cache, so prefill reads the weights once per chunk, not once per token.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "loom/compute/tensor_view.hpp"
+#include "loom/compute/thread_pool.hpp"
+
+namespace loom::compute {
+
+// Scratch for activations converted to a kernel's input type. Sized once (at model load) for the largest
+// matrix and batch, so products allocate nothing.
+class MatmulScratch {
+ public:
+  void reserve(std::int64_t max_tokens, std::int64_t max_cols);
+  std::byte* data() noexcept { return buffer_.data(); }
+  std::size_t size() const noexcept { return buffer_.size(); }
+
+ private:
+  std::vector<std::byte> buffer_;
+};
+
+// x: [tokens][w.cols()] row-major; y: [tokens][w.rows()].
+void matmul(const TensorView& w, const float* x, std::int64_t tokens, float* y, ThreadPool& pool,
+            MatmulScratch& scratch);
+
+}  // namespace loom::compute

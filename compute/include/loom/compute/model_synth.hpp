@@ -1,0 +1,34 @@
+// Synthetic models: random-weight GGUF files of any Llama-family shape, deterministic per seed. Tests use
+// them for architectures and shapes that ../shared does not provide (qwen2, qwen3, odd head counts), and
+// benchmarks for realistic sizes (`loom synth`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loom/compute/model_config.hpp"
+#include "loom/compute/tensor_type.hpp"
+
+namespace loom::compute {
+
+struct SynthSpec {
+  Architecture architecture = Architecture::llama;
+  std::int64_t dim = 64;
+  std::int64_t ffn_dim = 172;
+  std::int64_t layers = 2;
+  std::int64_t heads = 4;
+  std::int64_t kv_heads = 4;
+  std::int64_t context_length = 256;
+  std::int64_t vocab_size = 512;  // ignored when vocab_from is set: the vocabulary file decides
+  TensorType type = TensorType::f32;  // of the weight matrices and the embedding; f32, f16, bf16, q8_0, q4_0
+  std::string vocab_from;         // a GGUF whose tokenizer.* metadata is copied (e.g. ../shared/vocab/...)
+  std::uint64_t seed = 1;
+  float rope_freq_base = 10000.0f;
+  float rms_epsilon = 1e-5f;
+};
+
+// Writes the model to `path`; throws std::invalid_argument for an impossible shape (naming the field)
+// and ModelFileError for an unreadable vocabulary file.
+void write_synthetic_model(const SynthSpec& spec, const std::string& path);
+
+}  // namespace loom::compute

@@ -1,0 +1,109 @@
+// The GGML block formats as bit-exact C++ structs, so that kernels read memory-mapped GGUF weights in place.
+// A quantized row is an array of blocks; each block holds `block_elements` values (32 for the *_0 formats,
+// 256 for the K-quants) as small integers plus one or two f16 scales (raw bits, see half.hpp).
+//
+// Value layouts, index i counting from the start of the block:
+//   Q8_0: x[i] = qs[i] * d.
+//   Q4_0: x[i] = (nibble - 8) * d, the nibble of value i < 16 in the low half of qs[i], of value i + 16 in the
+//         high half of qs[i].
+//   Q4_K: 8 sub-blocks of 32, each with a 6-bit scale and 6-bit min (packed in `scales`, see
+//         k_scale_min()). Values come in 4 chunks of 64 sharing 32 bytes of qs: value 64c + l (l < 32) is the
+//         low nibble of qs[32c + l] in sub-block 2c, value 64c + 32 + l the high nibble, sub-block 2c + 1.
+//         x = d * scale * q - dmin * min.
+//   Q5_K: as Q4_K with a fifth bit per value: value 64c + l takes bit 2c of qh[l], value 64c + 32 + l bit
+//         2c + 1 of qh[l], as bit 4 of q (so q is 0..31).
+//   Q6_K: 16 sub-blocks of 16 with int8 scales, q - 32 in -32..31. Two halves of 128 values; half h uses
+//         ql[64h .. 64h+63] and qh[32h .. 32h+31]. Within a half, for l < 32:
+//           value 128h + l      = low  nibble of ql[64h + l]      | bits 0-1 of qh[32h + l] << 4
+//           value 128h + l + 32 = low  nibble of ql[64h + l + 32] | bits 2-3 of qh[32h + l] << 4
+//           value 128h + l + 64 = high nibble of ql[64h + l]      | bits 4-5 of qh[32h + l] << 4
+//           value 128h + l + 96 = high nibble of ql[64h + l + 32] | bits 6-7 of qh[32h + l] << 4
+//         x = d * scales[value / 16] * (q - 32).
+//   Q8_K: activations only (the partner of the K-quants in dot products): x[i] = qs[i] * d with an f32 d, and
+//         bsums[k] = sum of qs[16k .. 16k+15], precomputed so the K-quants' min/offset terms cost nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace loom::compute {
+
+inline constexpr std::size_t kQ8_0BlockElements = 32;
+inline constexpr std::size_t kQ4_0BlockElements = 32;
+inline constexpr std::size_t kKBlockElements = 256;  // every K-quant, and Q8_K
+
+struct BlockQ8_0 {
+  std::uint16_t d;  // f16
+  std::int8_t qs[32];
+};
+
+struct BlockQ4_0 {
+  std::uint16_t d;  // f16
+  std::uint8_t qs[16];
+};
+
+struct BlockQ4_K {
+  std::uint16_t d;     // f16, multiplies the 6-bit scales
+  std::uint16_t dmin;  // f16, multiplies the 6-bit mins
+  std::uint8_t scales[12];
+  std::uint8_t qs[128];
+};
+
+struct BlockQ5_K {
+  std::uint16_t d;
+  std::uint16_t dmin;
+  std::uint8_t scales[12];
+  std::uint8_t qh[32];
+  std::uint8_t qs[128];
+};
+
+struct BlockQ6_K {
+  std::uint8_t ql[128];
+  std::uint8_t qh[64];
+  std::int8_t scales[16];
+  std::uint16_t d;  // f16
+};
+
+struct BlockQ8_K {
+  float d;
+  std::int8_t qs[256];
+  std::int16_t bsums[16];
+};
+
+// Sizes are facts of the file format (they match traits(type).block_bytes; a test checks that too).
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+// Rows of blocks are only 2-byte aligned in files (34- and 18-byte blocks), so nothing may need more.
+static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ4_0) == 2 && alignof(BlockQ4_K) == 2 &&
+              alignof(BlockQ5_K) == 2 && alignof(BlockQ6_K) == 2);
+
+struct KScaleMin {
+  std::uint8_t scale;
+  std::uint8_t min;
+};
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block. The first four pairs sit in the low 6
+// bits of scales[0..3] (scales) and scales[4..7] (mins); the last four keep their low 4 bits in the nibbles of
+// scales[8..11] and their top 2 bits in the spare top bits of scales[0..7].
+constexpr KScaleMin k_scale_min(const std::uint8_t* scales, int j) noexcept {
+  if (j < 4) {
+    return {static_cast<std::uint8_t>(scales[j] & 63), static_cast<std::uint8_t>(scales[j + 4] & 63)};
+  }
+  return {static_cast<std::uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4)),
+          static_cast<std::uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4))};
+}
+
+// The inverse of k_scale_min() over all 8 sub-blocks: pack 6-bit scales and mins (each < 64) into 12 bytes.
+constexpr void pack_k_scale_min(const std::uint8_t* scale, const std::uint8_t* min, std::uint8_t* scales) noexcept {
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = static_cast<std::uint8_t>((scale[j] & 63) | ((scale[j + 4] >> 4) << 6));
+    scales[j + 4] = static_cast<std::uint8_t>((min[j] & 63) | ((min[j + 4] >> 4) << 6));
+    scales[j + 8] = static_cast<std::uint8_t>((scale[j + 4] & 0x0F) | ((min[j + 4] & 0x0F) << 4));
+  }
+}
+
+}  // namespace loom::compute

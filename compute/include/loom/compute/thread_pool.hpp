@@ -1,0 +1,73 @@
+// ThreadPool: the persistent compute threads of the CPU backend. A forward pass calls parallel_for about
+// ten times per layer per step, so threads are created once (at model load), and between calls they spin
+// for a moment before sleeping: waking a sleeping thread costs tens of microseconds, a spinning one well
+// under one. The calling thread works too, so `threads` = 2 means one extra thread. No allocation per call.
+//
+// This is compute code, not an actor: it uses a mutex and condition variable (for sleeping only) on
+// purpose, because a parallel_for is a fork-join barrier that must finish before the caller continues.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace loom::compute {
+
+// The number of physical cores (hyper-threads of one core counted once), at least 1.
+int physical_core_count();
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);  // threads >= 1, counting the caller
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const noexcept { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs fn(task) or fn(task, thread) for task in [0, tasks), spread over all threads; returns when every
+  // task is done. `thread` in [0, size()) identifies the running thread (for per-thread scratch). Tasks
+  // are handed out dynamically, so uneven tasks balance. `fn` must not throw.
+  template <class Fn>
+  void parallel_for(std::int64_t tasks, Fn&& fn) {
+    using F = std::remove_reference_t<Fn>;
+    run(tasks,
+        [](void* context, std::int64_t task, int thread) {
+          if constexpr (std::is_invocable_v<F&, std::int64_t, int>) {
+            (*static_cast<F*>(context))(task, thread);
+          } else {
+            (void)thread;
+            (*static_cast<F*>(context))(task);
+          }
+        },
+        &fn);
+  }
+
+ private:
+  using TaskFn = void (*)(void*, std::int64_t, int);
+  void run(std::int64_t tasks, TaskFn fn, void* context);
+  void work_loop(int thread);
+  void take_tasks(int thread);
+
+  bool wait_for_generation(std::uint64_t seen);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;  // only for sleeping and waking
+  std::condition_variable wake_;
+  std::atomic<std::uint64_t> generation_{0};  // bumped once per parallel_for
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> busy_{0};  // workers still inside the current generation
+
+  // The current job; written before the generation is bumped (which publishes it).
+  TaskFn fn_ = nullptr;
+  void* context_ = nullptr;
+  std::int64_t tasks_ = 0;
+  std::atomic<std::int64_t> next_{0};
+};
+
+}  // namespace loom::compute

@@ -1,0 +1,17 @@
+#include "loom/compute/model_config.hpp"
+
+namespace loom::compute {
+
+std::string to_string(Architecture architecture) {
+  switch (architecture) {
+    case Architecture::llama:
+      return "llama";
+    case Architecture::qwen2:
+      return "qwen2";
+    case Architecture::qwen3:
+      return "qwen3";
+  }
+  return "unknown";
+}
+
+}  // namespace loom::compute

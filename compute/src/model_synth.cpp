@@ -1,0 +1,135 @@
+#include "loom/compute/model_synth.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "loom/compute/gguf_file.hpp"
+#include "loom/compute/gguf_writer.hpp"
+#include "loom/compute/quantize.hpp"
+
+namespace loom::compute {
+namespace {
+
+// splitmix64: tiny, fast, and the same on every platform, so a seed names one model everywhere.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1).
+  float uniform() { return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
+
+ private:
+  std::uint64_t state_;
+};
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("synthetic model: " + what);
+}
+
+class Builder {
+ public:
+  Builder(GgufWriter& writer, Random& random) : writer_(writer), random_(random) {}
+
+  // A matrix of `rows` x `cols` (GGUF dims {cols, rows}) with values uniform in [-scale, scale].
+  void matrix(const std::string& name, std::int64_t cols, std::int64_t rows, TensorType type, float scale) {
+    std::vector<float> values(static_cast<std::size_t>(cols * rows));
+    for (auto& v : values) v = random_.uniform() * scale;
+    const auto row_bytes = tensor_bytes(type, static_cast<std::uint64_t>(cols));
+    require(row_bytes.has_value(), name + ": " + std::to_string(cols) + " columns are not a whole number of " +
+                                       std::string(compute::name(type)) + " blocks");
+    std::vector<std::byte> data(*row_bytes * static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      quantize_row(type, &values[static_cast<std::size_t>(r * cols)], &data[*row_bytes * static_cast<std::size_t>(r)], cols);
+    }
+    writer_.add_tensor(name, type, {cols, rows}, data);
+  }
+
+  // A vector around `center` (norm weights near 1, biases near 0).
+  void vector(const std::string& name, std::int64_t n, float center, float spread) {
+    std::vector<float> values(static_cast<std::size_t>(n));
+    for (auto& v : values) v = center + random_.uniform() * spread;
+    writer_.add_f32_tensor(name, {n}, values);
+  }
+
+ private:
+  GgufWriter& writer_;
+  Random& random_;
+};
+
+}  // namespace
+
+void write_synthetic_model(const SynthSpec& s, const std::string& path) {
+  require(s.dim > 0 && s.ffn_dim > 0 && s.layers > 0 && s.heads > 0 && s.kv_heads > 0 && s.context_length > 0,
+          "dim, ffn, layers, heads, kv-heads and context must be positive");
+  require(s.dim % s.heads == 0, "dim " + std::to_string(s.dim) + " is not a multiple of heads " + std::to_string(s.heads));
+  require(s.heads % s.kv_heads == 0, "heads " + std::to_string(s.heads) + " is not a multiple of kv-heads " +
+                                         std::to_string(s.kv_heads));
+  require((s.dim / s.heads) % 2 == 0, "the head dimension (dim / heads) must be even");
+  require(s.type == TensorType::f32 || s.type == TensorType::f16 || s.type == TensorType::bf16 ||
+              s.type == TensorType::q8_0 || s.type == TensorType::q4_0,
+          "type must be f32, f16, bf16, q8_0 or q4_0");
+
+  GgufWriter writer;
+  std::int64_t vocab = s.vocab_size;
+  if (!s.vocab_from.empty()) {
+    const GgufFile vocab_file = GgufFile::open(s.vocab_from);
+    vocab = static_cast<std::int64_t>(vocab_file.get_string_array("tokenizer.ggml.tokens").size());
+    for (const auto& kv : vocab_file.metadata()) {
+      if (kv.key.rfind("tokenizer.", 0) == 0) writer.add(kv.key, kv.value);
+    }
+  }
+  require(vocab > 0, "the vocabulary must not be empty");
+
+  const std::string arch = to_string(s.architecture);
+  const std::int64_t head_dim = s.dim / s.heads;
+  const std::int64_t kv_dim = head_dim * s.kv_heads;
+  writer.add_string("general.architecture", arch);
+  writer.add_string("general.name", "loom-synth-" + arch);
+  writer.add_u32(arch + ".context_length", static_cast<std::uint32_t>(s.context_length));
+  writer.add_u32(arch + ".embedding_length", static_cast<std::uint32_t>(s.dim));
+  writer.add_u32(arch + ".feed_forward_length", static_cast<std::uint32_t>(s.ffn_dim));
+  writer.add_u32(arch + ".block_count", static_cast<std::uint32_t>(s.layers));
+  writer.add_u32(arch + ".attention.head_count", static_cast<std::uint32_t>(s.heads));
+  writer.add_u32(arch + ".attention.head_count_kv", static_cast<std::uint32_t>(s.kv_heads));
+  writer.add_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_epsilon);
+  writer.add_f32(arch + ".rope.freq_base", s.rope_freq_base);
+  if (s.vocab_from.empty()) writer.add_u32(arch + ".vocab_size", static_cast<std::uint32_t>(vocab));
+
+  // Uniform weights scaled by 1/sqrt(fan-in) keep activations of order one through the layers.
+  Random random(s.seed);
+  Builder b(writer, random);
+  const auto scale = [](std::int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); };
+  b.matrix("token_embd.weight", s.dim, vocab, s.type, 1.0f);
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    b.vector(p + "attn_norm.weight", s.dim, 1.0f, 0.1f);
+    b.matrix(p + "attn_q.weight", s.dim, s.dim, s.type, scale(s.dim));
+    b.matrix(p + "attn_k.weight", s.dim, kv_dim, s.type, scale(s.dim));
+    b.matrix(p + "attn_v.weight", s.dim, kv_dim, s.type, scale(s.dim));
+    if (s.architecture == Architecture::qwen2) {
+      b.vector(p + "attn_q.bias", s.dim, 0.0f, 0.1f);
+      b.vector(p + "attn_k.bias", kv_dim, 0.0f, 0.1f);
+      b.vector(p + "attn_v.bias", kv_dim, 0.0f, 0.1f);
+    }
+    if (s.architecture == Architecture::qwen3) {
+      b.vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.1f);
+      b.vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.1f);
+    }
+    b.matrix(p + "attn_output.weight", s.dim, s.dim, s.type, scale(s.dim));
+    b.vector(p + "ffn_norm.weight", s.dim, 1.0f, 0.1f);
+    b.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, s.type, scale(s.dim));
+    b.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, s.type, scale(s.dim));
+    b.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, s.type, scale(s.ffn_dim));
+  }
+  b.vector("output_norm.weight", s.dim, 1.0f, 0.1f);
+  b.matrix("output.weight", s.dim, vocab, s.type, scale(s.dim));
+  writer.write(path);
+}
+
+}  // namespace loom::compute

@@ -1,0 +1,193 @@
+#include "model_commands.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/compute/llama_model.hpp"
+#include "loom/compute/model_loader.hpp"
+#include "loom/compute/model_synth.hpp"
+#include "loom/compute/thread_pool.hpp"
+
+namespace loom::cli {
+namespace {
+
+using namespace loom::compute;
+
+std::vector<std::int32_t> parse_token_list(const std::string& option, const std::string& text) {
+  std::vector<std::int32_t> tokens;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    std::int32_t value = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc{} || end != item.data() + item.size() || value < 0) {
+      throw UsageError("option --" + option + " expects comma-separated token ids, got '" + item + "'");
+    }
+    tokens.push_back(value);
+    start = comma + 1;
+  }
+  return tokens;
+}
+
+// The `k` largest logits as [[id, logit], ...], largest first.
+nlohmann::json top_k(const float* logits, std::int64_t vocab, int k) {
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(vocab));
+  std::iota(ids.begin(), ids.end(), 0);
+  const auto count = static_cast<std::size_t>(std::min<std::int64_t>(k, vocab));
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(count), ids.end(),
+                    [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  nlohmann::json top = nlohmann::json::array();
+  for (std::size_t i = 0; i < count; ++i) top.push_back({ids[i], logits[ids[i]]});
+  return top;
+}
+
+int default_threads() { return physical_core_count(); }
+
+}  // namespace
+
+int run_logits(CommandLine& args) {
+  const std::string model_path = args.text("model", "");
+  const std::string tokens_text = args.text("tokens", "");
+  const std::string continue_text = args.text("continue", "");
+  const auto greedy = args.integer("greedy", 0, 0, 1'000'000);
+  const auto k = static_cast<int>(args.integer("top", 10, 1, 1'000'000));
+  const auto threads = static_cast<int>(args.integer("threads", default_threads(), 1, 1024));
+  args.reject_unknown();
+  if (model_path.empty()) throw UsageError("logits needs --model PATH");
+  if (tokens_text.empty()) throw UsageError("logits needs --tokens ID,ID,...");
+  if (!continue_text.empty() && greedy > 0) throw UsageError("use either --continue or --greedy, not both");
+  const auto prompt = parse_token_list("tokens", tokens_text);
+  const auto forced = continue_text.empty() ? std::vector<std::int32_t>{} : parse_token_list("continue", continue_text);
+
+  auto loaded = LoadedModel::open(model_path);
+  const auto& config = loaded->config();
+  const auto steps = static_cast<std::int64_t>(forced.empty() ? greedy : static_cast<std::int64_t>(forced.size()));
+  if (static_cast<std::int64_t>(prompt.size()) + steps > config.context_length) {
+    throw UsageError("--tokens plus the continuation (" + std::to_string(prompt.size() + static_cast<std::size_t>(steps)) +
+                     " positions) exceed the model's context length " + std::to_string(config.context_length));
+  }
+  ThreadPool pool(threads);
+  LlamaModel model(config, loaded->weights(), pool, 512);
+  auto cache = model.make_cache();
+  const std::int64_t vocab = config.vocab_size;
+
+  nlohmann::json out;
+  out["prompt_tokens"] = prompt;
+  std::vector<float> logits(prompt.size() * static_cast<std::size_t>(vocab));
+  model.forward(prompt, 0, cache, LlamaModel::Logits::all, logits.data());
+  auto& prompt_top = out["prompt_top"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < prompt.size(); ++i) prompt_top.push_back(top_k(&logits[i * vocab], vocab, k));
+
+  // Teacher forced (--continue) or fed its own argmax (--greedy).
+  std::vector<float> step(static_cast<std::size_t>(vocab));
+  std::copy_n(&logits[(prompt.size() - 1) * vocab], vocab, step.begin());
+  std::vector<std::int32_t> fed;
+  auto& continue_top = out["continue_top"] = nlohmann::json::array();
+  for (std::int64_t g = 0; g < steps; ++g) {
+    const std::int32_t token = forced.empty()
+                                   ? static_cast<std::int32_t>(std::max_element(step.begin(), step.end()) - step.begin())
+                                   : forced[static_cast<std::size_t>(g)];
+    fed.push_back(token);
+    model.forward({&token, 1}, static_cast<std::int64_t>(prompt.size()) + g, cache, LlamaModel::Logits::last,
+                  step.data());
+    continue_top.push_back(top_k(step.data(), vocab, k));
+  }
+  out["continue"] = fed;
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
+int run_info(CommandLine& args) {
+  const std::string model_path = args.text("model", "");
+  args.reject_unknown();
+  if (model_path.empty()) throw UsageError("info needs --model PATH");
+  auto loaded = LoadedModel::open(model_path);
+  const auto& c = loaded->config();
+  std::printf("model: %s\n", model_path.c_str());
+  std::printf("architecture: %s\n", to_string(c.architecture).c_str());
+  std::printf("hyperparameters: vocab %lld, dim %lld, ffn %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, "
+              "context %lld, rms epsilon %g, rope base %g%s\n",
+              static_cast<long long>(c.vocab_size), static_cast<long long>(c.dim), static_cast<long long>(c.ffn_dim),
+              static_cast<long long>(c.layers), static_cast<long long>(c.heads), static_cast<long long>(c.kv_heads),
+              static_cast<long long>(c.head_dim), static_cast<long long>(c.context_length), c.rms_epsilon,
+              c.rope_freq_base, c.rope_scale != 1.0f ? (", rope linear scale " + std::to_string(c.rope_scale)).c_str() : "");
+  const GgufFile* gguf = loaded->gguf();
+  if (gguf == nullptr) {
+    std::printf("format: llama2.c checkpoint (f32 weights)\n");
+    return 0;
+  }
+  std::printf("format: GGUF v%u, alignment %u, %zu tensors, %zu metadata keys\n", gguf->version(), gguf->alignment(),
+              gguf->tensors().size(), gguf->metadata().size());
+  std::map<std::string, std::pair<int, std::uint64_t>> by_type;
+  std::uint64_t total = 0;
+  for (const auto& t : gguf->tensors()) {
+    auto& entry = by_type[std::string(name(t.type))];
+    ++entry.first;
+    entry.second += t.bytes;
+    total += t.bytes;
+  }
+  std::printf("tensors: %.1f MiB", static_cast<double>(total) / (1024.0 * 1024.0));
+  for (const auto& [type, entry] : by_type) {
+    std::printf(", %s: %d (%.1f MiB)", type.c_str(), entry.first, static_cast<double>(entry.second) / (1024.0 * 1024.0));
+  }
+  std::printf("\n");
+  if (auto model = gguf->find_string("tokenizer.ggml.model")) {
+    std::printf("vocabulary: %s, %zu tokens, bos %s, eos %s\n", model->c_str(),
+                gguf->has("tokenizer.ggml.tokens") ? gguf->get_string_array("tokenizer.ggml.tokens").size() : 0,
+                gguf->find_u32("tokenizer.ggml.bos_token_id") ? std::to_string(*gguf->find_u32("tokenizer.ggml.bos_token_id")).c_str() : "-",
+                gguf->find_u32("tokenizer.ggml.eos_token_id") ? std::to_string(*gguf->find_u32("tokenizer.ggml.eos_token_id")).c_str() : "-");
+  }
+  std::printf("metadata:\n");
+  for (const auto& kv : gguf->metadata()) {
+    std::printf("  %s (%s) = %s\n", kv.key.c_str(), std::string(kv.value.type_name()).c_str(), kv.value.summary().c_str());
+  }
+  return 0;
+}
+
+int run_synth(CommandLine& args) {
+  SynthSpec spec;
+  const std::string arch = args.text("arch", "llama");
+  if (arch == "llama") {
+    spec.architecture = Architecture::llama;
+  } else if (arch == "qwen2") {
+    spec.architecture = Architecture::qwen2;
+  } else if (arch == "qwen3") {
+    spec.architecture = Architecture::qwen3;
+  } else {
+    throw UsageError("option --arch expects llama, qwen2 or qwen3, got '" + arch + "'");
+  }
+  spec.dim = args.integer("dim", 64, 2, 65536);
+  spec.ffn_dim = args.integer("ffn", 172, 1, 1 << 20);
+  spec.layers = args.integer("layers", 2, 1, 1024);
+  spec.heads = args.integer("heads", 4, 1, 1024);
+  spec.kv_heads = args.integer("kv-heads", spec.heads, 1, 1024);
+  spec.context_length = args.integer("context", 256, 1, 1 << 20);
+  spec.vocab_size = args.integer("vocab", 512, 1, 1 << 22);
+  const std::string type = args.text("type", "f32");
+  const std::map<std::string, TensorType> types{{"f32", TensorType::f32}, {"f16", TensorType::f16},
+                                                {"bf16", TensorType::bf16}, {"q8_0", TensorType::q8_0},
+                                                {"q4_0", TensorType::q4_0}};
+  if (!types.contains(type)) throw UsageError("option --type expects f32, f16, bf16, q8_0 or q4_0, got '" + type + "'");
+  spec.type = types.at(type);
+  spec.vocab_from = args.text("vocab-from", "");
+  spec.seed = static_cast<std::uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
+  const std::string out = args.text("out", "");
+  args.reject_unknown();
+  if (out.empty()) throw UsageError("synth needs --out FILE.gguf");
+  try {
+    write_synthetic_model(spec, out);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  std::fprintf(stderr, "loom: wrote %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,13 @@
+// The `loom` subcommands that work on model files: logits, info, synth. Each takes the command line
+// after its name and returns the process exit code (0 ok, 1 failure, 2 usage error).
+#pragma once
+
+#include "command_line.hpp"
+
+namespace loom::cli {
+
+int run_logits(CommandLine& args);
+int run_info(CommandLine& args);
+int run_synth(CommandLine& args);
+
+}  // namespace loom::cli

@@ -1,0 +1,99 @@
+// CPU feature detection against the compiler's own detection and /proc/cpuinfo, and the kernel path choice.
+#include "loom/compute/cpu_features.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "loom/compute/kernel_path.hpp"
+
+namespace loom::compute {
+namespace {
+
+TEST(CpuFeatures, AgreesWithTheCompilerBuiltins) {
+  const CpuFeatures& f = cpu_features();
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  // GCC's checks also look at OS support (xgetbv) for the AVX families.
+  EXPECT_EQ(f.avx2, static_cast<bool>(__builtin_cpu_supports("avx2")));
+  EXPECT_EQ(f.fma, static_cast<bool>(__builtin_cpu_supports("fma")));
+  EXPECT_EQ(f.avx512f, static_cast<bool>(__builtin_cpu_supports("avx512f")));
+  EXPECT_EQ(f.avx512bw, static_cast<bool>(__builtin_cpu_supports("avx512bw")));
+  EXPECT_EQ(f.avx512vnni, static_cast<bool>(__builtin_cpu_supports("avx512vnni")));
+#endif
+  EXPECT_EQ(&f, &cpu_features()) << "detected once";
+  EXPECT_TRUE(!f.avx2 || f.avx);
+  EXPECT_TRUE(!f.has_avx512_set() || f.has_avx2_set());
+  EXPECT_FALSE(to_string(f).empty());
+}
+
+TEST(CpuFeatures, AgreesWithProcCpuinfo) {
+  std::ifstream in("/proc/cpuinfo");
+  if (!in) GTEST_SKIP() << "no /proc/cpuinfo";
+  std::string line, flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      flags = " " + line.substr(line.find(':') + 1) + " ";
+      break;
+    }
+  }
+  if (flags.empty()) GTEST_SKIP() << "no flags line";
+  const auto has = [&flags](const char* flag) {
+    return flags.find(std::string(" ") + flag + " ") != std::string::npos;
+  };
+  const CpuFeatures& f = cpu_features();
+  // The kernel lists only what the OS enabled, as we do.
+  EXPECT_EQ(f.avx2, has("avx2"));
+  EXPECT_EQ(f.fma, has("fma"));
+  EXPECT_EQ(f.f16c, has("f16c"));
+  EXPECT_EQ(f.avx512f, has("avx512f"));
+  EXPECT_EQ(f.avx512vl, has("avx512vl"));
+  EXPECT_EQ(f.avx512vnni, has("avx512_vnni"));
+}
+
+TEST(CpuFeaturesKernelPath, DefaultIsTheWidestSupported) {
+  EXPECT_TRUE(kernel_path_supported(KernelPath::scalar));
+  EXPECT_EQ(kernel_path_supported(KernelPath::avx2), cpu_features().has_avx2_set());
+  EXPECT_EQ(kernel_path_supported(KernelPath::avx512), cpu_features().has_avx512_set());
+  const char* force = std::getenv("LOOM_FORCE_SCALAR");
+  if (force != nullptr && force[0] != '\0' && std::string(force) != "0") {
+    EXPECT_EQ(default_kernel_path(), KernelPath::scalar);
+  } else if (kernel_path_supported(KernelPath::avx512)) {
+    EXPECT_EQ(default_kernel_path(), KernelPath::avx512);
+  } else if (kernel_path_supported(KernelPath::avx2)) {
+    EXPECT_EQ(default_kernel_path(), KernelPath::avx2);
+  } else {
+    EXPECT_EQ(default_kernel_path(), KernelPath::scalar);
+  }
+  EXPECT_EQ(name(KernelPath::scalar), "scalar");
+  EXPECT_EQ(name(KernelPath::avx2), "avx2");
+  EXPECT_EQ(name(KernelPath::avx512), "avx512");
+}
+
+// The variable is read once per process, so the check runs in a fresh process (the "threadsafe" death-test
+// style re-executes this binary for just this test).
+TEST(CpuFeaturesKernelPath, ForceScalarEnvironmentVariable) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("LOOM_FORCE_SCALAR", "1", 1);
+        std::exit(default_kernel_path() == KernelPath::scalar ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        setenv("LOOM_FORCE_SCALAR", "0", 1);
+        std::exit(default_kernel_path() == (kernel_path_supported(KernelPath::avx512) ? KernelPath::avx512
+                                            : kernel_path_supported(KernelPath::avx2) ? KernelPath::avx2
+                                                                                      : KernelPath::scalar)
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace loom::compute

@@ -1,0 +1,342 @@
+// vec_dot kernels on random data: the scalar path against dequantize-then-dot in double, every SIMD path
+// against the scalar one, and the batched forms against single dots.
+#include "loom/compute/vec_dot.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "loom/compute/dequantize.hpp"
+#include "loom/compute/half.hpp"
+#include "loom/compute/kernel_path.hpp"
+#include "loom/compute/quant_blocks.hpp"
+#include "loom/compute/quantize.hpp"
+#include "loom/compute/tensor_type.hpp"
+
+namespace loom::compute {
+namespace {
+
+constexpr TensorType kWeightTypes[] = {TensorType::f32,  TensorType::f16,  TensorType::bf16, TensorType::q8_0,
+                                       TensorType::q4_0, TensorType::q4_k, TensorType::q5_k, TensorType::q6_k};
+
+// A matrix of `rows` rows of `n` values in `type`, plus `cols` activation rows in activation_type(type), and
+// their dequantized forms. Weights come either from quantizing Gaussian values or, for the quantized types,
+// from random bits (so every bit pattern, -128 in Q8_0 included, gets exercised) with sane scales.
+struct Problem {
+  TensorType type;
+  std::int64_t n;
+  int rows, cols;
+  std::size_t row_bytes, act_row_bytes;
+  std::vector<std::uint8_t> weights, activations;
+  std::vector<float> w, a;  // dequantized
+
+  const std::uint8_t* weight_row(int r) const { return weights.data() + r * row_bytes; }
+  const std::uint8_t* activation_row(int c) const { return activations.data() + c * act_row_bytes; }
+
+  // Exact dot of the dequantized rows, and the scale errors are measured against: sum |w| |a|.
+  double reference(int r, int c) const {
+    double s = 0;
+    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(w[r * n + i]) * a[c * n + i];
+    return s;
+  }
+  double magnitude(int r, int c) const {
+    double s = 0;
+    for (std::int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(w[r * n + i]) * a[c * n + i]);
+    return s;
+  }
+};
+
+void randomize_scales(TensorType type, std::uint8_t* data, std::size_t n_blocks, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-0.02f, 0.02f);
+  const auto& t = traits(type);
+  for (std::size_t b = 0; b < n_blocks; ++b) {
+    std::uint8_t* blk = data + b * t.block_bytes;
+    const std::uint16_t d = float_to_half(u(rng)), dmin = float_to_half(std::fabs(u(rng)));
+    switch (type) {
+      case TensorType::q8_0:
+      case TensorType::q4_0:
+        std::memcpy(blk, &d, 2);
+        break;
+      case TensorType::q4_k:
+      case TensorType::q5_k:
+        std::memcpy(blk, &d, 2);
+        std::memcpy(blk + 2, &dmin, 2);
+        break;
+      case TensorType::q6_k:
+        std::memcpy(blk + 208, &d, 2);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+Problem make_problem(TensorType type, std::int64_t n, int rows, int cols, bool random_bits, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  Problem p{type, n, rows, cols, *tensor_bytes(type, n), *tensor_bytes(activation_type(type), n), {}, {}, {}, {}};
+  p.weights.resize(p.row_bytes * rows);
+  p.activations.resize(p.act_row_bytes * cols);
+  std::vector<float> x(n);
+  const bool quantized = traits(type).block_elements > 1;
+  for (int r = 0; r < rows; ++r) {
+    if (random_bits && quantized) {
+      std::uniform_int_distribution<int> byte(0, 255);
+      for (std::size_t i = 0; i < p.row_bytes; ++i)
+        p.weights[r * p.row_bytes + i] = static_cast<std::uint8_t>(byte(rng));
+      randomize_scales(type, p.weights.data() + r * p.row_bytes,
+                       static_cast<std::size_t>(n) / traits(type).block_elements, rng);
+    } else {
+      for (auto& v : x) v = gauss(rng) * 0.05f + (r % 3 == 0 ? 0.01f : 0.0f);  // some rows off-centre
+      quantize_row(type, x.data(), p.weights.data() + r * p.row_bytes, n);
+    }
+  }
+  for (int c = 0; c < cols; ++c) {
+    for (auto& v : x) v = gauss(rng);
+    quantize_row(activation_type(type), x.data(), p.activations.data() + c * p.act_row_bytes, n);
+  }
+  p.w.resize(n * rows);
+  p.a.resize(n * cols);
+  for (int r = 0; r < rows; ++r) dequantize_row(type, p.weight_row(r), p.w.data() + r * n, n);
+  for (int c = 0; c < cols; ++c) dequantize_row(activation_type(type), p.activation_row(c), p.a.data() + c * n, n);
+  return p;
+}
+
+std::vector<std::int64_t> lengths_for(TensorType type) {
+  const auto block = static_cast<std::int64_t>(traits(type).block_elements);
+  if (block == 1) return {1, 7, 8, 13, 31, 64, 100, 257, 4099};
+  return {block, 2 * block, 3 * block, 16 * block};
+}
+
+}  // namespace
+
+// Readable parameter names in gtest output (found by argument-dependent lookup, so beside TensorType).
+static void PrintTo(TensorType type, std::ostream* os) { *os << name(type); }
+
+namespace {
+
+class VecDotTypes : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(VecDotTypes, ScalarMatchesDequantizedReference) {
+  const TensorType type = GetParam();
+  const VecDotKernel kernel = vec_dot_kernel(type, KernelPath::scalar);
+  ASSERT_EQ(kernel.path(), KernelPath::scalar);
+  for (bool random_bits : {false, true}) {
+    for (std::int64_t n : lengths_for(type)) {
+      const Problem p = make_problem(type, n, 5, 2, random_bits, static_cast<unsigned>(n) * 7 + random_bits);
+      for (int r = 0; r < p.rows; ++r) {
+        for (int c = 0; c < p.cols; ++c) {
+          const float got = kernel.dot(p.weight_row(r), p.activation_row(c), n);
+          ASSERT_NEAR(got, p.reference(r, c), 1e-5 * p.magnitude(r, c) + 1e-12)
+              << name(type) << " n=" << n << " row " << r << " col " << c << (random_bits ? " (random bits)" : "");
+        }
+      }
+    }
+  }
+}
+
+TEST_P(VecDotTypes, SimdPathsMatchScalar) {
+  const TensorType type = GetParam();
+  int paths_run = 0;
+  for (KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
+    if (!kernel_path_supported(path)) continue;
+    const VecDotKernel simd = vec_dot_kernel(type, path);
+    const VecDotKernel scalar = vec_dot_kernel(type, KernelPath::scalar);
+    ASSERT_NE(simd.path(), KernelPath::scalar) << name(type) << " has no SIMD kernel on " << name(path);
+    ++paths_run;
+    for (bool random_bits : {false, true}) {
+      for (std::int64_t n : lengths_for(type)) {
+        const int rows = 7, cols = 9;  // odd counts: every column-group remainder
+        const Problem p = make_problem(type, n, rows, cols, random_bits, static_cast<unsigned>(n) * 3 + random_bits);
+        std::vector<float> got(static_cast<std::size_t>(rows) * cols), want(got.size());
+        simd.rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, got.data(),
+                       rows);
+        scalar.rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n,
+                         want.data(), rows);
+        for (int c = 0; c < cols; ++c) {
+          for (int r = 0; r < rows; ++r) {
+            const std::size_t at = static_cast<std::size_t>(c) * rows + r;
+            ASSERT_NEAR(got[at], want[at], 1e-5 * p.magnitude(r, c) + 1e-12)
+                << name(type) << " on " << name(simd.path()) << " n=" << n << " row " << r << " col " << c;
+            const float single = simd.dot(p.weight_row(r), p.activation_row(c), n);
+            ASSERT_NEAR(single, want[at], 1e-5 * p.magnitude(r, c) + 1e-12);
+          }
+        }
+      }
+    }
+  }
+  if (paths_run == 0) GTEST_SKIP() << "this CPU runs no SIMD path";
+}
+
+TEST_P(VecDotTypes, RowsEqualsPerRowDot) {
+  const TensorType type = GetParam();
+  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2, KernelPath::avx512}) {
+    if (!kernel_path_supported(path)) continue;
+    const VecDotKernel kernel = vec_dot_kernel(type, path);
+    const std::int64_t n =
+        4 * static_cast<std::int64_t>(traits(type).block_elements) * (traits(type).block_elements == 1 ? 64 : 1);
+    const Problem p = make_problem(type, n, 13, 1, false, 99);
+    std::vector<float> out(p.rows + 1, -1.0f);
+    kernel.rows(p.weights.data(), p.row_bytes, p.rows, p.activations.data(), n, out.data());
+    for (int r = 0; r < p.rows; ++r) {
+      // The same row kernel runs either way, so the results are identical, not merely close.
+      EXPECT_EQ(out[r], kernel.dot(p.weight_row(r), p.activation_row(0), n))
+          << name(type) << " " << name(path) << " row " << r;
+    }
+    EXPECT_EQ(out[p.rows], -1.0f) << "wrote past n_rows";
+    // The convenience functions use the default path.
+    std::vector<float> dflt(p.rows);
+    vec_dot_rows(type, p.weights.data(), p.row_bytes, p.rows, p.activations.data(), n, dflt.data());
+    const VecDotKernel def = vec_dot_kernel(type);
+    for (int r = 0; r < p.rows; ++r) {
+      EXPECT_EQ(dflt[r], def.dot(p.weight_row(r), p.activation_row(0), n));
+      EXPECT_EQ(dflt[r], vec_dot(type, p.weight_row(r), p.activation_row(0), n));
+    }
+  }
+}
+
+TEST_P(VecDotTypes, RowsColsHonoursStrides) {
+  const TensorType type = GetParam();
+  const std::int64_t n =
+      2 * static_cast<std::int64_t>(traits(type).block_elements) * (traits(type).block_elements == 1 ? 32 : 1);
+  const Problem p = make_problem(type, n, 6, 5, false, 5);
+  const std::size_t stride = 11;  // output columns padded
+  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
+    if (!kernel_path_supported(path)) continue;
+    const VecDotKernel kernel = vec_dot_kernel(type, path);
+    std::vector<float> out(stride * p.cols, -7.0f);
+    kernel.rows_cols(p.weights.data(), p.row_bytes, p.rows, p.activations.data(), p.act_row_bytes, p.cols, n,
+                     out.data(), stride);
+    for (int c = 0; c < p.cols; ++c) {
+      for (std::size_t r = 0; r < stride; ++r) {
+        if (r >= static_cast<std::size_t>(p.rows)) {
+          EXPECT_EQ(out[c * stride + r], -7.0f) << "wrote into the padding";
+          continue;
+        }
+        EXPECT_NEAR(out[c * stride + r], p.reference(static_cast<int>(r), c),
+                    1e-5 * p.magnitude(static_cast<int>(r), c))
+            << name(type) << " " << name(path);
+      }
+    }
+    std::vector<float> via_free(stride * p.cols, -7.0f);
+    vec_dot_rows_cols(type, p.weights.data(), p.row_bytes, p.rows, p.activations.data(), p.act_row_bytes, p.cols, n,
+                      via_free.data(), stride);
+    for (std::size_t i = 0; i < via_free.size(); ++i) EXPECT_NEAR(via_free[i], out[i], 1e-5 * (std::fabs(out[i]) + 1));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(VecDot, VecDotTypes, ::testing::ValuesIn(kWeightTypes),
+                         [](const ::testing::TestParamInfo<TensorType>& case_info) {
+                           return std::string(name(case_info.param));
+                         });
+
+// Q8_0-activation kernels convert activation scales into a fixed stack buffer in column chunks, and fall
+// back to converting inline for rows longer than the buffer; lengths around those limits take every branch.
+TEST(VecDot, LongRowsMatchScalarOnEverySimdPath) {
+  for (TensorType type : {TensorType::q8_0, TensorType::q4_0, TensorType::q4_k, TensorType::f16}) {
+    for (std::int64_t blocks : {1500, 2048, 4096, 4100}) {
+      const std::int64_t n = blocks * 32;
+      if (n % static_cast<std::int64_t>(traits(type).block_elements) != 0) continue;
+      const int rows = 3, cols = 5;
+      const Problem p = make_problem(type, n, rows, cols, false, static_cast<unsigned>(blocks));
+      std::vector<float> want(rows * cols), got(rows * cols);
+      vec_dot_kernel(type, KernelPath::scalar)
+          .rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, want.data(),
+                     rows);
+      for (KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
+        if (!kernel_path_supported(path)) continue;
+        vec_dot_kernel(type, path)
+            .rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, got.data(),
+                       rows);
+        for (int c = 0; c < cols; ++c) {
+          for (int r = 0; r < rows; ++r) {
+            ASSERT_NEAR(got[c * rows + r], want[c * rows + r], 1e-5 * p.magnitude(r, c))
+                << name(type) << " on " << name(path) << " blocks=" << blocks << " row " << r << " col " << c;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(VecDot, ActivationTypes) {
+  EXPECT_EQ(activation_type(TensorType::f32), TensorType::f32);
+  EXPECT_EQ(activation_type(TensorType::f16), TensorType::f32);
+  EXPECT_EQ(activation_type(TensorType::bf16), TensorType::f32);
+  EXPECT_EQ(activation_type(TensorType::q8_0), TensorType::q8_0);
+  EXPECT_EQ(activation_type(TensorType::q4_0), TensorType::q8_0);
+  EXPECT_EQ(activation_type(TensorType::q4_k), TensorType::q8_k);
+  EXPECT_EQ(activation_type(TensorType::q5_k), TensorType::q8_k);
+  EXPECT_EQ(activation_type(TensorType::q6_k), TensorType::q8_k);
+  EXPECT_THROW(activation_type(TensorType::q8_k), std::invalid_argument);
+  EXPECT_THROW(activation_type(TensorType::q4_1), std::invalid_argument);
+}
+
+TEST(VecDot, RejectsBadArguments) {
+  std::vector<std::uint8_t> w(4096), a(4096);
+  std::vector<float> out(8);
+  EXPECT_THROW(vec_dot(TensorType::q4_0, w.data(), a.data(), 48), std::invalid_argument);
+  EXPECT_THROW(vec_dot(TensorType::q6_k, w.data(), a.data(), 128), std::invalid_argument);
+  EXPECT_THROW(vec_dot(TensorType::q8_k, w.data(), a.data(), 256), std::invalid_argument);
+  EXPECT_THROW(vec_dot(TensorType::q2_k, w.data(), a.data(), 256), std::invalid_argument);
+  EXPECT_THROW(vec_dot_rows(TensorType::q8_0, w.data(), 34, -1, a.data(), 32, out.data()), std::invalid_argument);
+  EXPECT_THROW(VecDotKernel{}.dot(w.data(), a.data(), 32), std::invalid_argument);
+  try {
+    vec_dot(TensorType::q4_k, w.data(), a.data(), 100);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("q4_K"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(vec_dot(TensorType::q4_0, w.data(), a.data(), 0), 0.0f);
+}
+
+TEST(VecDot, KernelReportsWhatRuns) {
+  const VecDotKernel k = vec_dot_kernel(TensorType::q4_0);
+  EXPECT_EQ(k.weight_type(), TensorType::q4_0);
+  EXPECT_EQ(k.activation_type(), TensorType::q8_0);
+  EXPECT_LE(k.path(), default_kernel_path());
+  if (!kernel_path_supported(KernelPath::avx512)) {
+    EXPECT_THROW(vec_dot_kernel(TensorType::q4_0, KernelPath::avx512), std::invalid_argument);
+  }
+}
+
+// Saturation corners of the byte products: |w| = 128 (a Q8_0 weight of -128) against +-127 activations,
+// and all-maximum nibbles, where an int16 overflow in the SIMD pairs would show.
+TEST(VecDot, ExtremeQuantsDoNotOverflow) {
+  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
+    if (!kernel_path_supported(path)) continue;
+    std::vector<BlockQ8_0> w(4), a(4);
+    for (int b = 0; b < 4; ++b) {
+      w[b].d = float_to_half(1.0f);
+      a[b].d = float_to_half(1.0f);
+      for (int i = 0; i < 32; ++i) {
+        w[b].qs[i] = -128;
+        a[b].qs[i] = static_cast<std::int8_t>(i % 2 ? -127 : 127);
+      }
+      a[b].qs[0] = -127;
+    }
+    // Per block: 16 * (-128 * -127) + 16 * (-128 * 127) - (-128 * 127) + (-128 * -127) = 2 * 128 * 127.
+    EXPECT_EQ(vec_dot_kernel(TensorType::q8_0, path).dot(w.data(), a.data(), 128), 4.0f * 2 * 128 * 127) << name(path);
+
+    std::vector<BlockQ6_K> w6(1);
+    BlockQ8_K a6{};
+    std::memset(w6[0].ql, 0xFF, sizeof w6[0].ql);
+    std::memset(w6[0].qh, 0xFF, sizeof w6[0].qh);  // every q = 63, i.e. 31 after the offset
+    for (auto& s : w6[0].scales) s = 127;
+    w6[0].d = float_to_half(1.0f);
+    a6.d = 1.0f;
+    for (auto& q : a6.qs) q = 127;
+    for (auto& s : a6.bsums) s = 16 * 127;
+    EXPECT_EQ(vec_dot_kernel(TensorType::q6_k, path).dot(w6.data(), &a6, 256), 256.0f * 31 * 127 * 127) << name(path);
+  }
+}
+
+}  // namespace
+}  // namespace loom::compute
