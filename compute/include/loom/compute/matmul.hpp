@@ -3,10 +3,15 @@
 // kernel wants (vec_dot.hpp: F32 for float weights, Q8_0 / Q8_K for quantized ones) and the weight rows
 // are split among the pool's threads. For a batch of tokens each chunk of weight rows is dotted with every
 // token while it is hot in cache, so prefill reads the weights once per chunk, not once per token.
+//
+// matmul_many runs several products of the same input as one parallel job (Q, K and V; gate and up): one
+// activation conversion and one fork-join instead of three, which matters when a decode step is a few
+// milliseconds and each fork-join costs microseconds.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "loom/compute/tensor_view.hpp"
@@ -26,8 +31,18 @@ class MatmulScratch {
   std::vector<std::byte> buffer_;
 };
 
-// x: [tokens][w.cols()] row-major; y: [tokens][w.rows()].
-void matmul(const TensorView& w, const float* x, std::int64_t tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch);
+struct MatmulProduct {
+  const TensorView* weight;
+  float* out;  // [tokens][weight->rows()]
+};
+
+// x: [tokens][cols] row-major, the same cols for every weight. At most 4 products.
+void matmul_many(std::initializer_list<MatmulProduct> products, const float* x, std::int64_t tokens,
+                 ThreadPool& pool, MatmulScratch& scratch);
+
+inline void matmul(const TensorView& w, const float* x, std::int64_t tokens, float* y, ThreadPool& pool,
+                   MatmulScratch& scratch) {
+  matmul_many({{&w, y}}, x, tokens, pool, scratch);
+}
 
 }  // namespace loom::compute

@@ -1,0 +1,73 @@
+// "No heap allocation in the per-token hot path": a decode step and a prefill chunk of a loaded model must
+// not call operator new. This binary replaces the global operator new with a counting one (counting only
+// while a test asks it to), so the check is of the real code paths, kernels and thread pool included.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "loom/compute/llama_model.hpp"
+#include "loom/compute/model_loader.hpp"
+#include "loom/compute/model_synth.hpp"
+
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+// The pair is replaced together, so free() does match the malloc() above; GCC cannot see that.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+
+namespace {
+
+using namespace loom::compute;
+
+TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
+  // First make sure the counting operator new is the one in effect, or the test could not fail.
+  counting = true;
+  auto probe = std::make_unique<int>(1);
+  counting = false;
+  ASSERT_GT(allocations.load(), 0) << "the replacement operator new is not in effect";
+
+  for (TensorType type : {TensorType::f16, TensorType::q8_0, TensorType::q4_0}) {
+    SynthSpec spec;
+    spec.architecture = Architecture::qwen2;
+    spec.type = type;
+    spec.ffn_dim = 96;
+    spec.vocab_size = 64;
+    const auto path = (std::filesystem::temp_directory_path() / "loom_test_hot_path.gguf").string();
+    write_synthetic_model(spec, path);
+    auto loaded = LoadedModel::open(path);
+    ThreadPool pool(2);
+    LlamaModel model(loaded->config(), loaded->weights(), pool, 8);
+    auto cache = model.make_cache();
+    std::vector<float> logits(static_cast<std::size_t>(8 * loaded->config().vocab_size));
+    const std::vector<std::int32_t> prompt{1, 2, 3, 4, 5, 6, 7, 8};
+    model.forward(prompt, 0, cache, LlamaModel::Logits::all, logits.data());  // warm up (lazy tables)
+
+    allocations = 0;
+    counting = true;
+    model.forward(prompt, 8, cache, LlamaModel::Logits::all, logits.data());
+    for (std::int32_t i = 0; i < 8; ++i) {
+      model.forward({&i, 1}, 16 + i, cache, LlamaModel::Logits::last, logits.data());
+    }
+    counting = false;
+    EXPECT_EQ(allocations.load(), 0) << "heap allocations during steps of a " << name(type) << " model";
+    std::filesystem::remove(path);
+  }
+}
+
+}  // namespace
