@@ -26,9 +26,11 @@ Commands:
   info   --model PATH
          Architecture, hyperparameters, tensor types and sizes, vocabulary summary and metadata.
   synth  --out FILE.gguf [--arch llama|qwen2|qwen3] [--dim D] [--ffn H] [--layers L] [--heads N]
-         [--kv-heads K] [--context C] [--type f32|f16|bf16|q8_0|q4_0] [--vocab-from VOCAB.gguf | --vocab V]
+         [--kv-heads K] [--context C] [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k]
+         [--vocab-from VOCAB.gguf | --vocab V]
          [--seed S]
-         Writes a random-weight model, the same for the same options and seed.
+         Writes a random-weight model, the same for the same options and seed. K-quant types need dim
+         and ffn to be multiples of 256, the others multiples of 32.
 
 Models: GGUF (llama, qwen2, qwen3; f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K) and llama2.c checkpoints.
 )";

@@ -173,8 +173,11 @@ int run_synth(CommandLine& args) {
   const std::string type = args.text("type", "f32");
   const std::map<std::string, TensorType> types{{"f32", TensorType::f32}, {"f16", TensorType::f16},
                                                 {"bf16", TensorType::bf16}, {"q8_0", TensorType::q8_0},
-                                                {"q4_0", TensorType::q4_0}};
-  if (!types.contains(type)) throw UsageError("option --type expects f32, f16, bf16, q8_0 or q4_0, got '" + type + "'");
+                                                {"q4_0", TensorType::q4_0}, {"q4_k", TensorType::q4_k},
+                                                {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k}};
+  if (!types.contains(type)) {
+    throw UsageError("option --type expects f32, f16, bf16, q8_0, q4_0, q4_k, q5_k or q6_k, got '" + type + "'");
+  }
   spec.type = types.at(type);
   spec.vocab_from = args.text("vocab-from", "");
   spec.seed = static_cast<std::uint64_t>(args.integer("seed", 1, 0, INT64_MAX));

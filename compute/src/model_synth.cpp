@@ -72,8 +72,9 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
                                          std::to_string(s.kv_heads));
   require((s.dim / s.heads) % 2 == 0, "the head dimension (dim / heads) must be even");
   require(s.type == TensorType::f32 || s.type == TensorType::f16 || s.type == TensorType::bf16 ||
-              s.type == TensorType::q8_0 || s.type == TensorType::q4_0,
-          "type must be f32, f16, bf16, q8_0 or q4_0");
+              s.type == TensorType::q8_0 || s.type == TensorType::q4_0 || s.type == TensorType::q4_k ||
+              s.type == TensorType::q5_k || s.type == TensorType::q6_k,
+          "type must be f32, f16, bf16, q8_0, q4_0, q4_K, q5_K or q6_K");
 
   GgufWriter writer;
   std::int64_t vocab = s.vocab_size;

@@ -152,6 +152,8 @@ struct ArchCase {
   Architecture arch;
   TensorType type;
   double tolerance;  // max |logit - double reference|: the F16 KV cache, and quantized activations
+  std::int64_t dim = 64;  // K-quant rows are whole 256-value blocks: dim and ffn multiples of 256
+  std::int64_t ffn = 96;
 };
 
 class ForwardVsDouble : public ::testing::TestWithParam<ArchCase> {};
@@ -160,8 +162,8 @@ TEST_P(ForwardVsDouble, PrefillAndDecodeMatchTheDoublePrecisionReference) {
   const auto& param = GetParam();
   SynthSpec spec;
   spec.architecture = param.arch;
-  spec.dim = 64;
-  spec.ffn_dim = 96;
+  spec.dim = param.dim;
+  spec.ffn_dim = param.ffn;
   spec.layers = 2;
   spec.heads = 4;
   spec.kv_heads = 2;
@@ -211,7 +213,13 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ForwardVsDouble,
                                            // implementation does, and the shared parity tests confirm
                                            // bit-for-bit): about 1.5% of these logits (|logit| up to 3.3).
                                            ArchCase{Architecture::qwen3, TensorType::q8_0, 6e-2},
-                                           ArchCase{Architecture::llama, TensorType::q4_0, 6e-2}),
+                                           ArchCase{Architecture::llama, TensorType::q4_0, 6e-2},
+                                           ArchCase{Architecture::llama, TensorType::bf16, 5e-3},
+                                           // K-quant weights dot Q8_K activations, one scale per 256
+                                           // values: coarser than Q8_0's one per 32, about 2% here.
+                                           ArchCase{Architecture::qwen2, TensorType::q4_k, 0.1, 256, 512},
+                                           ArchCase{Architecture::llama, TensorType::q5_k, 0.1, 256, 512},
+                                           ArchCase{Architecture::qwen3, TensorType::q6_k, 0.1, 256, 512}),
                          [](const auto& tested) {
                            return to_string(tested.param.arch) + "_" + std::string(name(tested.param.type));
                          });
@@ -271,6 +279,34 @@ TEST(ForwardErrors, TokensOutsideTheVocabularyOrContextAreRefused) {
   const std::vector<std::int32_t> too_long(9, 1);
   EXPECT_THROW(model.forward(too_long, 0, cache, LlamaModel::Logits::last, logits.data()), std::out_of_range);
   std::filesystem::remove(path);
+}
+
+}  // namespace
+
+namespace {
+
+// The llama2.c checkpoint and the GGUF conversion of aidreams260K are the same model: same logits.
+TEST(ForwardFormats, Llama2cCheckpointGivesTheSameLogitsAsItsGgufForm) {
+  const std::string dir = std::string(LOOM_SHARED_DIR) + "/models/";
+  for (const auto* file : {"aidreams260K.bin", "aidreams260K.gguf"}) {
+    ASSERT_TRUE(std::filesystem::exists(dir + file)) << "missing shared model " << dir + file;
+  }
+  auto from_bin = LoadedModel::open(dir + "aidreams260K.bin");
+  auto from_gguf = LoadedModel::open(dir + "aidreams260K.gguf");
+  EXPECT_EQ(from_bin->gguf(), nullptr);
+  ThreadPool pool(2);
+  const std::vector<std::int32_t> tokens{1, 403, 407, 285, 446, 280, 432, 269};
+  auto logits_of = [&](const LoadedModel& loaded) {
+    LlamaModel model(loaded.config(), loaded.weights(), pool, 8);
+    auto cache = model.make_cache();
+    std::vector<float> logits(tokens.size() * static_cast<std::size_t>(loaded.config().vocab_size));
+    model.forward(tokens, 0, cache, LlamaModel::Logits::all, logits.data());
+    return logits;
+  };
+  const auto a = logits_of(*from_bin);
+  const auto b = logits_of(*from_gguf);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5) << "logit " << i;
 }
 
 }  // namespace
