@@ -87,7 +87,7 @@ void BM_Matvec(benchmark::State& state, TensorType type) {
   TensorView w{"bench", type, {n, rows}, data.data(), data.size()};
   std::vector<float> in(static_cast<std::size_t>(n), 0.5f), out(static_cast<std::size_t>(rows));
   MatmulScratch scratch;
-  scratch.reserve(1, n);
+  scratch.reserve(1, n, pool().size());
   for (auto _ : state) matmul(w, in.data(), 1, out.data(), pool(), scratch);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * data.size()));
   // (bytes per call / seconds per call) / bandwidth

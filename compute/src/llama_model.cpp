@@ -70,7 +70,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   gate_.resize(b * c.ffn_dim);
   up_.resize(b * c.ffn_dim);
   scores_.resize(static_cast<std::size_t>(pool_.size() * c.context_length));
-  matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}));
+  matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}), pool_.size());
 }
 
 KvCache LlamaModel::make_cache(std::int64_t context_length) const {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "loom/compute/gguf_file.hpp"
+#include "test_files.hpp"
 #include "loom/compute/gguf_writer.hpp"
 #include "loom/compute/mapped_file.hpp"
 #include "loom/compute/model_file_error.hpp"
@@ -25,42 +26,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string shared_path(const std::string& relative) { return std::string(LOOM_SHARED_DIR) + "/" + relative; }
-
-// A test that needs a shared file fails (never skips) when it is missing: CI always has them.
-#define REQUIRE_SHARED_FILE(path) \
-  ASSERT_TRUE(fs::exists(path)) << "missing shared test file: " << (path) << " (../shared must sit beside the checkout)"
-
-// A scratch folder per test, removed afterwards.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    dir_ = fs::path(::testing::TempDir()) /
-           ("loom_gguf_reader_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  std::string write(const std::string& name, const std::vector<std::byte>& bytes) const {
-    const fs::path path = dir_ / name;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    return path.string();
-  }
-  fs::path path(const std::string& name) const { return dir_ / name; }
-
- private:
-  fs::path dir_;
-};
+using testing::ScratchDir;
+using testing::shared_path;
 
 // ---------------------------------------------------------------------------------------------------------
 // MappedFile
 
 TEST(MappedFile, MapsTheWholeFile) {
-  ScratchDir dir;
+  ScratchDir dir{"loom_gguf_reader"};
   std::vector<std::byte> bytes(5000);
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 7);
   const std::string path = dir.write("data.bin", bytes);
@@ -72,7 +45,7 @@ TEST(MappedFile, MapsTheWholeFile) {
 }
 
 TEST(MappedFile, MoveKeepsTheMappingInPlace) {
-  ScratchDir dir;
+  ScratchDir dir{"loom_gguf_reader"};
   const std::string path = dir.write("data.bin", std::vector<std::byte>(100, std::byte{42}));
   MappedFile first(path);
   const std::byte* data = first.data();
@@ -101,7 +74,7 @@ TEST(MappedFile, MissingFileNamesPathAndReason) {
 }
 
 TEST(MappedFile, EmptyFileAndDirectoryAreRefused) {
-  ScratchDir dir;
+  ScratchDir dir{"loom_gguf_reader"};
   const std::string empty = dir.write("empty.bin", {});
   try {
     MappedFile file(empty);
@@ -452,7 +425,7 @@ class GgufCorrupt : public ::testing::Test {
     EXPECT_NE(what.find(expected), std::string::npos) << what;
   }
 
-  ScratchDir dir_;
+  ScratchDir dir_{"loom_gguf_reader"};
   std::vector<std::byte> bytes_ = sample_gguf();
 };
 

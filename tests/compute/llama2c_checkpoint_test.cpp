@@ -15,39 +15,15 @@
 #include <vector>
 
 #include "loom/compute/gguf_file.hpp"
+#include "test_files.hpp"
 
 namespace loom::compute {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string shared_path(const std::string& relative) { return std::string(LOOM_SHARED_DIR) + "/" + relative; }
-
-#define REQUIRE_SHARED_FILE(path) \
-  ASSERT_TRUE(fs::exists(path)) << "missing shared test file: " << (path) << " (../shared must sit beside the checkout)"
-
-class ScratchDir {
- public:
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    dir_ = fs::path(::testing::TempDir()) /
-           ("loom_llama2c_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  std::string write(const std::string& name, const std::vector<std::byte>& bytes) const {
-    const fs::path path = dir_ / name;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    return path.string();
-  }
-
- private:
-  fs::path dir_;
-};
+using testing::ScratchDir;
+using testing::shared_path;
 
 TEST(Llama2cCheckpoint, AidreamsConfig) {
   const std::string path = shared_path("models/aidreams260K.bin");
@@ -152,7 +128,7 @@ float first_value(const TensorView& t) {
 }
 
 TEST(Llama2cCheckpoint, SeparateClassifierAndGroupedKv) {
-  ScratchDir dir;
+  ScratchDir dir{"loom_llama2c"};
   Synthetic s;
   s.shared = false;
   const Llama2cCheckpoint checkpoint = Llama2cCheckpoint::open(dir.write("sep.bin", s.bytes()));
@@ -206,7 +182,7 @@ class Llama2cCorrupt : public ::testing::Test {
     std::memcpy(bytes.data() + 4 * field, &value, 4);
   }
 
-  ScratchDir dir_;
+  ScratchDir dir_{"loom_llama2c"};
   Synthetic synthetic_;
 };
 

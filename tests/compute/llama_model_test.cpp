@@ -13,6 +13,7 @@
 #include "loom/compute/llama_model.hpp"
 #include "loom/compute/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
+#include "test_files.hpp"
 
 namespace {
 
@@ -287,10 +288,8 @@ namespace {
 
 // The llama2.c checkpoint and the GGUF conversion of aidreams260K are the same model: same logits.
 TEST(ForwardFormats, Llama2cCheckpointGivesTheSameLogitsAsItsGgufForm) {
-  const std::string dir = std::string(LOOM_SHARED_DIR) + "/models/";
-  for (const auto* file : {"aidreams260K.bin", "aidreams260K.gguf"}) {
-    ASSERT_TRUE(std::filesystem::exists(dir + file)) << "missing shared model " << dir + file;
-  }
+  const std::string dir = loom::compute::testing::shared_path("models/");
+  for (const auto* file : {"aidreams260K.bin", "aidreams260K.gguf"}) REQUIRE_SHARED_FILE(dir + file);
   auto from_bin = LoadedModel::open(dir + "aidreams260K.bin");
   auto from_gguf = LoadedModel::open(dir + "aidreams260K.gguf");
   EXPECT_EQ(from_bin->gguf(), nullptr);

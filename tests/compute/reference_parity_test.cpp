@@ -14,13 +14,14 @@
 #include "loom/compute/llama_model.hpp"
 #include "loom/compute/model_loader.hpp"
 #include "loom/compute/thread_pool.hpp"
+#include "test_files.hpp"
 
 namespace {
 
 using loom::compute::LlamaModel;
 using loom::compute::LoadedModel;
 
-std::string shared_path(const std::string& relative) { return std::string(LOOM_SHARED_DIR) + "/" + relative; }
+using loom::compute::testing::shared_path;
 
 struct TopEntry {
   int token;

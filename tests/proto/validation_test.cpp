@@ -27,12 +27,19 @@ std::string generate(const std::string& fields) { return R"({"type":"generate","
 std::string with_params(const std::string& params) { return generate(R"("prompt":"hi","params":{)" + params + "}"); }
 std::string repeat_json_strings(std::size_t n, const std::string& text) {
   std::string out;
-  for (std::size_t i = 0; i < n; ++i) out += (i ? ",\"" : "\"") + text + "\"";
+  for (std::size_t i = 0; i < n; ++i) {
+    out += i ? ",\"" : "\"";
+    out += text;
+    out += '"';
+  }
   return out;
 }
 std::string repeat_json_numbers(std::size_t n) {
   std::string out;
-  for (std::size_t i = 0; i < n; ++i) out += (i ? "," : "") + std::to_string(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i) out += ',';
+    out += std::to_string(i);
+  }
   return out;
 }
 

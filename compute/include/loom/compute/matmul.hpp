@@ -7,6 +7,11 @@
 // matmul_many runs several products of the same input as one parallel job (Q, K and V; gate and up): one
 // activation conversion and one fork-join instead of three, which matters when a decode step is a few
 // milliseconds and each fork-join costs microseconds.
+//
+// Prefill of float weights (F32, F16, BF16) with 8 or more tokens goes to OpenBLAS sgemm instead, one
+// tile of weight rows per task (F16/BF16 rows widened to F32 in a per-thread buffer first): there the work
+// is compute-bound and a tuned GEMM beats dot products. Quantized weights keep their integer kernels,
+// whose arithmetic the reference implementation shares.
 #pragma once
 
 #include <cstddef>
@@ -23,12 +28,21 @@ namespace loom::compute {
 // matrix and batch, so products allocate nothing.
 class MatmulScratch {
  public:
-  void reserve(std::int64_t max_tokens, std::int64_t max_cols);
+  void reserve(std::int64_t max_tokens, std::int64_t max_cols, int threads);
   std::byte* data() noexcept { return buffer_.data(); }
   std::size_t size() const noexcept { return buffer_.size(); }
+  // A per-thread buffer of kTileRows x max_cols floats, for weight rows widened to F32.
+  float* tile(int thread) noexcept { return tiles_.data() + static_cast<std::size_t>(thread) * tile_floats_; }
+  std::size_t tile_floats() const noexcept { return tile_floats_; }
+  int tile_threads() const noexcept { return tile_threads_; }
+
+  static constexpr std::int64_t kTileRows = 64;
 
  private:
   std::vector<std::byte> buffer_;
+  std::vector<float> tiles_;
+  std::size_t tile_floats_ = 0;
+  int tile_threads_ = 0;
 };
 
 struct MatmulProduct {
