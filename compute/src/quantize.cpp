@@ -237,15 +237,7 @@ void quantize_q6_k(const float* x, BlockQ6_K* blocks, std::int64_t n_blocks) {
 }  // namespace
 
 void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n) {
-  const TensorTypeTraits* t = find_tensor_type(static_cast<std::uint32_t>(type));
-  const std::string type_name = t ? std::string(t->name) : "id " + std::to_string(static_cast<std::uint32_t>(type));
-  if (t == nullptr) throw std::invalid_argument("quantize_row: unknown tensor type " + type_name);
-  const auto block = static_cast<std::int64_t>(t->block_elements);
-  if (n < 0 || n % block != 0) {
-    throw std::invalid_argument("quantize_row: " + std::to_string(n) + " values of " + type_name +
-                                " is not a whole number of " + std::to_string(block) + "-value blocks");
-  }
-  const std::int64_t n_blocks = n / block;
+  const std::int64_t n_blocks = whole_blocks(type, n, "quantize_row");
   switch (type) {
     case TensorType::f32:
       if (n > 0) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
@@ -275,7 +267,7 @@ void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n) 
     default:
       break;
   }
-  throw std::invalid_argument("quantize_row: tensor type " + type_name + " is not supported");
+  throw std::invalid_argument("quantize_row: tensor type " + std::string(name(type)) + " is not supported");
 }
 
 }  // namespace loom::compute

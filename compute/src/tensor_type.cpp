@@ -2,6 +2,8 @@
 
 #include <array>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace loom::compute {
 namespace {
@@ -41,6 +43,20 @@ const TensorTypeTraits* find_tensor_type(std::uint32_t raw_id) noexcept {
 }
 
 const TensorTypeTraits& traits(TensorType type) noexcept { return *find_tensor_type(static_cast<std::uint32_t>(type)); }
+
+std::int64_t whole_blocks(TensorType type, std::int64_t n, std::string_view caller) {
+  const TensorTypeTraits* t = find_tensor_type(static_cast<std::uint32_t>(type));
+  if (t == nullptr) {
+    throw std::invalid_argument(std::string(caller) + ": unknown tensor type id " +
+                                std::to_string(static_cast<std::uint32_t>(type)));
+  }
+  const auto block = static_cast<std::int64_t>(t->block_elements);
+  if (n < 0 || n % block != 0) {
+    throw std::invalid_argument(std::string(caller) + ": " + std::to_string(n) + " values of " + std::string(t->name) +
+                                " is not a whole number of " + std::to_string(block) + "-value blocks");
+  }
+  return n / block;
+}
 
 std::optional<std::uint64_t> tensor_bytes(TensorType type, std::uint64_t elements) noexcept {
   const auto& t = traits(type);

@@ -47,6 +47,11 @@ const TensorTypeTraits* find_tensor_type(std::uint32_t raw_id) noexcept;
 const TensorTypeTraits& traits(TensorType type) noexcept;
 inline std::string_view name(TensorType type) noexcept { return traits(type).name; }
 
+// The number of blocks in a row of n values of `type`. Throws std::invalid_argument naming `caller` when
+// the type id is unknown or n is negative or not a whole number of blocks. Cheap on the good path: row
+// functions call it on every call.
+std::int64_t whole_blocks(TensorType type, std::int64_t n, std::string_view caller);
+
 // Bytes taken by `elements` values of `type`, or nullopt when `elements` is not a whole number of blocks
 // or the size overflows.
 std::optional<std::uint64_t> tensor_bytes(TensorType type, std::uint64_t elements) noexcept;
