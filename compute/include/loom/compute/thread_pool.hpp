@@ -31,7 +31,8 @@ class ThreadPool {
 
   // Runs fn(task) or fn(task, thread) for task in [0, tasks), spread over all threads; returns when every
   // task is done. `thread` in [0, size()) identifies the running thread (for per-thread scratch). Tasks
-  // are handed out dynamically, so uneven tasks balance. `fn` must not throw.
+  // are handed out dynamically, so uneven tasks balance. `fn` must not throw, and must not call
+  // parallel_for on the same pool (one job at a time; the pool belongs to one model's forward pass).
   template <class Fn>
   void parallel_for(std::int64_t tasks, Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
