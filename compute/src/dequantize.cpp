@@ -27,9 +27,12 @@ void dequantize_q4_0(const BlockQ4_0* blocks, float* dst, std::int64_t n_blocks)
   }
 }
 
-void dequantize_q4_k(const BlockQ4_K* blocks, float* dst, std::int64_t n_blocks) {
+// Q4_K and Q5_K share their layout of 8 sub-blocks with 6-bit scales and mins; Q5_K adds a fifth bit per
+// value from qh (bit 2*chunk for the low nibbles of a 64-value chunk, 2*chunk+1 for the high ones).
+template <class Block, bool kFifthBit>
+void dequantize_k_affine(const Block* blocks, float* dst, std::int64_t n_blocks) {
   for (std::int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ4_K& block = blocks[b];
+    const Block& block = blocks[b];
     const float d = half_to_float(block.d);
     const float dmin = half_to_float(block.dmin);
     for (int chunk = 0; chunk < 4; ++chunk, dst += 64) {
@@ -39,28 +42,12 @@ void dequantize_q4_k(const BlockQ4_K* blocks, float* dst, std::int64_t n_blocks)
       const float scale_lo = d * lo.scale, min_lo = dmin * lo.min;
       const float scale_hi = d * hi.scale, min_hi = dmin * hi.min;
       for (int l = 0; l < 32; ++l) {
-        dst[l] = scale_lo * static_cast<float>(q[l] & 0x0F) - min_lo;
-        dst[l + 32] = scale_hi * static_cast<float>(q[l] >> 4) - min_hi;
-      }
-    }
-  }
-}
-
-void dequantize_q5_k(const BlockQ5_K* blocks, float* dst, std::int64_t n_blocks) {
-  for (std::int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ5_K& block = blocks[b];
-    const float d = half_to_float(block.d);
-    const float dmin = half_to_float(block.dmin);
-    for (int chunk = 0; chunk < 4; ++chunk, dst += 64) {
-      const std::uint8_t* q = block.qs + 32 * chunk;
-      const KScaleMin lo = k_scale_min(block.scales, 2 * chunk);
-      const KScaleMin hi = k_scale_min(block.scales, 2 * chunk + 1);
-      const float scale_lo = d * lo.scale, min_lo = dmin * lo.min;
-      const float scale_hi = d * hi.scale, min_hi = dmin * hi.min;
-      const int bit_lo = 2 * chunk, bit_hi = 2 * chunk + 1;
-      for (int l = 0; l < 32; ++l) {
-        const int q_lo = (q[l] & 0x0F) | (((block.qh[l] >> bit_lo) & 1) << 4);
-        const int q_hi = (q[l] >> 4) | (((block.qh[l] >> bit_hi) & 1) << 4);
+        int q_lo = q[l] & 0x0F;
+        int q_hi = q[l] >> 4;
+        if constexpr (kFifthBit) {
+          q_lo |= ((block.qh[l] >> (2 * chunk)) & 1) << 4;
+          q_hi |= ((block.qh[l] >> (2 * chunk + 1)) & 1) << 4;
+        }
         dst[l] = scale_lo * static_cast<float>(q_lo) - min_lo;
         dst[l + 32] = scale_hi * static_cast<float>(q_hi) - min_hi;
       }
@@ -120,9 +107,9 @@ void dequantize_row(TensorType type, const void* src, float* dst, std::int64_t n
     case TensorType::q4_0:
       return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
     case TensorType::q4_k:
-      return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
+      return dequantize_k_affine<BlockQ4_K, false>(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
     case TensorType::q5_k:
-      return dequantize_q5_k(static_cast<const BlockQ5_K*>(src), dst, n_blocks);
+      return dequantize_k_affine<BlockQ5_K, true>(static_cast<const BlockQ5_K*>(src), dst, n_blocks);
     case TensorType::q6_k:
       return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
     case TensorType::q8_k:
