@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "loom/compute/attention.hpp"
 #include "loom/compute/dequantize.hpp"
 #include "loom/compute/half.hpp"
 
@@ -12,17 +13,6 @@ namespace loom::compute {
 namespace {
 
 const float* f32(const TensorView* t) { return reinterpret_cast<const float*>(t->data); }
-
-// Every f16 value as float: attention reads the F16 KV cache element by element, and a table lookup is
-// several times cheaper than converting bits (which must handle subnormals) each time.
-const float* half_table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (std::uint32_t h = 0; h < 65536; ++h) t[h] = half_to_float(static_cast<std::uint16_t>(h));
-    return t;
-  }();
-  return table.data();
-}
 
 // out = x / rms(x) * weight, over n values.
 void rms_norm(const float* x, const float* weight, float* out, std::int64_t n, float epsilon) {
@@ -53,12 +43,12 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   }
   const std::int64_t pairs = c.head_dim / 2;
   theta_step_ = std::pow(c.rope_freq_base, -2.0f / static_cast<float>(c.head_dim));
-  angle_scale_.resize(static_cast<std::size_t>(pairs));
-  for (std::int64_t i = 0; i < pairs; ++i) {
-    float factor = 1.0f / c.rope_scale;
-    if (weights_.rope_freqs != nullptr) factor /= f32(weights_.rope_freqs)[i];
-    angle_scale_[static_cast<std::size_t>(i)] = factor;
+  frequency_factor_.assign(static_cast<std::size_t>(pairs), 1.0f);
+  if (weights_.rope_freqs != nullptr) {
+    for (std::int64_t i = 0; i < pairs; ++i) frequency_factor_[static_cast<std::size_t>(i)] = f32(weights_.rope_freqs)[i];
   }
+  position_scale_ = 1.0f / c.rope_scale;
+
 
   const auto b = static_cast<std::size_t>(max_batch_);
   x_.resize(b * c.dim);
@@ -69,7 +59,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   attn_.resize(b * c.q_dim());
   gate_.resize(b * c.ffn_dim);
   up_.resize(b * c.ffn_dim);
-  scores_.resize(static_cast<std::size_t>(pool_.size() * c.context_length));
+  scores_.resize(static_cast<std::size_t>(pool_.size()) * attention_scratch_floats(c.context_length, c.head_dim));
   matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}), pool_.size());
 }
 
@@ -115,9 +105,7 @@ void LlamaModel::forward_chunk(std::span<const std::int32_t> tokens, std::int64_
     const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
 
     for (std::int64_t t = 0; t < n; ++t) rms_norm(&x_[t * c.dim], f32(w.attn_norm), &xn_[t * c.dim], c.dim, c.rms_epsilon);
-    matmul(*w.wq, xn_.data(), n, q_.data(), pool_, matmul_scratch_);
-    matmul(*w.wk, xn_.data(), n, k_.data(), pool_, matmul_scratch_);
-    matmul(*w.wv, xn_.data(), n, v_.data(), pool_, matmul_scratch_);
+    matmul_many({{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}}, xn_.data(), n, pool_, matmul_scratch_);
     add_bias(q_.data(), w.bq, n, c.q_dim());
     add_bias(k_.data(), w.bk, n, c.kv_dim());
     add_bias(v_.data(), w.bv, n, c.kv_dim());
@@ -144,12 +132,8 @@ void LlamaModel::forward_chunk(std::span<const std::int32_t> tokens, std::int64_
     for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
 
     for (std::int64_t t = 0; t < n; ++t) rms_norm(&x_[t * c.dim], f32(w.ffn_norm), &xn_[t * c.dim], c.dim, c.rms_epsilon);
-    matmul(*w.gate, xn_.data(), n, gate_.data(), pool_, matmul_scratch_);
-    matmul(*w.up, xn_.data(), n, up_.data(), pool_, matmul_scratch_);
-    for (std::int64_t i = 0; i < n * c.ffn_dim; ++i) {
-      const float g = gate_[i];
-      gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];  // SwiGLU: silu(gate) * up
-    }
+    matmul_many({{w.gate, gate_.data()}, {w.up, up_.data()}}, xn_.data(), n, pool_, matmul_scratch_);
+    for (std::int64_t t = 0; t < n; ++t) swiglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
     matmul(*w.down, gate_.data(), n, xn_.data(), pool_, matmul_scratch_);
     for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
   }
@@ -172,7 +156,7 @@ void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n, std::i
     // bits; then linear scaling and the optional per-pair frequency factors.
     float theta = static_cast<float>(start + t);
     for (std::int64_t i = 0; i < pairs; ++i) {
-      const float angle = theta * angle_scale_[static_cast<std::size_t>(i)];
+      const float angle = position_scale_ * (theta / frequency_factor_[static_cast<std::size_t>(i)]);
       theta *= theta_step_;
       const float cos_a = std::cos(angle);
       const float sin_a = std::sin(angle);
@@ -189,43 +173,30 @@ void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n, std::i
   }
 }
 
-// Scores in F32 from the F16 keys and the query rounded to F16 (what an F16 dot computes), softmax in F32
-// with a double-precision sum, and the probabilities rounded to F16 before they weight the F16 values: the
-// arithmetic of the reference implementation's F16 KV cache, which the parity tests hold us to.
+// One head per task: arithmetic and summation order in attention.hpp. A batch of queries sums in the tiled
+// order and a single query in the vector-dot order, as the reference implementation's two kernels do.
 void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::int64_t start, KvCache& cache) {
   const auto& c = config_;
   const std::int64_t group = c.heads / c.kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const float* f16 = half_table();
+  const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim);
+  const SumOrder order = n == 1 ? SumOrder::vector_dot : SumOrder::tiled;
   pool_.parallel_for(n * c.heads, [&](std::int64_t task, int thread) {
     const std::int64_t t = task / c.heads;
     const std::int64_t h = task % c.heads;
     const std::int64_t kv_offset = (h / group) * c.head_dim;
-    const std::int64_t last = start + t;  // causal: attend to positions 0..last
-    float* q = &q_[(t * c.heads + h) * c.head_dim];
-    for (std::int64_t d = 0; d < c.head_dim; ++d) q[d] = f16[float_to_half(q[d])];
-    float* scores = &scores_[static_cast<std::size_t>(thread) * static_cast<std::size_t>(c.context_length)];
-
-    float max_score = -INFINITY;
-    for (std::int64_t p = 0; p <= last; ++p) {
-      const std::uint16_t* k = cache.key(layer, p) + kv_offset;
-      float dot = 0.0f;
-      for (std::int64_t d = 0; d < c.head_dim; ++d) dot += q[d] * f16[k[d]];
-      scores[p] = dot * scale;
-      max_score = std::max(max_score, scores[p]);
-    }
-    float sum = 0.0f;
-    for (std::int64_t p = 0; p <= last; ++p) {
-      scores[p] = std::exp(scores[p] - max_score);
-      sum += scores[p];
-    }
-    float* out = &attn_[(t * c.heads + h) * c.head_dim];
-    std::fill_n(out, c.head_dim, 0.0f);
-    for (std::int64_t p = 0; p <= last; ++p) {
-      const float weight = f16[float_to_half(scores[p] / sum)];
-      const std::uint16_t* v = cache.value(layer, p) + kv_offset;
-      for (std::int64_t d = 0; d < c.head_dim; ++d) out[d] += weight * f16[v[d]];
-    }
+    HeadAttention head;
+    head.query = &q_[(t * c.heads + h) * c.head_dim];
+    head.keys = cache.key(layer, 0) + kv_offset;
+    head.values = cache.value(layer, 0) + kv_offset;
+    head.stride = static_cast<std::size_t>(c.kv_dim());
+    head.positions = start + t + 1;  // causal: positions 0..start+t
+    head.head_dim = c.head_dim;
+    head.scale = scale;
+    head.order = order;
+    head.scores = &scores_[static_cast<std::size_t>(thread) * scratch];
+    head.out = &attn_[(t * c.heads + h) * c.head_dim];
+    attend(head, kernel_path_);
   });
 }
 

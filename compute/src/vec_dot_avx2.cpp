@@ -10,6 +10,7 @@
 // accumulators live in registers, and -O2 does not always unroll them on its own.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "loom/compute/quant_blocks.hpp"
@@ -39,6 +40,7 @@ constexpr int kRowTile = 8;
 template <class K>
 void rows_cols(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
                std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) {
+  const bool batch = n_cols > 1;  // which summation order (the float kernels have two)
   for (int r0 = 0; r0 < n_rows; r0 += kRowTile) {
     const int r1 = n_rows - r0 < kRowTile ? n_rows : r0 + kRowTile;
     for (int c = 0; c < n_cols; c += 4) {
@@ -48,28 +50,22 @@ void rows_cols(const std::byte* weight_rows, std::size_t weight_row_bytes, int n
         const std::byte* w = weight_rows + static_cast<std::size_t>(r) * weight_row_bytes;
         switch (n_cols - c < 4 ? n_cols - c : 4) {
           case 4:
-            K::template row<4>(w, a, activation_row_bytes, n, o + r, out_col_stride);
+            K::template row<4>(w, a, activation_row_bytes, n, batch, o + r, out_col_stride);
             break;
           case 3:
-            K::template row<3>(w, a, activation_row_bytes, n, o + r, out_col_stride);
+            K::template row<3>(w, a, activation_row_bytes, n, batch, o + r, out_col_stride);
             break;
           case 2:
-            K::template row<2>(w, a, activation_row_bytes, n, o + r, out_col_stride);
+            K::template row<2>(w, a, activation_row_bytes, n, batch, o + r, out_col_stride);
             break;
           default:
-            K::template row<1>(w, a, activation_row_bytes, n, o + r, out_col_stride);
+            K::template row<1>(w, a, activation_row_bytes, n, batch, o + r, out_col_stride);
             break;
         }
       }
     }
   }
 }
-
-// Accumulators per column: 4 for a single column, so one row keeps 4 FMA chains in flight.
-template <int NC>
-inline constexpr int kUnroll = NC == 1   ? 4
-                               : NC == 2 ? 2
-                                         : 1;
 
 // ---- f32, f16, bf16 weights x f32 activations ----
 
@@ -101,44 +97,66 @@ struct BF16Weights {
   }
 };
 
+// Two summation orders, the reference implementation's two kernels (see attention.hpp for why we match it):
+// a single activation column sums in four 8-lane accumulators over 32-element steps, folded as
+// (a0 + a2) + (a1 + a3) and reduced with two horizontal adds, leftovers added one by one; a batch of
+// columns (when n is a multiple of 8) keeps one 8-lane accumulator per column.
 template <class Format>
 struct FloatKernel {
   using W = typename Format::W;
+
   template <int NC>
-  static void row(const std::byte* weight_row, const std::byte* activations, std::size_t activation_row_bytes,
-                  std::int64_t n, float* out, std::size_t out_col_stride) {
-    constexpr int U = kUnroll<NC>;
-    const W* w = reinterpret_cast<const W*>(weight_row);
-    const float* a[NC];
+  static void row_batch(const W* w, const float* const* a, std::int64_t n, float* out, std::size_t out_col_stride) {
+    __m256 acc[NC];
 #pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) a[c] = reinterpret_cast<const float*>(column(activations, activation_row_bytes, c));
-    __m256 acc[NC][U];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < n; i += 8) {
+      const __m256 wv = Format::load(w + i);
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) acc[c] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(a[c] + i), acc[c]);
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) out[static_cast<std::size_t>(c) * out_col_stride] = hsum(acc[c]);
+  }
+
+  template <int NC>
+  static void row_single(const W* w, const float* const* a, std::int64_t n, float* out, std::size_t out_col_stride) {
+    __m256 acc[NC][4];
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c)
 #pragma GCC unroll 8
-      for (int u = 0; u < U; ++u) acc[c][u] = _mm256_setzero_ps();
-    std::int64_t i = 0;
-    for (; i + 8 * U <= n; i += 8 * U) {
+      for (int u = 0; u < 4; ++u) acc[c][u] = _mm256_setzero_ps();
+    const std::int64_t whole = n / 32 * 32;
+    for (std::int64_t i = 0; i < whole; i += 32) {
 #pragma GCC unroll 8
-      for (int u = 0; u < U; ++u) {
+      for (int u = 0; u < 4; ++u) {
         const __m256 wv = Format::load(w + i + 8 * u);
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c) acc[c][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(a[c] + i + 8 * u), acc[c][u]);
       }
     }
-    for (; i + 8 <= n; i += 8) {
-      const __m256 wv = Format::load(w + i);
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) acc[c][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(a[c] + i), acc[c][0]);
-    }
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) {
-#pragma GCC unroll 8
-      for (int u = 1; u < U; ++u) acc[c][0] = _mm256_add_ps(acc[c][0], acc[c][u]);
-      float sum = hsum(acc[c][0]);
-      for (std::int64_t j = i; j < n; ++j) sum += Format::scalar(w + j) * a[c][j];
+      const __m256 folded = _mm256_add_ps(_mm256_add_ps(acc[c][0], acc[c][2]), _mm256_add_ps(acc[c][1], acc[c][3]));
+      const __m128 t = _mm_add_ps(_mm256_castps256_ps128(folded), _mm256_extractf128_ps(folded, 1));
+      const __m128 h = _mm_hadd_ps(t, t);
+      float sum = _mm_cvtss_f32(_mm_hadd_ps(h, h));
+      // Leftovers fused (as a compiler contracts the reference's scalar loop), spelled out so that it does
+      // not depend on this file's floating-point contraction setting.
+      for (std::int64_t j = whole; j < n; ++j) sum = std::fma(Format::scalar(w + j), a[c][j], sum);
       out[static_cast<std::size_t>(c) * out_col_stride] = sum;
     }
+  }
+
+  template <int NC>
+  static void row(const std::byte* weight_row, const std::byte* activations, std::size_t activation_row_bytes,
+                  std::int64_t n, bool batch, float* out, std::size_t out_col_stride) {
+    const W* w = reinterpret_cast<const W*>(weight_row);
+    const float* a[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) a[c] = reinterpret_cast<const float*>(column(activations, activation_row_bytes, c));
+    if (batch && n % 8 == 0) return row_batch<NC>(w, a, n, out, out_col_stride);
+    row_single<NC>(w, a, n, out, out_col_stride);
   }
 };
 
@@ -147,175 +165,187 @@ using F16Kernel = FloatKernel<F16Weights>;
 using BF16Kernel = FloatKernel<BF16Weights>;
 
 // ---- Q8_0 and Q4_0 weights x Q8_0 activations ----
+//
+// Per block the integer dot product lands in 8 int32 lanes (lane k: elements 4k..4k+3, exact), is converted
+// to float and added with one FMA, scaled by d_w * d_a, into ONE accumulator per (row, column); the
+// accumulator is summed across lanes at the end. That order is the reference implementation's, so a product
+// gives the same bits (and the model the same activations) as there. FMA latency is hidden by working on
+// several rows at once (independent chains) instead of splitting one row's sum.
 
-// Signed bytes w . a in 8 int32 lanes (as float). maddubs wants an unsigned operand, so it gets |w| and the
-// activations take w's sign: exact because activations are never -128 (quantize.hpp), and 2 * 128 * 127 fits
-// int16.
-inline __m256 dot_i8(__m256i abs_w, __m256i w, __m256i a) {
-  const __m256i pairs = _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(a, w));
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-}
+inline __m256i madd_ones(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
 
 struct Q4_0Weights {
   using Block = BlockQ4_0;
-  // sum (q - 8) a = sum q a - 8 sum a: with the activation block sums precomputed, the unsigned nibbles go
-  // straight into maddubs and the sign trick (three instructions per block) is not needed.
+  // (q - 8) . a = q . a - 8 * (sums of a), lane by lane in int32: with 8 * the activation's 4-element sums
+  // precomputed per column, the unsigned nibbles go straight into maddubs (no sign trick), and the result is
+  // the same integer as with q - 8.
   static constexpr bool kOffsetBySums = true;
   // Values 0..15 are the low nibbles, 16..31 the high ones: low nibbles to the low lane, high to the high.
   static __m256i nibbles(const BlockQ4_0& block) {
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
+    // The 16 bytes in both lanes (a load-port broadcast), the high lane shifted by 4: two ALU operations.
+    const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs)));
+    const __m256i both = _mm256_srlv_epi32(raw, _mm256_set_epi32(4, 4, 4, 4, 0, 0, 0, 0));
     return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
   }
-  static __m256i unpack(const BlockQ4_0& block) { return _mm256_sub_epi8(nibbles(block), _mm256_set1_epi8(8)); }
 };
 struct Q8_0Weights {
   using Block = BlockQ8_0;
   static constexpr bool kOffsetBySums = false;
-  static __m256i unpack(const BlockQ8_0& block) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
-  }
 };
 
-inline int sum_i8x32(const std::int8_t* q) {
-  const __m256i pairs =
-      _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)));
-  const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(quads), _mm256_extracti128_si256(quads, 1));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
-  return _mm_cvtsi128_si32(x);
-}
-
-// Q8_0 activations carry f16 scales; converting them costs as much as a third of the kernel, so a matrix call
-// converts each activation row's scales once and every weight row reuses them. Per column the side buffer
-// holds nb scales, then (for Q4_0) nb values 8 * d * sum(q). kInline is the fallback for rows too long for
-// the stack buffer: scales converted in the loop, and Q4_0 through the sign trick.
+// Q8_0 activations carry f16 scales; converting them in the inner loop would cost a third of the kernel, so
+// a call converts each activation column's scales once (and, for Q4_0, its 8 x lane sums) into a side
+// buffer that every weight row reuses. kInline is the fallback for rows too long for the stack buffer.
 template <class Format>
 struct Q8_0ActivationKernel {
   using WBlock = typename Format::Block;
-  static constexpr int kSideFloats = Format::kOffsetBySums ? 2 : 1;  // per block and column
+  static constexpr bool kSums = Format::kOffsetBySums;
+  // Per block and column: one float scale, and for Q4_0 eight int32 lane sums (stored as 8 floats' room).
+  static constexpr std::int64_t kSideFloats = kSums ? 9 : 1;
 
-  static void fill_side(const BlockQ8_0* a, std::int64_t nb, float* side) {
-    for (std::int64_t b = 0; b < nb; ++b) side[b] = f16_scalar(a[b].d);
-    if constexpr (Format::kOffsetBySums) {
-      for (std::int64_t b = 0; b < nb; ++b) side[nb + b] = 8.0f * side[b] * static_cast<float>(sum_i8x32(a[b].qs));
+  struct Side {
+    const float* scales = nullptr;   // [column][block]
+    const __m256i* sums = nullptr;   // [column][block], Q4_0 only
+  };
+
+  static __m256i eight_times_sums(const BlockQ8_0& a) {
+    return madd_ones(_mm256_maddubs_epi16(_mm256_set1_epi8(8), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs))));
+  }
+
+  static void fill_side(const BlockQ8_0* a, std::int64_t nb, float* scales, __m256i* sums) {
+    for (std::int64_t b = 0; b < nb; ++b) scales[b] = f16_scalar(a[b].d);
+    if constexpr (kSums) {
+      for (std::int64_t b = 0; b < nb; ++b) _mm256_storeu_si256(sums + b, eight_times_sums(a[b]));
     }
   }
 
-  template <int NC, bool kInline>
-  static void row(const std::byte* weight_row, const std::byte* activations, std::size_t activation_row_bytes,
-                  const float* side, std::int64_t nb, float* out, std::size_t out_col_stride) {
-    constexpr int U = kUnroll<NC>;
-    constexpr bool kSums = Format::kOffsetBySums && !kInline;
-    const WBlock* w = reinterpret_cast<const WBlock*>(weight_row);
-    const std::int64_t side_stride = kSideFloats * nb;
+  // NR weight rows x NC activation columns, one accumulator each.
+  template <int NR, int NC, bool kInline>
+  static void tile(const std::byte* weight_rows, std::size_t weight_row_bytes, const std::byte* activations,
+                   std::size_t activation_row_bytes, Side side, std::int64_t nb, float* out,
+                   std::size_t out_col_stride) {
+    const WBlock* w[NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) w[r] = reinterpret_cast<const WBlock*>(weight_rows + static_cast<std::size_t>(r) * weight_row_bytes);
     const BlockQ8_0* a[NC];
 #pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c)
-      a[c] = reinterpret_cast<const BlockQ8_0*>(column(activations, activation_row_bytes, c));
-    __m256 acc[NC][U];
-    float offset[NC][U];  // sum over blocks of dw * 8 * da * sum(a), subtracted at the end (kSums only)
+    for (int c = 0; c < NC; ++c) a[c] = reinterpret_cast<const BlockQ8_0*>(column(activations, activation_row_bytes, c));
+    __m256 acc[NR][NC];
 #pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) {
+    for (int r = 0; r < NR; ++r) {
 #pragma GCC unroll 8
-      for (int u = 0; u < U; ++u) {
-        acc[c][u] = _mm256_setzero_ps();
-        offset[c][u] = 0.0f;
+      for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_setzero_ps();
+    }
+    for (std::int64_t b = 0; b < nb; ++b) {
+      __m256i aq[NC];
+      float da[NC];
+      __m256i sums[NC];
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+        aq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][b].qs));
+        da[c] = kInline ? f16_scalar(a[c][b].d) : side.scales[c * nb + b];
+        if constexpr (kSums) sums[c] = kInline ? eight_times_sums(a[c][b]) : _mm256_loadu_si256(side.sums + c * nb + b);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) {
+        // The rows of a tile are NR short streams read side by side, too short for the hardware prefetcher
+        // to ramp up on; fetch the same place in the next tile's rows (a contiguous continuation) ahead.
+        _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + NR * weight_row_bytes, _MM_HINT_T0);
+        const float dw = f16_scalar(w[r][b].d);
+        if constexpr (kSums) {
+          const __m256i nq = Format::nibbles(w[r][b]);
+#pragma GCC unroll 8
+          for (int c = 0; c < NC; ++c) {
+            const __m256i lanes = _mm256_sub_epi32(madd_ones(_mm256_maddubs_epi16(nq, aq[c])), sums[c]);
+            acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da[c]), _mm256_cvtepi32_ps(lanes), acc[r][c]);
+          }
+        } else {
+          // maddubs wants an unsigned operand: |w| times a with w's sign (exact: activations are never -128,
+          // quantize.hpp, and 2 * 128 * 127 fits int16).
+          const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][b].qs));
+          const __m256i abs_w = _mm256_sign_epi8(wq, wq);
+#pragma GCC unroll 8
+          for (int c = 0; c < NC; ++c) {
+            const __m256i lanes = madd_ones(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(aq[c], wq)));
+            acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da[c]), _mm256_cvtepi32_ps(lanes), acc[r][c]);
+          }
+        }
       }
     }
-    const auto step = [&](std::int64_t b, int u) {
-      const float dw = f16_scalar(w[b].d);
-      if constexpr (kSums) {
-        const __m256i nq = Format::nibbles(w[b]);
 #pragma GCC unroll 8
-        for (int c = 0; c < NC; ++c) {
-          const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][b].qs));
-          const __m256i quads = _mm256_madd_epi16(_mm256_maddubs_epi16(nq, aq), _mm256_set1_epi16(1));
-          const float* col_side = side + c * side_stride;
-          acc[c][u] = _mm256_fmadd_ps(_mm256_set1_ps(dw * col_side[b]), _mm256_cvtepi32_ps(quads), acc[c][u]);
-          offset[c][u] += dw * col_side[nb + b];
-        }
-      } else {
-        const __m256i wq = Format::unpack(w[b]);
-        const __m256i abs_w = _mm256_sign_epi8(wq, wq);
+    for (int r = 0; r < NR; ++r) {
 #pragma GCC unroll 8
-        for (int c = 0; c < NC; ++c) {
-          const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][b].qs));
-          const float da = kInline ? f16_scalar(a[c][b].d) : side[c * side_stride + b];
-          acc[c][u] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), dot_i8(abs_w, wq, aq), acc[c][u]);
-        }
-      }
-    };
-    std::int64_t b = 0;
-    for (; b + U <= nb; b += U) {
-#pragma GCC unroll 8
-      for (int u = 0; u < U; ++u) step(b + u, u);
+      for (int c = 0; c < NC; ++c) out[static_cast<std::size_t>(c) * out_col_stride + r] = hsum(acc[r][c]);
     }
-    for (; b < nb; ++b) step(b, 0);
-#pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) {
-#pragma GCC unroll 8
-      for (int u = 1; u < U; ++u) {
-        acc[c][0] = _mm256_add_ps(acc[c][0], acc[c][u]);
-        offset[c][0] += offset[c][u];
-      }
-      out[static_cast<std::size_t>(c) * out_col_stride] = hsum(acc[c][0]) - offset[c][0];
+  }
+
+  // Rows [0, n_rows) against NC columns: NR rows at a time where the registers allow, then one at a time.
+  template <int NC, bool kInline>
+  static void rows(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activations,
+                   std::size_t activation_row_bytes, Side side, std::int64_t nb, float* out, std::size_t out_col_stride) {
+    constexpr int NR = NC == 1 ? 4 : NC == 2 ? 2 : 1;
+    int r = 0;
+    for (; r + NR <= n_rows; r += NR) {
+      tile<NR, NC, kInline>(weight_rows + static_cast<std::size_t>(r) * weight_row_bytes, weight_row_bytes, activations,
+                            activation_row_bytes, side, nb, out + r, out_col_stride);
+    }
+    for (; r < n_rows; ++r) {
+      tile<1, NC, kInline>(weight_rows + static_cast<std::size_t>(r) * weight_row_bytes, weight_row_bytes, activations,
+                           activation_row_bytes, side, nb, out + r, out_col_stride);
     }
   }
 
   template <bool kInline>
-  static void row_group(int n_cols, const std::byte* w, const std::byte* a, std::size_t activation_row_bytes,
-                        const float* side, std::int64_t nb, float* out, std::size_t out_col_stride) {
+  static void rows_group(int n_cols, const std::byte* w, std::size_t weight_row_bytes, int n_rows, const std::byte* a,
+                         std::size_t activation_row_bytes, Side side, std::int64_t nb, float* out,
+                         std::size_t out_col_stride) {
     switch (n_cols) {
       case 4:
-        return row<4, kInline>(w, a, activation_row_bytes, side, nb, out, out_col_stride);
+        return rows<4, kInline>(w, weight_row_bytes, n_rows, a, activation_row_bytes, side, nb, out, out_col_stride);
       case 3:
-        return row<3, kInline>(w, a, activation_row_bytes, side, nb, out, out_col_stride);
+        return rows<3, kInline>(w, weight_row_bytes, n_rows, a, activation_row_bytes, side, nb, out, out_col_stride);
       case 2:
-        return row<2, kInline>(w, a, activation_row_bytes, side, nb, out, out_col_stride);
+        return rows<2, kInline>(w, weight_row_bytes, n_rows, a, activation_row_bytes, side, nb, out, out_col_stride);
       default:
-        return row<1, kInline>(w, a, activation_row_bytes, side, nb, out, out_col_stride);
+        return rows<1, kInline>(w, weight_row_bytes, n_rows, a, activation_row_bytes, side, nb, out, out_col_stride);
     }
   }
 
   static void rows_cols(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
                         const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols, std::int64_t n,
                         float* out, std::size_t out_col_stride) {
-    constexpr std::int64_t kSideBuffer = 4096;  // floats (16 KiB of stack)
+    constexpr std::int64_t kSideBuffer = 16384;  // floats (64 KiB of stack)
     const std::int64_t nb = n / 32;
-    if (nb == 0 || kSideFloats * nb > kSideBuffer) {
-      for (int r = 0; r < n_rows; ++r) {
-        const std::byte* w = weight_rows + static_cast<std::size_t>(r) * weight_row_bytes;
-        for (int c = 0; c < n_cols; c += 4) {
-          row_group<true>(n_cols - c < 4 ? n_cols - c : 4, w, column(activation_rows, activation_row_bytes, c),
-                          activation_row_bytes, nullptr, nb, out + r + static_cast<std::size_t>(c) * out_col_stride,
-                          out_col_stride);
-        }
+    constexpr std::int64_t kUsable = kSideBuffer - 8;  // room for aligning the sums after the scales
+    if (nb == 0 || kSideFloats * nb > kUsable) {
+      for (int c = 0; c < n_cols; c += 4) {
+        rows_group<true>(n_cols - c < 4 ? n_cols - c : 4, weight_rows, weight_row_bytes, n_rows,
+                         column(activation_rows, activation_row_bytes, c), activation_row_bytes, Side{}, nb,
+                         out + static_cast<std::size_t>(c) * out_col_stride, out_col_stride);
       }
       return;
     }
-    // Columns in chunks whose side data fits the buffer (at least 4 columns per chunk unless rows are very
-    // long); each weight row is read from memory once per chunk.
-    float side[kSideBuffer];
-    std::int64_t chunk_cols = kSideBuffer / (kSideFloats * nb);
+    // Columns in chunks whose side data fits the buffer; each row tile meets every column group of a chunk
+    // while it is in cache.
+    alignas(32) float side_buffer[kSideBuffer];
+    std::int64_t chunk_cols = kUsable / (kSideFloats * nb);
     if (chunk_cols > 4) chunk_cols -= chunk_cols % 4;
     for (int c0 = 0; c0 < n_cols; c0 += static_cast<int>(chunk_cols)) {
       const int chunk = n_cols - c0 < chunk_cols ? n_cols - c0 : static_cast<int>(chunk_cols);
+      float* scales = side_buffer;
+      auto* sums = reinterpret_cast<__m256i*>(side_buffer + (chunk * nb + 7) / 8 * 8);
       for (int c = 0; c < chunk; ++c) {
         fill_side(reinterpret_cast<const BlockQ8_0*>(column(activation_rows, activation_row_bytes, c0 + c)), nb,
-                  side + c * kSideFloats * nb);
+                  scales + c * nb, sums + c * nb);
       }
       for (int r0 = 0; r0 < n_rows; r0 += kRowTile) {
-        const int r1 = n_rows - r0 < kRowTile ? n_rows : r0 + kRowTile;
+        const int tile_rows = n_rows - r0 < kRowTile ? n_rows - r0 : kRowTile;
         for (int c = 0; c < chunk; c += 4) {
-          for (int r = r0; r < r1; ++r) {
-            row_group<false>(chunk - c < 4 ? chunk - c : 4,
-                             weight_rows + static_cast<std::size_t>(r) * weight_row_bytes,
-                             column(activation_rows, activation_row_bytes, c0 + c), activation_row_bytes,
-                             side + c * kSideFloats * nb, nb,
-                             out + r + static_cast<std::size_t>(c0 + c) * out_col_stride, out_col_stride);
-          }
+          const Side side{scales + c * nb, sums + c * nb};
+          rows_group<false>(chunk - c < 4 ? chunk - c : 4, weight_rows + static_cast<std::size_t>(r0) * weight_row_bytes,
+                            weight_row_bytes, tile_rows, column(activation_rows, activation_row_bytes, c0 + c),
+                            activation_row_bytes, side, nb, out + r0 + static_cast<std::size_t>(c0 + c) * out_col_stride,
+                            out_col_stride);
         }
       }
     }
@@ -353,7 +383,7 @@ template <class Block, bool kFifthBit>
 struct KAffineKernel {
   template <int NC>
   static void row(const std::byte* weight_row, const std::byte* activations, std::size_t activation_row_bytes,
-                  std::int64_t n, float* out, std::size_t out_col_stride) {
+                  std::int64_t n, bool /*batch: one order for both*/, float* out, std::size_t out_col_stride) {
     const std::int64_t nb = n / 256;
     const Block* w = reinterpret_cast<const Block*>(weight_row);
     const BlockQ8_K* a[NC];
@@ -432,7 +462,7 @@ inline __m256i pair_control(int k) {
 struct Q6KKernel {
   template <int NC>
   static void row(const std::byte* weight_row, const std::byte* activations, std::size_t activation_row_bytes,
-                  std::int64_t n, float* out, std::size_t out_col_stride) {
+                  std::int64_t n, bool /*batch: one order for both*/, float* out, std::size_t out_col_stride) {
     const std::int64_t nb = n / 256;
     const BlockQ6_K* w = reinterpret_cast<const BlockQ6_K*>(weight_row);
     const BlockQ8_K* a[NC];

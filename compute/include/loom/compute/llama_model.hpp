@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "loom/compute/kernel_path.hpp"
 #include "loom/compute/kv_cache.hpp"
 #include "loom/compute/matmul.hpp"
 #include "loom/compute/model_config.hpp"
@@ -44,11 +45,13 @@ class LlamaModel {
   ThreadPool& pool_;
   std::int64_t max_batch_;
   float theta_step_ = 1.0f;         // base^(-2/head_dim): the ratio of consecutive pairs' frequencies
-  std::vector<float> angle_scale_;  // per pair: 1/rope_scale, divided by the pair's frequency factor
+  float position_scale_ = 1.0f;          // 1 / rope_scale (linear scaling)
+  std::vector<float> frequency_factor_;  // per pair: llama3-style divisor of the angle, else 1
 
   // Scratch, [max_batch][width] each.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
-  std::vector<float> scores_;  // [threads][context]
+  std::vector<float> scores_;  // [threads][attention_scratch_floats(context, head_dim)]
+  KernelPath kernel_path_ = default_kernel_path();
   MatmulScratch matmul_scratch_;
 };
 

@@ -1,0 +1,55 @@
+// Attention of one query head over the F16 keys and values of positions [0, positions): scores, softmax,
+// the weighted sum of values. Also the SwiGLU activation, whose exponential shares this file's exp().
+//
+// The arithmetic is pinned, not just "close": the query is rounded to F16 (what an F16 dot product does with
+// an F32 operand), the scores are F32 dot products summed in a fixed lane order, the exponentials come from
+// a vectorised expf (range reduction to 2^n * e^b, a degree-5 polynomial for e^b), the softmax sum is taken
+// per 8 positions in float and across chunks in double, the probabilities are multiplied by the reciprocal
+// of the sum and rounded to F16 before they weight the F16 values. That is how the widely used reference
+// implementation in ../shared/reference computes attention on x86, and reproducing it bit for bit keeps our
+// logits on top of its logits instead of drifting away through activations that round the other way.
+//
+// Two summation orders exist, because the reference uses two kernels: SumOrder::vector_dot (one query, the
+// decode step: four 8-lane accumulators over 32-element steps, leftovers in double) and SumOrder::tiled
+// (a batch of queries: one 8-lane accumulator per output). Scalar and AVX2 paths give identical bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "loom/compute/kernel_path.hpp"
+
+namespace loom::compute {
+
+enum class SumOrder : std::uint8_t { vector_dot, tiled };
+
+struct HeadAttention {
+  const float* query = nullptr;         // head_dim values
+  const std::uint16_t* keys = nullptr;  // F16; position p starts at keys + p * stride
+  const std::uint16_t* values = nullptr;
+  std::size_t stride = 0;               // elements from one position to the next
+  std::int64_t positions = 0;           // >= 1
+  std::int64_t head_dim = 0;
+  float scale = 1.0f;                   // applied to every score before the softmax
+  SumOrder order = SumOrder::vector_dot;
+  float* scores = nullptr;              // scratch of attention_scratch_floats(positions, head_dim) floats
+  float* out = nullptr;                 // head_dim values
+};
+
+// Scratch one HeadAttention needs (the scores, padded to whole 8-position chunks, and the rounded query).
+constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim) noexcept {
+  return static_cast<std::size_t>((positions + 7) / 8 * 8 + head_dim);
+}
+
+void attend(const HeadAttention& head, KernelPath path);
+void attend(const HeadAttention& head);  // default_kernel_path()
+
+// gate[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)) with the same exp() as the softmax for
+// whole groups of 8 and the C library's expf for the rest (again the reference's arithmetic).
+void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path);
+void swiglu(float* gate, const float* up, std::int64_t n);
+
+// The vectorised expf, one lane's worth: within 2 ulp of expf, exactly 0 for -inf, +inf for large x.
+float vector_expf(float x) noexcept;
+
+}  // namespace loom::compute

@@ -1,0 +1,173 @@
+// AVX2 + FMA + F16C attention and SwiGLU: the arithmetic of attention.cpp, eight lanes at a time.
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "attention_kernels.hpp"
+#include "loom/compute/half.hpp"
+
+namespace loom::compute::detail {
+namespace {
+
+// (l0+l4 + l2+l6) + (l1+l5 + l3+l7), as attention.cpp's sum_lanes().
+inline float sum_lanes(__m256 x) {
+  __m128 t = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+  t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  t = _mm_add_ss(t, _mm_movehdup_ps(t));
+  return _mm_cvtss_f32(t);
+}
+
+// (c0+c4 + c1+c5) + (c2+c6 + c3+c7) of c = (a0+a2) + (a1+a3), as sum_four_accumulators().
+inline __m256 fold_four(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  return _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+}
+inline float sum_folded(__m256 c) {
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
+  const __m128 h = _mm_hadd_ps(t, t);
+  return _mm_cvtss_f32(_mm_hadd_ps(h, h));
+}
+
+inline __m256 load_f16(const std::uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 round_to_f16(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)); }
+
+// vector_expf() on eight lanes (see attention.cpp for the method).
+inline __m256 exp8(__m256 x) {
+  const __m256 shifter = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shifter);
+  const __m256 n = _mm256_sub_ps(z, shifter);
+  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+  const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+  const __m256 magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+  const __m256 big = _mm256_cmp_ps(magnitude, _mm256_set1_ps(126.0f), _CMP_GT_OQ);
+  const __m256 u = _mm256_mul_ps(b, b);
+  const __m256 j = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+  const __m256 normal = _mm256_fmadd_ps(k, j, k);
+  if (_mm256_movemask_ps(big) == 0) return normal;
+  const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                     _mm256_set1_epi32(static_cast<int>(0x82000000u)));
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
+  const __m256 huge = _mm256_cmp_ps(magnitude, _mm256_set1_ps(192.0f), _CMP_GT_OQ);
+  const __m256 scaled = _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1);
+  const __m256 r = _mm256_blendv_ps(normal, scaled, big);
+  return _mm256_blendv_ps(r, _mm256_mul_ps(s1, s1), huge);
+}
+
+float score(const std::uint16_t* key, const float* q, std::int64_t n, bool tiled) {
+  if (tiled) {
+    __m256 acc = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(load_f16(key + i), _mm256_loadu_ps(q + i), acc);
+    return sum_lanes(acc);
+  }
+  const std::int64_t whole = n / 32 * 32;
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (std::int64_t i = 0; i < whole; i += 32) {
+    a0 = _mm256_fmadd_ps(load_f16(key + i), _mm256_loadu_ps(q + i), a0);
+    a1 = _mm256_fmadd_ps(load_f16(key + i + 8), _mm256_loadu_ps(q + i + 8), a1);
+    a2 = _mm256_fmadd_ps(load_f16(key + i + 16), _mm256_loadu_ps(q + i + 16), a2);
+    a3 = _mm256_fmadd_ps(load_f16(key + i + 24), _mm256_loadu_ps(q + i + 24), a3);
+  }
+  double sum = sum_folded(fold_four(a0, a1, a2, a3));
+  for (std::int64_t i = whole; i < n; ++i) sum += static_cast<double>(half_to_float(key[i]) * q[i]);
+  return static_cast<float>(sum);
+}
+
+// out[d0..d0+7] from the probabilities in p and eight value columns starting at values + d0.
+void weigh_values8(const HeadAttention& h, const float* p, bool tiled, std::int64_t d0, float* out) {
+  const std::uint16_t* v = h.values + d0;
+  const std::size_t stride = h.stride;
+  if (tiled) {
+    __m256 acc[8];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < h.positions; ++i) {
+      acc[i % 8] = _mm256_fmadd_ps(load_f16(v + static_cast<std::size_t>(i) * stride), _mm256_set1_ps(p[i]), acc[i % 8]);
+    }
+    const __m256 s0 = _mm256_add_ps(acc[0], acc[4]), s1 = _mm256_add_ps(acc[1], acc[5]);
+    const __m256 s2 = _mm256_add_ps(acc[2], acc[6]), s3 = _mm256_add_ps(acc[3], acc[7]);
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3)));
+    return;
+  }
+  __m256 acc[32];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (std::int64_t i = 0; i < h.positions; ++i) {
+    acc[i % 32] = _mm256_fmadd_ps(load_f16(v + static_cast<std::size_t>(i) * stride), _mm256_set1_ps(p[i]), acc[i % 32]);
+  }
+  __m256 c[8];
+  for (int l = 0; l < 8; ++l) c[l] = fold_four(acc[l], acc[8 + l], acc[16 + l], acc[24 + l]);
+  const __m256 t0 = _mm256_add_ps(c[0], c[4]), t1 = _mm256_add_ps(c[1], c[5]);
+  const __m256 t2 = _mm256_add_ps(c[2], c[6]), t3 = _mm256_add_ps(c[3], c[7]);
+  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(t0, t1), _mm256_add_ps(t2, t3)));
+}
+
+// One output dimension, for the head sizes that are not a multiple of 8 (the scalar path's loop).
+float weigh_values1(const HeadAttention& h, const float* p, bool tiled, std::int64_t d) {
+  const std::uint16_t* v = h.values + d;
+  if (tiled) {
+    float acc[8] = {};
+    for (std::int64_t i = 0; i < h.positions; ++i) {
+      acc[i % 8] = std::fma(half_to_float(v[static_cast<std::size_t>(i) * h.stride]), p[i], acc[i % 8]);
+    }
+    const float s0 = acc[0] + acc[4], s1 = acc[1] + acc[5], s2 = acc[2] + acc[6], s3 = acc[3] + acc[7];
+    return (s0 + s2) + (s1 + s3);
+  }
+  float acc[32] = {};
+  for (std::int64_t i = 0; i < h.positions; ++i) {
+    acc[i % 32] = std::fma(half_to_float(v[static_cast<std::size_t>(i) * h.stride]), p[i], acc[i % 32]);
+  }
+  float c[8];
+  for (int l = 0; l < 8; ++l) c[l] = (acc[l] + acc[16 + l]) + (acc[8 + l] + acc[24 + l]);
+  const float t0 = c[0] + c[4], t1 = c[1] + c[5], t2 = c[2] + c[6], t3 = c[3] + c[7];
+  return (t0 + t1) + (t2 + t3);
+}
+
+}  // namespace
+
+void attend_avx2(const HeadAttention& h, const AttentionPlan& plan) {
+  float* scores = h.scores;
+  float* q = h.scores + plan.padded_positions;
+  std::int64_t d = 0;
+  for (; d + 8 <= h.head_dim; d += 8) _mm256_storeu_ps(q + d, round_to_f16(_mm256_loadu_ps(h.query + d)));
+  for (; d < h.head_dim; ++d) q[d] = half_to_float(float_to_half(h.query[d]));
+
+  float max_score = -INFINITY;
+  for (std::int64_t p = 0; p < h.positions; ++p) {
+    scores[p] = score(h.keys + static_cast<std::size_t>(p) * h.stride, q, h.head_dim, plan.tiled_scores) * h.scale;
+    max_score = scores[p] > max_score ? scores[p] : max_score;
+  }
+  for (std::int64_t p = h.positions; p < plan.padded_positions; ++p) scores[p] = -INFINITY;
+  const __m256 max8 = _mm256_set1_ps(max_score);
+  double sum = 0.0;
+  for (std::int64_t p = 0; p < plan.padded_positions; p += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p), max8));
+    _mm256_storeu_ps(scores + p, e);
+    sum += static_cast<double>(sum_lanes(e));
+  }
+  const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+  for (std::int64_t p = 0; p < plan.padded_positions; p += 8) {
+    _mm256_storeu_ps(scores + p, round_to_f16(_mm256_mul_ps(_mm256_loadu_ps(scores + p), inverse)));
+  }
+
+  d = 0;
+  for (; d + 8 <= h.head_dim; d += 8) weigh_values8(h, scores, plan.tiled_values, d, h.out + d);
+  for (; d < h.head_dim; ++d) h.out[d] = weigh_values1(h, scores, plan.tiled_values, d);
+}
+
+void swiglu_avx2(float* gate, const float* up, std::int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(gate + i);
+    const __m256 silu = _mm256_div_ps(x, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace loom::compute::detail

@@ -1,0 +1,296 @@
+// The kernels whose arithmetic is pinned to the reference implementation's (attention.hpp, vec_dot.hpp):
+// each is checked bit for bit against a spelled-out emulation of that order written here, the AVX2 path
+// against the scalar one, and both against plain double-precision math within rounding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <bit>
+#include <stdexcept>
+#include <string>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "loom/compute/attention.hpp"
+#include "loom/compute/half.hpp"
+#include "loom/compute/kernel_path.hpp"
+#include "loom/compute/quant_blocks.hpp"
+#include "loom/compute/quantize.hpp"
+#include "loom/compute/vec_dot.hpp"
+
+namespace loom::compute {
+namespace {
+
+std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+
+// ---- vector_expf / swiglu ----
+
+TEST(VectorExpf, WithinTwoUlpOfExpf) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-87.0f, 88.0f);
+  for (int i = 0; i < 200000; ++i) {
+    const float x = u(rng);
+    const float want = std::exp(x);
+    const float got = vector_expf(x);
+    const auto ulps = std::abs(static_cast<std::int64_t>(bits(got)) - static_cast<std::int64_t>(bits(want)));
+    ASSERT_LE(ulps, 2) << "x = " << x << ": " << got << " vs expf " << want;
+  }
+}
+
+TEST(VectorExpf, LimitsAndSubnormals) {
+  EXPECT_EQ(vector_expf(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(vector_expf(0.0f), 1.0f);
+  EXPECT_EQ(vector_expf(-200.0f), 0.0f);
+  EXPECT_TRUE(std::isinf(vector_expf(100.0f)));
+  // The split-scale path (|n| > 126) reaches the subnormals with the right magnitude.
+  const float tiny = vector_expf(-100.0f);
+  EXPECT_GT(tiny, 0.0f);
+  EXPECT_NEAR(tiny / std::exp(-100.0f), 1.0f, 1e-5f);
+}
+
+TEST(Swiglu, Avx2MatchesScalarBitForBitAndMath) {
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path runs";
+  std::mt19937 rng(2);
+  std::normal_distribution<float> g(0.0f, 4.0f);
+  for (std::int64_t n : {1, 7, 8, 172, 768}) {
+    std::vector<float> gate(static_cast<std::size_t>(n)), up(gate.size());
+    for (auto& v : gate) v = g(rng);
+    for (auto& v : up) v = g(rng);
+    gate[0] = -150.0f;  // exp overflow region of silu(-x)
+    std::vector<float> a = gate, b = gate;
+    swiglu(a.data(), up.data(), n, KernelPath::scalar);
+    swiglu(b.data(), up.data(), n, KernelPath::avx2);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      ASSERT_EQ(bits(a[k]), bits(b[k])) << "n " << n << " i " << i;
+      const double x = gate[k];
+      const double want = x / (1.0 + std::exp(-x)) * up[k];
+      EXPECT_NEAR(a[k], want, 1e-5 * (1.0 + std::fabs(want))) << "n " << n << " i " << i;
+    }
+  }
+}
+
+// ---- attention ----
+
+struct AttentionCase {
+  std::int64_t positions, head_dim;
+  SumOrder order;
+};
+
+// Plain attention in double over the same F16-rounded query, keys and values.
+std::vector<double> naive_attention(const std::vector<std::uint16_t>& keys, const std::vector<std::uint16_t>& values,
+                                    const std::vector<float>& query, std::size_t stride, std::int64_t positions,
+                                    std::int64_t head_dim, float scale) {
+  std::vector<double> scores(static_cast<std::size_t>(positions));
+  double max_score = -INFINITY;
+  for (std::int64_t p = 0; p < positions; ++p) {
+    double s = 0;
+    for (std::int64_t d = 0; d < head_dim; ++d) {
+      s += static_cast<double>(half_to_float(float_to_half(query[static_cast<std::size_t>(d)]))) *
+           half_to_float(keys[static_cast<std::size_t>(p) * stride + static_cast<std::size_t>(d)]);
+    }
+    scores[static_cast<std::size_t>(p)] = s * scale;
+    max_score = std::max(max_score, s * scale);
+  }
+  double sum = 0;
+  for (auto& s : scores) sum += (s = std::exp(s - max_score));
+  std::vector<double> out(static_cast<std::size_t>(head_dim), 0.0);
+  for (std::int64_t p = 0; p < positions; ++p) {
+    for (std::int64_t d = 0; d < head_dim; ++d) {
+      out[static_cast<std::size_t>(d)] += scores[static_cast<std::size_t>(p)] / sum *
+                                          half_to_float(values[static_cast<std::size_t>(p) * stride + static_cast<std::size_t>(d)]);
+    }
+  }
+  return out;
+}
+
+class AttentionOrders : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionOrders, PathsAgreeBitForBitAndMatchPlainMath) {
+  const auto [positions, head_dim, order] = GetParam();
+  const std::size_t stride = static_cast<std::size_t>(head_dim) + 3;  // other heads sit between positions
+  std::mt19937 rng(static_cast<unsigned>(positions * 131 + head_dim));
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<std::uint16_t> keys(static_cast<std::size_t>(positions) * stride), values(keys.size());
+  for (auto& k : keys) k = float_to_half(g(rng));
+  for (auto& v : values) v = float_to_half(g(rng));
+  std::vector<float> query(static_cast<std::size_t>(head_dim));
+  for (auto& q : query) q = 2.0f * g(rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+
+  std::vector<float> scratch(attention_scratch_floats(positions, head_dim));
+  std::vector<float> scalar_out(static_cast<std::size_t>(head_dim)), simd_out(scalar_out.size());
+  HeadAttention head;
+  head.query = query.data();
+  head.keys = keys.data();
+  head.values = values.data();
+  head.stride = stride;
+  head.positions = positions;
+  head.head_dim = head_dim;
+  head.scale = scale;
+  head.order = order;
+  head.scores = scratch.data();
+  head.out = scalar_out.data();
+  const std::vector<float> query_before = query;
+  attend(head, KernelPath::scalar);
+  EXPECT_EQ(query, query_before) << "the query is an input only";
+
+  const auto want = naive_attention(keys, values, query, stride, positions, head_dim, scale);
+  for (std::int64_t d = 0; d < head_dim; ++d) {
+    // Probabilities are rounded to F16 (relative 2^-11) before they weight the values.
+    EXPECT_NEAR(scalar_out[static_cast<std::size_t>(d)], want[static_cast<std::size_t>(d)], 2e-3) << "dim " << d;
+  }
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path ran";
+  head.out = simd_out.data();
+  attend(head, KernelPath::avx2);
+  for (std::int64_t d = 0; d < head_dim; ++d) {
+    ASSERT_EQ(bits(scalar_out[static_cast<std::size_t>(d)]), bits(simd_out[static_cast<std::size_t>(d)])) << "dim " << d;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionOrders,
+    ::testing::Values(AttentionCase{1, 32, SumOrder::vector_dot}, AttentionCase{1, 32, SumOrder::tiled},
+                      AttentionCase{7, 16, SumOrder::vector_dot}, AttentionCase{7, 16, SumOrder::tiled},
+                      AttentionCase{33, 64, SumOrder::vector_dot}, AttentionCase{33, 64, SumOrder::tiled},
+                      AttentionCase{100, 80, SumOrder::vector_dot}, AttentionCase{100, 80, SumOrder::tiled},
+                      AttentionCase{65, 128, SumOrder::vector_dot}, AttentionCase{40, 20, SumOrder::tiled},
+                      AttentionCase{9, 6, SumOrder::tiled}, AttentionCase{300, 64, SumOrder::vector_dot}),
+    [](const auto& tested) {
+      return "p" + std::to_string(tested.param.positions) + "_d" + std::to_string(tested.param.head_dim) +
+             (tested.param.order == SumOrder::tiled ? "_tiled" : "_vector_dot");
+    });
+
+TEST(Attention, RejectsEmptyInput) {
+  std::vector<float> scratch(64), q(8), out(8);
+  std::vector<std::uint16_t> kv(8);
+  HeadAttention head;
+  head.query = q.data();
+  head.keys = kv.data();
+  head.values = kv.data();
+  head.stride = 8;
+  head.positions = 0;
+  head.head_dim = 8;
+  head.scores = scratch.data();
+  head.out = out.data();
+  EXPECT_THROW(attend(head), std::invalid_argument);
+}
+
+// ---- Q8_0 / Q4_0 / F32 dot kernels: the reference order ----
+
+// Sum of the 8 lanes as (l0+l4 + l2+l6) + (l1+l5 + l3+l7).
+float sum_lanes(const float (&l)[8]) {
+  const float s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
+  return (s0 + s2) + (s1 + s3);
+}
+
+// One 8-lane accumulator; lane k of a block holds the exact integer dot of elements 4k..4k+3.
+template <class WBlock, class Unpack>
+float quantized_reference_order(const WBlock* w, const BlockQ8_0* a, std::int64_t nb, Unpack unpack) {
+  float acc[8] = {};
+  for (std::int64_t b = 0; b < nb; ++b) {
+    int q[32];
+    unpack(w[b], q);
+    const float d = half_to_float(w[b].d) * half_to_float(a[b].d);
+    for (int k = 0; k < 8; ++k) {
+      int lane = 0;
+      for (int i = 4 * k; i < 4 * k + 4; ++i) lane += q[i] * a[b].qs[i];
+      acc[k] = std::fma(d, static_cast<float>(lane), acc[k]);
+    }
+  }
+  return sum_lanes(acc);
+}
+
+TEST(ReferenceOrder, Q8_0AndQ4_0KernelsSumLikeTheReference) {
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: the order is pinned on the AVX2 path";
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const std::int64_t n = 32 * 24;
+  const std::int64_t nb = n / 32;
+  for (const TensorType type : {TensorType::q8_0, TensorType::q4_0}) {
+    for (const int cols : {1, 2, 3, 4, 6}) {
+      const int rows = 11;
+      const std::size_t row_bytes = *tensor_bytes(type, n);
+      std::vector<std::uint8_t> weights(row_bytes * rows);
+      for (auto& v : weights) v = static_cast<std::uint8_t>(byte(rng));
+      for (int r = 0; r < rows; ++r) {  // sane f16 scales in every block
+        for (std::int64_t b = 0; b < nb; ++b) {
+          const std::uint16_t d = float_to_half(0.01f * (1.0f + g(rng) * 0.1f));
+          std::memcpy(weights.data() + r * row_bytes + b * (row_bytes / nb), &d, sizeof d);
+        }
+      }
+      std::vector<float> x(static_cast<std::size_t>(n * cols));
+      for (auto& v : x) v = g(rng);
+      std::vector<BlockQ8_0> act(static_cast<std::size_t>(nb * cols));
+      for (int c = 0; c < cols; ++c) quantize_row(TensorType::q8_0, x.data() + c * n, act.data() + c * nb, n);
+      std::vector<float> out(static_cast<std::size_t>(rows * cols));
+      vec_dot_kernel(type, KernelPath::avx2)
+          .rows_cols(weights.data(), row_bytes, rows, act.data(), nb * sizeof(BlockQ8_0), cols, n, out.data(), rows);
+      for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < cols; ++c) {
+          float want;
+          const BlockQ8_0* a = act.data() + c * nb;
+          if (type == TensorType::q8_0) {
+            want = quantized_reference_order(reinterpret_cast<const BlockQ8_0*>(weights.data() + r * row_bytes), a, nb,
+                                             [](const BlockQ8_0& blk, int* q) { for (int i = 0; i < 32; ++i) q[i] = blk.qs[i]; });
+          } else {
+            want = quantized_reference_order(reinterpret_cast<const BlockQ4_0*>(weights.data() + r * row_bytes), a, nb,
+                                             [](const BlockQ4_0& blk, int* q) {
+                                               for (int i = 0; i < 16; ++i) {
+                                                 q[i] = (blk.qs[i] & 0x0F) - 8;
+                                                 q[i + 16] = (blk.qs[i] >> 4) - 8;
+                                               }
+                                             });
+          }
+          ASSERT_EQ(bits(out[static_cast<std::size_t>(c * rows + r)]), bits(want))
+              << name(type) << " row " << r << " column " << c << " of " << cols;
+        }
+      }
+    }
+  }
+}
+
+TEST(ReferenceOrder, F32KernelUsesTheSingleAndBatchOrders) {
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: the order is pinned on the AVX2 path";
+  std::mt19937 rng(4);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (const std::int64_t n : {64, 172, 256}) {
+    for (const int cols : {1, 2, 5}) {
+      const int rows = 6;
+      std::vector<float> w(static_cast<std::size_t>(n * rows)), x(static_cast<std::size_t>(n * cols));
+      for (auto& v : w) v = g(rng);
+      for (auto& v : x) v = g(rng);
+      std::vector<float> out(static_cast<std::size_t>(rows * cols));
+      vec_dot_kernel(TensorType::f32, KernelPath::avx2)
+          .rows_cols(w.data(), n * sizeof(float), rows, x.data(), n * sizeof(float), cols, n, out.data(), rows);
+      for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < cols; ++c) {
+          const float* wr = w.data() + r * n;
+          const float* xc = x.data() + c * n;
+          float want;
+          if (cols > 1 && n % 8 == 0) {  // a batch: one 8-lane accumulator
+            float acc[8] = {};
+            for (std::int64_t i = 0; i < n; ++i) acc[i % 8] = std::fma(wr[i], xc[i], acc[i % 8]);
+            want = sum_lanes(acc);
+          } else {  // one column: four 8-lane accumulators over 32-value steps, then leftovers one by one
+            float acc[4][8] = {};
+            const std::int64_t whole = n / 32 * 32;
+            for (std::int64_t i = 0; i < whole; ++i) acc[(i / 8) % 4][i % 8] = std::fma(wr[i], xc[i], acc[(i / 8) % 4][i % 8]);
+            float c8[8];
+            for (int l = 0; l < 8; ++l) c8[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+            want = ((c8[0] + c8[4]) + (c8[1] + c8[5])) + ((c8[2] + c8[6]) + (c8[3] + c8[7]));
+            for (std::int64_t i = whole; i < n; ++i) want = std::fma(wr[i], xc[i], want);
+          }
+          ASSERT_EQ(bits(out[static_cast<std::size_t>(c * rows + r)]), bits(want))
+              << "n " << n << " row " << r << " column " << c << " of " << cols;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace loom::compute
