@@ -73,17 +73,23 @@ void quantize_q4_0(const float* x, BlockQ4_0* blocks, std::int64_t n_blocks) {
 void quantize_q8_k(const float* x, BlockQ8_K* blocks, std::int64_t n_blocks) {
   for (std::int64_t b = 0; b < n_blocks; ++b, x += 256) {
     BlockQ8_K& block = blocks[b];
-    const float amax = max_abs(x, 256);
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    block.d = amax != 0.0f ? amax / 127.0f : 0.0f;
-    for (int i = 0; i < 256; ++i) {
-      block.qs[i] = static_cast<std::int8_t>(std::clamp(round_nearest(x[i] * id), -127, 127));
+    // The reference implementation's arithmetic: scale by -127 / (the signed value of largest magnitude),
+    // store d = 1 / that scale (not max / 127: the two differ in the last bit, and d multiplies every dot).
+    const float max = signed_max_abs(x, 256);
+    if (max == 0.0f) {
+      block.d = 0.0f;
+      std::memset(block.qs, 0, sizeof block.qs);
+      std::memset(block.bsums, 0, sizeof block.bsums);
+      continue;
     }
+    const float iscale = -127.0f / max;
+    for (int i = 0; i < 256; ++i) block.qs[i] = static_cast<std::int8_t>(std::min(127, round_nearest(iscale * x[i])));
     for (int k = 0; k < 16; ++k) {
       int sum = 0;
       for (int i = 0; i < 16; ++i) sum += block.qs[16 * k + i];
       block.bsums[k] = static_cast<std::int16_t>(sum);
     }
+    block.d = 1.0f / iscale;
   }
 }
 

@@ -379,6 +379,19 @@ inline __m256i broadcast_i16_control(int j) {
   return _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8)));
 }
 
+inline int hsum_i32(__m256i v) {
+  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
+  return _mm_cvtsi128_si32(x);
+}
+
+// The integer part is the same for both formats: per superblock, 8 int32 lanes where lane u holds, for every
+// 64-value chunk j, scale[2j] * (values 4u..4u+3 of its first 32) + scale[2j+1] * (of its last 32); and the
+// mins term sum_j min_j * (bsums[2j] + bsums[2j+1]). The float part follows the reference implementation
+// (vec_dot.hpp): Q4_K as its repacked kernel does it (whole-superblock integer sums, one float FMA each for
+// the scales and the mins, subtracted at the end); Q5_K as its vec_dot does (the lanes into an 8-lane
+// accumulator, the mins into a scalar).
 template <class Block, bool kFifthBit>
 struct KAffineKernel {
   template <int NC>
@@ -390,9 +403,15 @@ struct KAffineKernel {
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c)
       a[c] = reinterpret_cast<const BlockQ8_K*>(column(activations, activation_row_bytes, c));
-    __m256 acc[NC];
+    __m256 acc[NC];       // Q5_K
+    float total[NC];      // Q4_K: scales part
+    float mins_part[NC];  // Q4_K: subtracted at the end; Q5_K: added at the end (its scale carries the sign)
 #pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+    for (int c = 0; c < NC; ++c) {
+      acc[c] = _mm256_setzero_ps();
+      total[c] = 0.0f;
+      mins_part[c] = 0.0f;
+    }
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (std::int64_t b = 0; b < nb; ++b) {
       const Block& block = w[b];
@@ -403,15 +422,7 @@ struct KAffineKernel {
       const __m128i mins16 = _mm_cvtepu8_epi16(sm.mins);
       __m256i isum[NC];
 #pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) {
-        // Mins: sum_j min_j * (bsums[2j] + bsums[2j+1]), the pair sums by a horizontal add.
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][b].bsums));
-        const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-        const __m128 min_part = _mm_cvtepi32_ps(_mm_madd_epi16(mins16, pair_sums));
-        const __m256 min_scale = _mm256_set1_ps(-dmin * a[c][b].d);
-        acc[c] = _mm256_fmadd_ps(min_scale, _mm256_zextps128_ps256(min_part), acc[c]);
-        isum[c] = _mm256_setzero_si256();
-      }
+      for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
       __m256i high_bits;
       if constexpr (kFifthBit) high_bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh));
 #pragma GCC unroll 8
@@ -438,11 +449,27 @@ struct KAffineKernel {
       }
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) {
-        acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[c][b].d), _mm256_cvtepi32_ps(isum[c]), acc[c]);
+        // Mins: sum_j min_j * (bsums[2j] + bsums[2j+1]), the pair sums by a horizontal add.
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][b].bsums));
+        const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+        __m128i m = _mm_madd_epi16(mins16, pair_sums);
+        m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+        const int mins_sum = _mm_cvtsi128_si32(_mm_add_epi32(m, _mm_shuffle_epi32(m, 0xB1)));
+        const float da = a[c][b].d;
+        if constexpr (kFifthBit) {
+          acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(da * d), _mm256_cvtepi32_ps(isum[c]), acc[c]);
+          mins_part[c] = std::fma(-da * dmin, static_cast<float>(mins_sum), mins_part[c]);
+        } else {
+          total[c] = std::fma(static_cast<float>(hsum_i32(isum[c])), d * da, total[c]);
+          mins_part[c] = std::fma(static_cast<float>(mins_sum), dmin * da, mins_part[c]);
+        }
       }
     }
 #pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) out[static_cast<std::size_t>(c) * out_col_stride] = hsum(acc[c]);
+    for (int c = 0; c < NC; ++c) {
+      out[static_cast<std::size_t>(c) * out_col_stride] =
+          kFifthBit ? hsum(acc[c]) + mins_part[c] : total[c] - mins_part[c];
+    }
   }
 };
 
@@ -477,15 +504,12 @@ struct Q6KKernel {
       const BlockQ6_K& block = w[b];
       const float d = f16_scalar(block.d);
       const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales));
-      const __m256i scales16 = _mm256_cvtepi8_epi16(scales8);
-      // q is stored as q + 32 (0..63, fine for maddubs' unsigned side); the 32 comes back out as
-      // 32 * sum_s scale_s * bsums[s] per column.
+      // q is stored as q + 32 (0..63, fine for maddubs' unsigned side); the 32 comes back out of each int16
+      // pair before the scales (32 * a by a second maddubs), so every int32 lane holds exactly what the
+      // reference implementation's lane holds (vec_dot.hpp).
       __m256i isum[NC];
 #pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) {
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][b].bsums));
-        isum[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(scales16, bsums), 5));
-      }
+      for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
 #pragma GCC unroll 8
       for (int half = 0; half < 2; ++half) {
         const std::uint8_t* ql = block.ql + 64 * half;
@@ -509,7 +533,8 @@ struct Q6KKernel {
 #pragma GCC unroll 8
           for (int c = 0; c < NC; ++c) {
             const auto* x = a[c][b].qs + 128 * half + 32 * k;
-            const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+            const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], xv), _mm256_maddubs_epi16(_mm256_set1_epi8(32), xv));
             isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(p, scale));
           }
         }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <bit>
 #include <stdexcept>
@@ -288,6 +289,142 @@ TEST(ReferenceOrder, F32KernelUsesTheSingleAndBatchOrders) {
               << "n " << n << " row " << r << " column " << c << " of " << cols;
         }
       }
+    }
+  }
+}
+
+// ---- Q8_K activations and the K-quant orders ----
+
+TEST(ReferenceOrder, Q8_KQuantizesByTheSignedMaximum) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x(512);
+  for (auto& v : x) v = g(rng);
+  x[17] = -9.0f;   // block 0: the largest magnitude is negative
+  x[300] = 7.5f;   // block 1: positive
+  BlockQ8_K blocks[2];
+  quantize_row(TensorType::q8_k, x.data(), blocks, 512);
+  for (int b = 0; b < 2; ++b) {
+    const float max = b == 0 ? -9.0f : 7.5f;
+    const float iscale = -127.0f / max;
+    EXPECT_EQ(bits(blocks[b].d), bits(1.0f / iscale)) << "block " << b;
+    for (int i = 0; i < 256; ++i) {
+      const float v = iscale * x[static_cast<std::size_t>(256 * b + i)];
+      ASSERT_EQ(blocks[b].qs[i], static_cast<int>(std::min(127.0f, std::nearbyint(v)))) << "block " << b << " value " << i;
+    }
+    for (int k = 0; k < 16; ++k) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += blocks[b].qs[16 * k + i];
+      EXPECT_EQ(blocks[b].bsums[k], sum);
+    }
+  }
+}
+
+// Random K-quant weights (sane f16 scales), Q8_K activations, and the AVX2 kernel's outputs.
+struct KProblem {
+  std::int64_t n = 512;
+  int rows = 5, cols = 3;
+  std::size_t row_bytes = 0;
+  std::vector<std::uint8_t> weights;
+  std::vector<BlockQ8_K> act;
+  std::vector<float> out;
+};
+
+KProblem k_problem(TensorType type, std::uint16_t (*scale_offsets)(std::uint8_t* block, std::mt19937& rng)) {
+  KProblem p;
+  std::mt19937 rng(static_cast<unsigned>(type) + 7);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  p.row_bytes = *tensor_bytes(type, static_cast<std::uint64_t>(p.n));
+  p.weights.resize(p.row_bytes * static_cast<std::size_t>(p.rows));
+  for (auto& v : p.weights) v = static_cast<std::uint8_t>(byte(rng));
+  const std::size_t block_bytes = p.row_bytes / static_cast<std::size_t>(p.n / 256);
+  for (std::size_t off = 0; off < p.weights.size(); off += block_bytes) scale_offsets(p.weights.data() + off, rng);
+  std::vector<float> x(static_cast<std::size_t>(p.n * p.cols));
+  for (auto& v : x) v = g(rng);
+  p.act.resize(static_cast<std::size_t>(p.n / 256 * p.cols));
+  for (int c = 0; c < p.cols; ++c) quantize_row(TensorType::q8_k, x.data() + c * p.n, p.act.data() + c * p.n / 256, p.n);
+  p.out.resize(static_cast<std::size_t>(p.rows * p.cols));
+  vec_dot_kernel(type, KernelPath::avx2)
+      .rows_cols(p.weights.data(), p.row_bytes, p.rows, p.act.data(), static_cast<std::size_t>(p.n / 256) * sizeof(BlockQ8_K),
+                 p.cols, p.n, p.out.data(), static_cast<std::size_t>(p.rows));
+  return p;
+}
+
+std::uint16_t sane_scales_q4k(std::uint8_t* block, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(0.001f, 0.02f);
+  auto* b = reinterpret_cast<BlockQ4_K*>(block);
+  b->d = float_to_half(u(rng));
+  b->dmin = float_to_half(u(rng));
+  return 0;
+}
+std::uint16_t sane_scales_q6k(std::uint8_t* block, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(0.001f, 0.02f);
+  reinterpret_cast<BlockQ6_K*>(block)->d = float_to_half(u(rng));
+  return 0;
+}
+
+// Lane u of a 32-value group: values 4u..4u+3.
+int lane_dot(const int* q, const std::int8_t* a, int u) {
+  int s = 0;
+  for (int i = 4 * u; i < 4 * u + 4; ++i) s += q[i] * a[i];
+  return s;
+}
+
+TEST(ReferenceOrder, Q4_KSumsWholeSuperblocksThenSubtractsTheMins) {
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: the order is pinned on the AVX2 path";
+  const KProblem p = k_problem(TensorType::q4_k, sane_scales_q4k);
+  for (int r = 0; r < p.rows; ++r) {
+    for (int c = 0; c < p.cols; ++c) {
+      const auto* w = reinterpret_cast<const BlockQ4_K*>(p.weights.data() + static_cast<std::size_t>(r) * p.row_bytes);
+      const BlockQ8_K* a = p.act.data() + c * p.n / 256;
+      float total = 0.0f, mins = 0.0f;
+      for (std::int64_t b = 0; b < p.n / 256; ++b) {
+        int isum = 0, msum = 0;
+        for (int j = 0; j < 8; ++j) {
+          const KScaleMin sm = k_scale_min(w[b].scales, j);
+          int q[32];
+          for (int l = 0; l < 32; ++l) q[l] = j % 2 == 0 ? (w[b].qs[32 * (j / 2) + l] & 0x0F) : (w[b].qs[32 * (j / 2) + l] >> 4);
+          int dot = 0;
+          for (int l = 0; l < 32; ++l) dot += q[l] * a[b].qs[32 * j + l];
+          isum += sm.scale * dot;
+          msum += sm.min * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+        }
+        total = std::fma(static_cast<float>(isum), half_to_float(w[b].d) * a[b].d, total);
+        mins = std::fma(static_cast<float>(msum), half_to_float(w[b].dmin) * a[b].d, mins);
+      }
+      ASSERT_EQ(bits(p.out[static_cast<std::size_t>(c * p.rows + r)]), bits(total - mins)) << "row " << r << " column " << c;
+    }
+  }
+}
+
+TEST(ReferenceOrder, Q6_KSumsEightLanesPerSuperblock) {
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: the order is pinned on the AVX2 path";
+  const KProblem p = k_problem(TensorType::q6_k, sane_scales_q6k);
+  for (int r = 0; r < p.rows; ++r) {
+    for (int c = 0; c < p.cols; ++c) {
+      const auto* w = reinterpret_cast<const BlockQ6_K*>(p.weights.data() + static_cast<std::size_t>(r) * p.row_bytes);
+      const BlockQ8_K* a = p.act.data() + c * p.n / 256;
+      float acc[8] = {};
+      for (std::int64_t b = 0; b < p.n / 256; ++b) {
+        int lanes[8] = {};
+        for (int group = 0; group < 8; ++group) {  // 32 values: half group / 4, quarter group % 4
+          const int h = group / 4, k = group % 4;
+          int q[32];
+          for (int l = 0; l < 32; ++l) {
+            const int low = k % 2 == 0 ? w[b].ql[64 * h + l] : w[b].ql[64 * h + l + 32];
+            const int nibble = k < 2 ? (low & 0x0F) : (low >> 4);
+            q[l] = (nibble | (((w[b].qh[32 * h + l] >> (2 * k)) & 3) << 4)) - 32;
+          }
+          for (int u = 0; u < 8; ++u) {
+            const int scale = w[b].scales[2 * group + (u >= 4 ? 1 : 0)];
+            lanes[u] += scale * lane_dot(q, a[b].qs + 32 * group, u);
+          }
+        }
+        const float d = half_to_float(w[b].d) * a[b].d;
+        for (int u = 0; u < 8; ++u) acc[u] = std::fma(d, static_cast<float>(lanes[u]), acc[u]);
+      }
+      ASSERT_EQ(bits(p.out[static_cast<std::size_t>(c * p.rows + r)]), bits(sum_lanes(acc))) << "row " << r << " column " << c;
     }
   }
 }

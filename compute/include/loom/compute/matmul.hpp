@@ -8,10 +8,10 @@
 // activation conversion and one fork-join instead of three, which matters when a decode step is a few
 // milliseconds and each fork-join costs microseconds.
 //
-// Prefill of float weights (F32, F16, BF16) with 8 or more tokens goes to OpenBLAS sgemm instead, one
+// Prefill of F16/BF16 weights with 8 or more tokens goes to OpenBLAS sgemm instead, one
 // tile of weight rows per task (F16/BF16 rows widened to F32 in a per-thread buffer first): there the work
-// is compute-bound and a tuned GEMM beats dot products. Quantized weights keep their integer kernels,
-// whose arithmetic the reference implementation shares.
+// is compute-bound and a tuned GEMM beats dot products. Quantized and F32 weights keep our kernels, whose
+// summation order the reference implementation shares (vec_dot.hpp).
 #pragma once
 
 #include <cstddef>
