@@ -9,10 +9,12 @@
 // horizontal sum per row. rows_cols() dots each weight row with several activation rows while the row is hot,
 // which is what makes prefill and batched decode cheaper per token than single-row decode.
 //
-// Q8_0, Q4_0 and F32 sum in the reference implementation's order, so their products are bit-identical to its
+// The AVX2 kernels sum in the reference implementation's order, so their products are bit-identical to its
 // (compute/README.md says why that matters): Q8_0/Q4_0 one 8-lane float accumulator per output; F32 four
 // 8-lane accumulators over 32-value steps for a single activation row and one 8-lane accumulator per output
-// for a batch (rows_cols with n_cols > 1, n a multiple of 8). The other types sum in their own order.
+// for a batch (rows_cols with n_cols > 1, n a multiple of 8); Q4_K one float FMA per superblock for the
+// scales and one for the mins; Q5_K/Q6_K 8 integer lanes per superblock into an 8-lane accumulator.
+// F16/BF16 differ from it anyway (it rounds their activations to F16/BF16; we keep F32).
 //
 // Supported weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k. Every type has a scalar kernel; AVX2
 // kernels cover all of them too. `n` is the row length in values and must be a whole number of weight blocks.
