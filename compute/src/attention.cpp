@@ -98,23 +98,7 @@ void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
   const auto inverse = static_cast<float>(1.0 / sum);
   for (std::int64_t p = 0; p < h.positions; ++p) scores[p] = f16(float_to_half(scores[p] * inverse));
 
-  for (std::int64_t d = 0; d < h.head_dim; ++d) {
-    const std::uint16_t* v = h.values + d;
-    if (plan.tiled_values) {
-      float acc[8] = {};
-      for (std::int64_t p = 0; p < h.positions; ++p) {
-        acc[p % 8] = std::fma(f16(v[static_cast<std::size_t>(p) * h.stride]), scores[p], acc[p % 8]);
-      }
-      h.out[d] = sum_lanes(acc);
-    } else {
-      float acc[4][8] = {};
-      for (std::int64_t p = 0; p < h.positions; ++p) {
-        float& a = acc[(p / 8) % 4][p % 8];
-        a = std::fma(f16(v[static_cast<std::size_t>(p) * h.stride]), scores[p], a);
-      }
-      h.out[d] = sum_four_accumulators(acc);
-    }
-  }
+  for (std::int64_t d = 0; d < h.head_dim; ++d) h.out[d] = weigh_values_one_dim(h, scores, plan.tiled_values, d);
 }
 
 void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
@@ -124,6 +108,23 @@ void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
 }
 
 }  // namespace
+
+float weigh_values_one_dim(const HeadAttention& h, const float* probabilities, bool tiled, std::int64_t d) {
+  const std::uint16_t* v = h.values + d;
+  if (tiled) {
+    float acc[8] = {};
+    for (std::int64_t p = 0; p < h.positions; ++p) {
+      acc[p % 8] = std::fma(f16(v[static_cast<std::size_t>(p) * h.stride]), probabilities[p], acc[p % 8]);
+    }
+    return sum_lanes(acc);
+  }
+  float acc[4][8] = {};
+  for (std::int64_t p = 0; p < h.positions; ++p) {
+    float& a = acc[(p / 8) % 4][p % 8];
+    a = std::fma(f16(v[static_cast<std::size_t>(p) * h.stride]), probabilities[p], a);
+  }
+  return sum_four_accumulators(acc);
+}
 
 AttentionPlan plan_attention(const HeadAttention& h) {
   if (h.positions < 1 || h.head_dim < 1 || h.stride < static_cast<std::size_t>(h.head_dim)) {

@@ -106,27 +106,6 @@ void weigh_values8(const HeadAttention& h, const float* p, bool tiled, std::int6
   _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(t0, t1), _mm256_add_ps(t2, t3)));
 }
 
-// One output dimension, for the head sizes that are not a multiple of 8 (the scalar path's loop).
-float weigh_values1(const HeadAttention& h, const float* p, bool tiled, std::int64_t d) {
-  const std::uint16_t* v = h.values + d;
-  if (tiled) {
-    float acc[8] = {};
-    for (std::int64_t i = 0; i < h.positions; ++i) {
-      acc[i % 8] = std::fma(half_to_float(v[static_cast<std::size_t>(i) * h.stride]), p[i], acc[i % 8]);
-    }
-    const float s0 = acc[0] + acc[4], s1 = acc[1] + acc[5], s2 = acc[2] + acc[6], s3 = acc[3] + acc[7];
-    return (s0 + s2) + (s1 + s3);
-  }
-  float acc[32] = {};
-  for (std::int64_t i = 0; i < h.positions; ++i) {
-    acc[i % 32] = std::fma(half_to_float(v[static_cast<std::size_t>(i) * h.stride]), p[i], acc[i % 32]);
-  }
-  float c[8];
-  for (int l = 0; l < 8; ++l) c[l] = (acc[l] + acc[16 + l]) + (acc[8 + l] + acc[24 + l]);
-  const float t0 = c[0] + c[4], t1 = c[1] + c[5], t2 = c[2] + c[6], t3 = c[3] + c[7];
-  return (t0 + t1) + (t2 + t3);
-}
-
 }  // namespace
 
 void attend_avx2(const HeadAttention& h, const AttentionPlan& plan) {
@@ -156,7 +135,7 @@ void attend_avx2(const HeadAttention& h, const AttentionPlan& plan) {
 
   d = 0;
   for (; d + 8 <= h.head_dim; d += 8) weigh_values8(h, scores, plan.tiled_values, d, h.out + d);
-  for (; d < h.head_dim; ++d) h.out[d] = weigh_values1(h, scores, plan.tiled_values, d);
+  for (; d < h.head_dim; ++d) h.out[d] = weigh_values_one_dim(h, scores, plan.tiled_values, d);
 }
 
 void swiglu_avx2(float* gate, const float* up, std::int64_t n) {

@@ -16,6 +16,10 @@ struct AttentionPlan {
 
 AttentionPlan plan_attention(const HeadAttention& head);  // validates the arguments
 
+// Output dimension d of the weighted sum of values (the scalar definition; the AVX2 path uses it for head
+// sizes that are not a multiple of 8).
+float weigh_values_one_dim(const HeadAttention& head, const float* probabilities, bool tiled, std::int64_t d);
+
 void attend_avx2(const HeadAttention& head, const AttentionPlan& plan);
 void swiglu_avx2(float* gate, const float* up, std::int64_t n);
 
