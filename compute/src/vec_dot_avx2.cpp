@@ -379,11 +379,13 @@ inline __m256i broadcast_i16_control(int j) {
   return _mm256_set1_epi16(static_cast<short>((2 * j) | ((2 * j + 1) << 8)));
 }
 
-inline int hsum_i32(__m256i v) {
-  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+inline int hsum_i32(__m128i x) {
   x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4E));
   x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xB1));
   return _mm_cvtsi128_si32(x);
+}
+inline int hsum_i32(__m256i v) {
+  return hsum_i32(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
 }
 
 // The integer part is the same for both formats: per superblock, 8 int32 lanes where lane u holds, for every
@@ -452,9 +454,7 @@ struct KAffineKernel {
         // Mins: sum_j min_j * (bsums[2j] + bsums[2j+1]), the pair sums by a horizontal add.
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c][b].bsums));
         const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-        __m128i m = _mm_madd_epi16(mins16, pair_sums);
-        m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4E));
-        const int mins_sum = _mm_cvtsi128_si32(_mm_add_epi32(m, _mm_shuffle_epi32(m, 0xB1)));
+        const int mins_sum = hsum_i32(_mm_madd_epi16(mins16, pair_sums));
         const float da = a[c][b].d;
         if constexpr (kFifthBit) {
           acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(da * d), _mm256_cvtepi32_ps(isum[c]), acc[c]);

@@ -330,7 +330,7 @@ struct KProblem {
   std::vector<float> out;
 };
 
-KProblem k_problem(TensorType type, std::uint16_t (*scale_offsets)(std::uint8_t* block, std::mt19937& rng)) {
+KProblem k_problem(TensorType type, void (*set_scales)(std::uint8_t* block, std::mt19937& rng)) {
   KProblem p;
   std::mt19937 rng(static_cast<unsigned>(type) + 7);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -339,7 +339,7 @@ KProblem k_problem(TensorType type, std::uint16_t (*scale_offsets)(std::uint8_t*
   p.weights.resize(p.row_bytes * static_cast<std::size_t>(p.rows));
   for (auto& v : p.weights) v = static_cast<std::uint8_t>(byte(rng));
   const std::size_t block_bytes = p.row_bytes / static_cast<std::size_t>(p.n / 256);
-  for (std::size_t off = 0; off < p.weights.size(); off += block_bytes) scale_offsets(p.weights.data() + off, rng);
+  for (std::size_t off = 0; off < p.weights.size(); off += block_bytes) set_scales(p.weights.data() + off, rng);
   std::vector<float> x(static_cast<std::size_t>(p.n * p.cols));
   for (auto& v : x) v = g(rng);
   p.act.resize(static_cast<std::size_t>(p.n / 256 * p.cols));
@@ -351,17 +351,15 @@ KProblem k_problem(TensorType type, std::uint16_t (*scale_offsets)(std::uint8_t*
   return p;
 }
 
-std::uint16_t sane_scales_q4k(std::uint8_t* block, std::mt19937& rng) {
+void sane_scales_q4k(std::uint8_t* block, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(0.001f, 0.02f);
   auto* b = reinterpret_cast<BlockQ4_K*>(block);
   b->d = float_to_half(u(rng));
   b->dmin = float_to_half(u(rng));
-  return 0;
 }
-std::uint16_t sane_scales_q6k(std::uint8_t* block, std::mt19937& rng) {
+void sane_scales_q6k(std::uint8_t* block, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(0.001f, 0.02f);
   reinterpret_cast<BlockQ6_K*>(block)->d = float_to_half(u(rng));
-  return 0;
 }
 
 // Lane u of a 32-value group: values 4u..4u+3.
