@@ -23,6 +23,13 @@ if(NOT spdlog_FOUND)
   loom_missing("spdlog" libspdlog-dev)
 endif()
 
+# ICU's common library: Unicode general categories for the byte-level BPE pre-tokenizers (letters, numbers,
+# whitespace), from a maintained source instead of hand-written ranges.
+find_package(ICU 60 QUIET COMPONENTS uc)
+if(NOT ICU_FOUND)
+  loom_missing("ICU (Unicode character properties)" libicu-dev)
+endif()
+
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS QUIET)
 if(NOT BLAS_FOUND)
