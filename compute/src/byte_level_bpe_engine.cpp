@@ -4,6 +4,7 @@
 // rule applies. Merges are looked up by token ids, so a piece never allocates strings.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -45,9 +46,55 @@ const ByteMap& byte_map() {
   return map;
 }
 
-std::uint64_t pair_key(std::int32_t left, std::int32_t right) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
-}
+// Merge rules by the ids of their two parts: an open-addressing table (linear probing, a power-of-two size
+// at most half full), since looking pairs up is most of the work of encoding.
+class MergeTable {
+ public:
+  struct Merge {
+    std::int32_t rank;
+    std::int32_t result;
+  };
+
+  explicit MergeTable(std::size_t rules) {
+    std::size_t size = 16;
+    while (size < 2 * rules) size *= 2;
+    slots_.assign(size, Slot{kEmpty, {}});
+    shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
+  }
+
+  // Keeps the first rule given for a pair.
+  void insert(std::int32_t left, std::int32_t right, Merge merge) {
+    const std::uint64_t key = pair_key(left, right);
+    std::size_t i = home(key);
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & (slots_.size() - 1);
+    if (slots_[i].key == kEmpty) slots_[i] = {key, merge};
+  }
+
+  const Merge* find(std::int32_t left, std::int32_t right) const {
+    const std::uint64_t key = pair_key(left, right);
+    for (std::size_t i = home(key);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].key == key) return &slots_[i].merge;
+      if (slots_[i].key == kEmpty) return nullptr;
+    }
+  }
+
+ private:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};  // ids are non-negative, so no pair has this key
+
+  struct Slot {
+    std::uint64_t key;
+    Merge merge;
+  };
+
+  static std::uint64_t pair_key(std::int32_t left, std::int32_t right) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
+  }
+  // Fibonacci hashing: the top bits of the key times 2^64 / golden ratio.
+  std::size_t home(std::uint64_t key) const { return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
+
+  std::vector<Slot> slots_;
+  unsigned shift_ = 0;
+};
 
 class ByteLevelBpeEngine final : public TokenizerEngine {
  public:
@@ -56,7 +103,8 @@ class ByteLevelBpeEngine final : public TokenizerEngine {
         pre_tokenizer_(vocabulary.pre),
         // Llama 3's tokenizer sets `ignore_merges`: a piece that is itself a token is that token, even when
         // the merges would not build it.
-        whole_piece_first_(vocabulary.pre == "llama-bpe") {
+        whole_piece_first_(vocabulary.pre == "llama-bpe"),
+        merges_(vocabulary.merges.size()) {
     token_ids_.reserve(vocabulary.tokens.size());
     for (std::int32_t id = 0; id < vocabulary.size(); ++id) {
       token_ids_.emplace(vocabulary.tokens[static_cast<std::size_t>(id)], id);  // the first of duplicates wins
@@ -75,17 +123,17 @@ class ByteLevelBpeEngine final : public TokenizerEngine {
     std::vector<std::string_view> pieces;
     pre_tokenizer_.split(text, pieces);
     Scratch scratch;
-    for (const std::string_view piece : pieces) encode_piece(piece, scratch, out);
+    for (const std::string_view piece : pieces) {
+      // Symbols are indexed with 32 bits; a longer piece (only absurd input has one) is encoded in parts.
+      for (std::size_t offset = 0; offset < piece.size(); offset += kMaxPieceBytes) {
+        encode_piece(piece.substr(offset, kMaxPieceBytes), scratch, out);
+      }
+    }
   }
 
   std::string piece(std::int32_t id) const override { return pieces_.at(static_cast<std::size_t>(id)); }
 
  private:
-  struct Merge {
-    std::int32_t rank;
-    std::int32_t result;
-  };
-
   struct Symbol {
     std::int32_t id;  // kNone for a byte the vocabulary has no token for, kRemoved once merged away
     std::int32_t prev;
@@ -113,6 +161,7 @@ class ByteLevelBpeEngine final : public TokenizerEngine {
   };
 
   static constexpr std::int32_t kRemoved = -2;
+  static constexpr std::size_t kMaxPieceBytes = std::size_t{1} << 30;
 
   std::int32_t find_token(std::string_view text) const {
     const auto it = token_ids_.find(text);
@@ -121,7 +170,6 @@ class ByteLevelBpeEngine final : public TokenizerEngine {
 
   void read_merges() {
     const auto& merges = vocabulary_.merges;
-    merges_.reserve(merges.size());
     std::string joined;
     for (std::size_t rank = 0; rank < merges.size(); ++rank) {
       const std::string& merge = merges[rank];
@@ -142,7 +190,7 @@ class ByteLevelBpeEngine final : public TokenizerEngine {
       const std::int32_t result = find_token(joined);
       // A rule whose parts or result are not tokens can never produce a token: it is left out.
       if (left_id == Vocabulary::kNone || right_id == Vocabulary::kNone || result == Vocabulary::kNone) continue;
-      merges_.emplace(pair_key(left_id, right_id), Merge{static_cast<std::int32_t>(rank), result});  // first rank wins
+      merges_.insert(left_id, right_id, {static_cast<std::int32_t>(rank), result});
     }
   }
 
@@ -171,9 +219,9 @@ class ByteLevelBpeEngine final : public TokenizerEngine {
     const Symbol& l = scratch.symbols[static_cast<std::size_t>(left)];
     const Symbol& r = scratch.symbols[static_cast<std::size_t>(right)];
     if (l.id < 0 || r.id < 0) return;
-    const auto it = merges_.find(pair_key(l.id, r.id));
-    if (it == merges_.end()) return;
-    scratch.heap.push_back({it->second.rank, left, right, l.id, r.id, it->second.result});
+    const MergeTable::Merge* merge = merges_.find(l.id, r.id);
+    if (merge == nullptr) return;
+    scratch.heap.push_back({merge->rank, left, right, l.id, r.id, merge->result});
     std::push_heap(scratch.heap.begin(), scratch.heap.end());
   }
 
@@ -209,8 +257,9 @@ class ByteLevelBpeEngine final : public TokenizerEngine {
       push_candidate(scratch, left.prev, c.left);
       push_candidate(scratch, c.left, left.next);
     }
-    // The first symbol is never merged away: a merge folds the right symbol into the left one.
-    for (std::int32_t i = count > 0 ? 0 : -1; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {
+    // The first symbol is never merged away (a merge folds the right symbol into the left one); pieces are
+    // never empty.
+    for (std::int32_t i = 0; i >= 0; i = symbols[static_cast<std::size_t>(i)].next) {
       const std::int32_t id = symbols[static_cast<std::size_t>(i)].id;
       if (id >= 0) {
         out.push_back(id);
@@ -228,7 +277,7 @@ class ByteLevelBpeEngine final : public TokenizerEngine {
   bool whole_piece_first_;
   std::unordered_map<std::string_view, std::int32_t> token_ids_;  // views into vocabulary_.tokens
   std::array<std::int32_t, 256> byte_tokens_{};
-  std::unordered_map<std::uint64_t, Merge> merges_;
+  MergeTable merges_;
   std::vector<std::string> pieces_;
 };
 

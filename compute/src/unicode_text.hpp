@@ -27,9 +27,9 @@ Utf8Unit decode_utf8(std::string_view text, std::size_t offset) noexcept;
 // Appends the UTF-8 form of `code_point` (which must be a Unicode scalar value).
 void append_utf8(std::string& out, char32_t code_point);
 
-// Character classes, as bits: a code point has exactly one of the general-category bits (or none, for
-// controls, formats, unassigned and private-use characters), plus `whitespace` when it has the White_Space
-// property (what `\s` matches in Unicode-aware regex engines).
+// Character classes, as bits: a code point has at most one of the general-category bits (none for
+// separators, controls, formats, unassigned and private-use characters), plus `whitespace` when it has the
+// White_Space property (what `\s` matches in Unicode-aware regex engines).
 using CharClasses = std::uint8_t;
 namespace char_class {
 inline constexpr CharClasses upper = 1u << 0;         // Lu, Lt
