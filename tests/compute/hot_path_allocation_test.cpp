@@ -1,11 +1,13 @@
-// "No heap allocation in the per-token hot path": a decode step and a prefill chunk of a loaded model must
-// not call operator new. This binary replaces the global operator new with a counting one (counting only
-// while a test asks it to), so the check is of the real code paths, kernels and thread pool included.
+// "No heap allocation in the per-token hot path": a decode step and a prefill chunk of a loaded model, and
+// sampling a token, must not call operator new. This binary replaces the global operator new with a
+// counting one (counting only while a test asks it to), so the check is of the real code paths, kernels and
+// thread pool included.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <new>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "loom/compute/llama_model.hpp"
 #include "loom/compute/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
+#include "loom/compute/sampler.hpp"
 
 namespace {
 std::atomic<bool> counting{false};
@@ -67,6 +70,37 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
     counting = false;
     EXPECT_EQ(allocations.load(), 0) << "heap allocations during steps of a " << name(type) << " model";
     std::filesystem::remove(path);
+  }
+}
+
+TEST(HotPathAllocation, SamplingATokenAllocatesNothing) {
+  // Every path of the sampler: greedy, top-k, and top-p over the whole vocabulary, penalties and bias on.
+  constexpr std::int32_t vocab = 5000;
+  std::vector<float> logits(vocab);
+  for (std::int32_t i = 0; i < vocab; ++i) {
+    logits[static_cast<std::size_t>(i)] = static_cast<float>((i * 7919) % 1000) / 200.0f;
+  }
+  std::vector<std::int32_t> history;
+  for (std::int32_t i = 0; i < 100; ++i) history.push_back((i * 31) % vocab);
+  std::vector<SamplerConfig> configs(3);
+  configs[0].temperature = 0.0f;
+  configs[2].top_k = 0;
+  configs[2].min_p = 0.0f;
+  configs[2].top_p = 0.9f;
+  for (SamplerConfig& config : configs) {
+    config.repetition_penalty = 1.1f;
+    config.frequency_penalty = 0.1f;
+    config.presence_penalty = 0.1f;
+    config.logit_bias = {{3, 1.0f}, {4, -std::numeric_limits<float>::infinity()}};
+  }
+  for (const SamplerConfig& config : configs) {
+    Sampler sampler(config, vocab);
+    allocations = 0;
+    counting = true;
+    for (int i = 0; i < 8; ++i) sampler.sample(logits, history);
+    counting = false;
+    EXPECT_EQ(allocations.load(), 0) << "heap allocations while sampling (temperature " << config.temperature
+                                     << ", top_k " << config.top_k << ")";
   }
 }
 
