@@ -33,11 +33,11 @@ class CommandLine {
       arg.remove_prefix(2);
       std::string name(arg.substr(0, arg.find('=')));
       if (arg.find('=') != std::string_view::npos) {
-        values_[name] = std::string(arg.substr(arg.find('=') + 1));
+        values_[name].emplace_back(arg.substr(arg.find('=') + 1));
       } else if (is_flag(name)) {
-        values_[name] = "true";
+        values_[name].emplace_back("true");
       } else if (i + 1 < argc) {
-        values_[name] = argv[++i];
+        values_[name].emplace_back(argv[++i]);
       } else {
         throw UsageError("option --" + name + " needs a value");
       }
@@ -66,6 +66,30 @@ class CommandLine {
     return parsed;
   }
 
+  double real(const std::string& name, double fallback, double min, double max) {
+    auto value = take(name);
+    if (!value) return fallback;
+    double parsed = 0;
+    const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), parsed);
+    if (ec != std::errc{} || end != value->data() + value->size()) {
+      throw UsageError("option --" + name + " expects a number, got '" + *value + "'");
+    }
+    if (!(parsed >= min && parsed <= max)) {
+      throw UsageError("option --" + name + " must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                       "], got " + *value);
+    }
+    return parsed;
+  }
+
+  // Every value of an option that may be repeated (`--stop A --stop B`), in order.
+  std::vector<std::string> all(const std::string& name) {
+    auto it = values_.find(name);
+    if (it == values_.end()) return {};
+    auto values = std::move(it->second);
+    values_.erase(it);
+    return values;
+  }
+
   const std::vector<std::string>& positional() const { return positional_; }
 
   // Call after reading every known option: anything left over is a mistake worth reporting.
@@ -80,16 +104,17 @@ class CommandLine {
     }
     return false;
   }
+  // The last value wins when a single-valued option is repeated.
   std::optional<std::string> take(const std::string& name) {
     auto it = values_.find(name);
     if (it == values_.end()) return std::nullopt;
-    auto value = std::move(it->second);
+    auto value = std::move(it->second.back());
     values_.erase(it);
     return value;
   }
 
   std::vector<std::string> flags_;
-  std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> values_;
   std::vector<std::string> positional_;
 };
 

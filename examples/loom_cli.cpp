@@ -1,6 +1,6 @@
-// loom: the command-line tool. Commands: logits (raw model outputs, comparable with reference files),
-// info (what a model file holds), synth (random-weight models for tests and benchmarks). Generation and
-// tokenization arrive with the text issue.
+// loom: the command-line tool. Commands: generate and chat (text in, text out), tokenize and detokenize,
+// logits (raw model outputs, comparable with reference files), info (what a model file holds), synth
+// (random-weight models for tests and benchmarks).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -8,6 +8,7 @@
 #include "command_line.hpp"
 #include "loom/compute/model_file_error.hpp"
 #include "model_commands.hpp"
+#include "text_commands.hpp"
 
 namespace {
 
@@ -17,6 +18,24 @@ Usage: loom COMMAND [options]
        loom --help | --version
 
 Commands:
+  generate --model PATH --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p M]
+         [--repeat-penalty R] [--repeat-last-n N] [--frequency-penalty F] [--presence-penalty P]
+         [--seed S] [--stop STR]... [--ignore-eos] [--json] [--no-echo] [--tokenizer FILE] [--context N]
+         [--threads N]
+         Streams the prompt and its continuation to stdout; prompt and generated token counts, time to
+         first token and tokens/s go to stderr. --json prints one JSON object at the end instead (text,
+         tokens, finish_reason, usage, timings). Defaults: 256 tokens, temperature 0.8 (0 = greedy),
+         top-k 40, top-p 0.95, min-p 0.05, a random seed. Ctrl-C stops the generation.
+  chat   --model PATH [--system TEXT] [--chat-template NAME] [sampling options as for generate]
+         An interactive chat: each line you type is a user turn; the reply streams as it is produced.
+         The template is detected from the model's tokenizer.chat_template unless named (chatml, llama2,
+         llama3, mistral, gemma, phi3, zephyr, alpaca, vicuna). Ctrl-C stops the current reply; Ctrl-D or
+         /quit leaves; /reset forgets the conversation.
+  tokenize --model PATH (--text T | --file F) [--no-bos] [--special] [--tokenizer FILE]
+         Prints the token ids, space-separated, on one line. --special recognises control tokens
+         (e.g. <|im_start|>) in the text; --no-bos adds no BOS/EOS.
+  detokenize --model PATH --ids ID,ID,... [--special] [--tokenizer FILE]
+         Prints the text of the ids (--special: control tokens as their text).
   logits --model PATH --tokens ID,ID,... [--continue ID,... | --greedy N] [--top K] [--threads N]
          Feeds --tokens as one prefill batch, then each --continue token one at a time (teacher forced),
          or its own argmax for N steps (--greedy). Prints one JSON object:
@@ -32,6 +51,9 @@ Commands:
          Writes a random-weight model, the same for the same options and seed. K-quant types need dim
          and ffn to be multiples of 256, the others multiples of 32.
 
+A llama2.c checkpoint holds no vocabulary: give its tokenizer file with --tokenizer (a GGUF file with a
+vocabulary works there too).
+
 Models: GGUF (llama, qwen2, qwen3; f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K) and llama2.c checkpoints.
 )";
 
@@ -39,7 +61,7 @@ Models: GGUF (llama, qwen2, qwen3; f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K)
 
 int main(int argc, char** argv) {
   try {
-    loom::cli::CommandLine args(argc, argv, {"help", "version"});
+    loom::cli::CommandLine args(argc, argv, {"help", "version", "json", "no-bos", "special", "no-echo", "ignore-eos"});
     if (args.flag("help") || argc == 1) {
       std::fputs(kUsage, stdout);
       return 0;
@@ -52,6 +74,10 @@ int main(int argc, char** argv) {
       throw loom::cli::UsageError(args.positional().empty() ? "no command given" : "unexpected argument '" + args.positional()[1] + "'");
     }
     const std::string& command = args.positional()[0];
+    if (command == "generate") return loom::cli::run_generate(args);
+    if (command == "chat") return loom::cli::run_chat(args);
+    if (command == "tokenize") return loom::cli::run_tokenize(args);
+    if (command == "detokenize") return loom::cli::run_detokenize(args);
     if (command == "logits") return loom::cli::run_logits(args);
     if (command == "info") return loom::cli::run_info(args);
     if (command == "synth") return loom::cli::run_synth(args);

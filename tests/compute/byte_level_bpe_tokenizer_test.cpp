@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../compute/src/pre_tokenizer.hpp"
+#include "pre_tokenizer.hpp"
 #include "loom/compute/gguf_file.hpp"
 #include "loom/compute/tokenizer.hpp"
 #include "loom/compute/vocabulary.hpp"

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "../../compute/src/unicode_text.hpp"
+#include "unicode_text.hpp"
 
 namespace loom::compute::detail {
 namespace {

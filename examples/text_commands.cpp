@@ -1,0 +1,333 @@
+#include "text_commands.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/compute/chat_template.hpp"
+#include "loom/compute/generator.hpp"
+#include "loom/compute/gguf_file.hpp"
+#include "loom/compute/llama_model.hpp"
+#include "loom/compute/model_loader.hpp"
+#include "loom/compute/thread_pool.hpp"
+#include "loom/compute/tokenizer.hpp"
+
+namespace loom::cli {
+namespace {
+
+using namespace loom::compute;
+
+bool is_gguf(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  char magic[4] = {};
+  in.read(magic, sizeof magic);
+  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// The vocabulary from --tokenizer when given (a GGUF file or a llama2.c tokenizer file), else from the
+// model's own GGUF metadata.
+Vocabulary load_vocabulary(const std::string& model_path, const std::string& tokenizer_path) {
+  if (!tokenizer_path.empty()) {
+    if (is_gguf(tokenizer_path)) return Vocabulary::from_gguf(GgufFile::open(tokenizer_path));
+    if (model_path.empty()) throw UsageError("a llama2.c tokenizer file needs --model too (for the vocabulary size)");
+    std::int64_t vocab_size = 0;
+    if (is_gguf(model_path)) {
+      vocab_size = read_model_config(GgufFile::open(model_path)).vocab_size;
+    } else {
+      vocab_size = Llama2cCheckpoint::open(model_path).config().vocab_size;
+    }
+    return Vocabulary::from_llama2c_tokenizer(tokenizer_path, static_cast<std::int32_t>(vocab_size));
+  }
+  if (model_path.empty()) throw UsageError("needs --model PATH");
+  if (!is_gguf(model_path)) {
+    throw UsageError(model_path + " is a llama2.c checkpoint, which holds no vocabulary: pass --tokenizer FILE");
+  }
+  return Vocabulary::from_gguf(GgufFile::open(model_path));
+}
+
+std::vector<std::int32_t> parse_ids(const std::string& text) {
+  std::vector<std::int32_t> ids;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    std::int32_t value = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc{} || end != item.data() + item.size()) {
+      throw UsageError("option --ids expects comma-separated token ids, got '" + item + "'");
+    }
+    ids.push_back(value);
+  }
+  return ids;
+}
+
+// BOS (when the vocabulary wants it) then the text's ids. Never EOS: the model continues after a prompt.
+std::vector<std::int32_t> prompt_ids(const Tokenizer& tokenizer, std::string_view text, bool parse_special) {
+  std::vector<std::int32_t> ids;
+  const auto& v = tokenizer.vocabulary();
+  if (v.add_bos && v.bos != Vocabulary::kNone) ids.push_back(v.bos);
+  const auto body = tokenizer.encode(text, {.add_special = false, .parse_special = parse_special});
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+// The sampling and stopping options shared by generate and chat.
+GenerationSettings read_generation_settings(CommandLine& args, std::int64_t default_max_tokens) {
+  GenerationSettings s;
+  s.max_tokens = static_cast<std::int32_t>(args.integer("max-tokens", default_max_tokens, 1, 1 << 20));
+  auto& c = s.sampler;
+  c.temperature = static_cast<float>(args.real("temperature", c.temperature, 0.0, 100.0));
+  c.top_k = static_cast<std::int32_t>(args.integer("top-k", c.top_k, 0, 1 << 24));
+  c.top_p = static_cast<float>(args.real("top-p", c.top_p, 0.0, 1.0));
+  if (c.top_p == 0.0f) throw UsageError("option --top-p must be in (0, 1], got 0");
+  c.min_p = static_cast<float>(args.real("min-p", c.min_p, 0.0, 1.0));
+  c.repetition_penalty = static_cast<float>(args.real("repeat-penalty", c.repetition_penalty, 0.01, 10.0));
+  c.penalty_last_n = static_cast<std::int32_t>(args.integer("repeat-last-n", c.penalty_last_n, -1, 1 << 24));
+  c.frequency_penalty = static_cast<float>(args.real("frequency-penalty", c.frequency_penalty, -2.0, 2.0));
+  c.presence_penalty = static_cast<float>(args.real("presence-penalty", c.presence_penalty, -2.0, 2.0));
+  const auto seed = args.integer("seed", -1, -1, INT64_MAX);
+  c.seed = seed >= 0 ? static_cast<std::uint64_t>(seed) : std::random_device{}();
+  for (auto& stop : args.all("stop")) {
+    if (stop.empty()) throw UsageError("option --stop needs a non-empty string");
+    s.stop.push_back(std::move(stop));
+  }
+  s.ignore_eos = args.flag("ignore-eos");
+  return s;
+}
+
+struct Runtime {
+  std::unique_ptr<LoadedModel> loaded;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<LlamaModel> model;
+};
+
+Runtime open_runtime(const std::string& model_path, const std::string& tokenizer_path, int threads) {
+  if (model_path.empty()) throw UsageError("needs --model PATH");
+  Runtime r;
+  r.tokenizer = std::make_unique<Tokenizer>(load_vocabulary(model_path, tokenizer_path));
+  r.loaded = LoadedModel::open(model_path);
+  r.pool = std::make_unique<ThreadPool>(threads);
+  r.model = std::make_unique<LlamaModel>(r.loaded->config(), r.loaded->weights(), *r.pool, 512);
+  return r;
+}
+
+bool write_out(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  return true;
+}
+
+void print_stats(const GenerationResult& r) {
+  const auto generated = r.tokens.size();
+  const double per_second = r.decode_seconds > 0 && generated > 1 ? static_cast<double>(generated - 1) / r.decode_seconds : 0.0;
+  std::fprintf(stderr,
+               "loom: prompt %d tokens (%d cached), generated %zu tokens, time to first token %.1f ms, %.1f tokens/s, "
+               "finish: %s\n",
+               r.prompt_tokens, r.cached_tokens, generated, r.prefill_seconds * 1000.0, per_second,
+               std::string(to_string(r.finish)).c_str());
+}
+
+// SIGINT while a reply streams cancels the reply; at the chat prompt it only interrupts the read.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+
+void install_interrupt_handler() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: a blocked read returns, so the prompt can be shown again
+  sigaction(SIGINT, &action, nullptr);
+}
+
+}  // namespace
+
+int run_tokenize(CommandLine& args) {
+  const std::string model_path = args.text("model", "");
+  const std::string tokenizer_path = args.text("tokenizer", "");
+  const auto text = args.all("text");
+  const std::string file = args.text("file", "");
+  const bool no_bos = args.flag("no-bos");
+  const bool special = args.flag("special");
+  args.reject_unknown();
+  if (text.empty() == file.empty()) throw UsageError("tokenize needs exactly one of --text T or --file F");
+  std::string input;
+  if (!file.empty()) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + file);
+    input.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } else {
+    input = text.back();
+  }
+  const Tokenizer tokenizer(load_vocabulary(model_path, tokenizer_path));
+  const auto ids = tokenizer.encode(input, {.add_special = !no_bos, .parse_special = special});
+  std::string line;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) line += ' ';
+    line += std::to_string(ids[i]);
+  }
+  std::printf("%s\n", line.c_str());
+  return 0;
+}
+
+int run_detokenize(CommandLine& args) {
+  const std::string model_path = args.text("model", "");
+  const std::string tokenizer_path = args.text("tokenizer", "");
+  const std::string ids_text = args.text("ids", "");
+  const bool special = args.flag("special");
+  args.reject_unknown();
+  if (ids_text.empty()) throw UsageError("detokenize needs --ids ID,ID,...");
+  const Tokenizer tokenizer(load_vocabulary(model_path, tokenizer_path));
+  const auto ids = parse_ids(ids_text);
+  for (const auto id : ids) {
+    if (!tokenizer.vocabulary().valid(id)) {
+      throw UsageError("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                       std::to_string(tokenizer.vocabulary().size() - 1) + ")");
+    }
+  }
+  const std::string text = tokenizer.decode(ids, {.render_special = special, .strip_leading_space = true});
+  std::printf("%s\n", text.c_str());
+  return 0;
+}
+
+int run_generate(CommandLine& args) {
+  const std::string model_path = args.text("model", "");
+  const std::string tokenizer_path = args.text("tokenizer", "");
+  const auto prompt_values = args.all("prompt");
+  const bool json = args.flag("json");
+  const bool no_echo = args.flag("no-echo");
+  const int threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
+  const auto context = args.integer("context", 0, 0, 1 << 24);
+  GenerationSettings settings = read_generation_settings(args, 256);
+  args.reject_unknown();
+  if (prompt_values.empty()) throw UsageError("generate needs --prompt TEXT");
+  const std::string& prompt = prompt_values.back();
+
+  Runtime runtime = open_runtime(model_path, tokenizer_path, threads);
+  Generator generator(*runtime.model, *runtime.tokenizer, context);
+  const auto ids = prompt_ids(*runtime.tokenizer, prompt, false);
+  install_interrupt_handler();
+  if (!json && !no_echo) write_out(prompt);
+  const auto result = generator.generate(ids, settings, json ? Generator::TextSink{} : Generator::TextSink(write_out),
+                                         &g_interrupted);
+  if (json) {
+    const auto generated = static_cast<std::int64_t>(result.tokens.size());
+    nlohmann::json out;
+    out["text"] = result.text;
+    out["tokens"] = result.tokens;
+    out["finish_reason"] = std::string(to_string(result.finish));
+    out["usage"] = {{"prompt_tokens", result.prompt_tokens},
+                    {"completion_tokens", generated},
+                    {"total_tokens", result.prompt_tokens + generated}};
+    out["timings"] = {{"time_to_first_token_ms", result.prefill_seconds * 1000.0},
+                      {"decode_ms", result.decode_seconds * 1000.0},
+                      {"decode_tokens_per_second",
+                       result.decode_seconds > 0 && generated > 1 ? static_cast<double>(generated - 1) / result.decode_seconds : 0.0}};
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    write_out("\n");
+    print_stats(result);
+  }
+  return 0;
+}
+
+int run_chat(CommandLine& args) {
+  const std::string model_path = args.text("model", "");
+  const std::string tokenizer_path = args.text("tokenizer", "");
+  const std::string system = args.text("system", "");
+  const std::string template_name = args.text("chat-template", "");
+  const int threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
+  const auto context = args.integer("context", 0, 0, 1 << 24);
+  GenerationSettings settings = read_generation_settings(args, 1024);
+  args.reject_unknown();
+
+  Runtime runtime = open_runtime(model_path, tokenizer_path, threads);
+  std::optional<ChatTemplate> chat_template;
+  auto known_names = [] {
+    std::string names;
+    for (const auto t : all_chat_templates()) names += (names.empty() ? "" : ", ") + std::string(name(t));
+    return names;
+  };
+  if (!template_name.empty()) {
+    chat_template = find_chat_template(template_name);
+    if (!chat_template) throw UsageError("unknown chat template '" + template_name + "' (known: " + known_names() + ")");
+  } else if (const GgufFile* gguf = runtime.loaded->gguf(); gguf != nullptr) {
+    if (auto source = gguf->find_string("tokenizer.chat_template")) chat_template = detect_chat_template(*source);
+  }
+  if (!chat_template) {
+    throw UsageError("the model names no chat template that loom recognises; pass --chat-template NAME (one of " +
+                     known_names() + ")");
+  }
+  for (const auto marker : end_of_turn_markers(*chat_template)) settings.stop.emplace_back(marker);
+
+  Generator generator(*runtime.model, *runtime.tokenizer, context);
+  std::vector<ChatTurn> history;
+  if (!system.empty()) history.push_back({ChatTurnRole::system, system});
+  const std::size_t fixed_turns = history.size();
+  const bool interactive = ::isatty(STDIN_FILENO) != 0;
+  install_interrupt_handler();
+  std::fprintf(stderr, "loom chat: %s template; Ctrl-C stops a reply, Ctrl-D or /quit leaves, /reset forgets the history\n",
+               std::string(name(*chat_template)).c_str());
+
+  std::string line;
+  for (;;) {
+    if (interactive) write_out("> ");
+    g_interrupted.store(false);
+    if (!std::getline(std::cin, line)) {
+      // Ctrl-C at the prompt interrupts the read (stdin's error flag, not its end-of-file flag): a fresh
+      // prompt, not an exit.
+      if (g_interrupted.load() && std::feof(stdin) == 0) {
+        std::cin.clear();
+        std::clearerr(stdin);
+        write_out("\n");
+        continue;
+      }
+      break;
+    }
+    if (line == "/quit" || line == "/exit") break;
+    if (line == "/reset") {
+      history.resize(fixed_turns);
+      generator.reset();
+      continue;
+    }
+    if (line.empty()) continue;
+    history.push_back({ChatTurnRole::user, line});
+    // Forget the oldest exchanges while the conversation does not fit (keeping room for a reply).
+    std::vector<std::int32_t> ids;
+    for (;;) {
+      ids = prompt_ids(*runtime.tokenizer, render_chat(*chat_template, history, true), true);
+      if (static_cast<std::int64_t>(ids.size()) + 16 < generator.context_length() || history.size() <= fixed_turns + 1) break;
+      history.erase(history.begin() + static_cast<std::ptrdiff_t>(fixed_turns));
+    }
+    if (static_cast<std::int64_t>(ids.size()) >= generator.context_length()) {
+      std::fprintf(stderr, "loom: that message (%zu tokens with the template) does not fit the context of %lld\n",
+                   ids.size(), static_cast<long long>(generator.context_length()));
+      history.pop_back();
+      continue;
+    }
+    const auto result = generator.generate(ids, settings, write_out, &g_interrupted);
+    write_out("\n");
+    if (result.finish == FinishReason::cancelled) std::fprintf(stderr, "loom: reply stopped\n");
+    if (result.finish == FinishReason::length) std::fprintf(stderr, "loom: reply cut at the length limit\n");
+    history.push_back({ChatTurnRole::assistant, result.text});
+  }
+  if (interactive) write_out("\n");
+  return 0;
+}
+
+}  // namespace loom::cli
