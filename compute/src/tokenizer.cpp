@@ -19,7 +19,10 @@ Tokenizer::Tokenizer(Vocabulary vocabulary) : vocabulary_(std::make_unique<const
   for (std::int32_t id = 0; id < v.size(); ++id) {
     const TokenKind kind = v.kinds[static_cast<std::size_t>(id)];
     const std::string& text = v.tokens[static_cast<std::size_t>(id)];
-    if ((kind == TokenKind::control || kind == TokenKind::user_defined) && !text.empty()) specials_.emplace_back(text, id);
+    // As the reference does: control and unknown tokens (<unk>) match only with parse_special, user-defined
+    // pieces always.
+    const bool special = kind == TokenKind::control || kind == TokenKind::unknown || kind == TokenKind::user_defined;
+    if (special && !text.empty()) specials_.emplace_back(text, id);
   }
   // Longest first, so "<|im_start|>" wins over a shorter token that is its prefix.
   std::stable_sort(specials_.begin(), specials_.end(),
@@ -80,7 +83,8 @@ std::string Tokenizer::piece(std::int32_t id, bool render_special) const {
                             std::to_string(vocabulary_->size() - 1) + ")");
   }
   const TokenKind kind = vocabulary_->kinds[static_cast<std::size_t>(id)];
-  if (kind == TokenKind::control || kind == TokenKind::unused || kind == TokenKind::undefined) {
+  if (kind == TokenKind::control || kind == TokenKind::unknown || kind == TokenKind::unused ||
+      kind == TokenKind::undefined) {
     return render_special ? vocabulary_->tokens[static_cast<std::size_t>(id)] : std::string();
   }
   return engine_->piece(id);

@@ -268,10 +268,14 @@ TEST(SentencePieceTokenizer, UnknownCharactersFallBackToBytesThenUnknown) {
   // 'a' has a byte token; "é" is C3 A9: C3 has a byte token, A9 does not, so it is <unk>.
   EXPECT_EQ(t.encode("a", kPlain), (Ids{5, 3}));
   EXPECT_EQ(t.encode("\xC3\xA9", kPlain), (Ids{5, 4, 0}));
-  // Pieces: a byte token is its byte, <unk> shows as its text.
+  // Pieces: a byte token is its byte; <unk> is hidden like a control token unless specials are rendered,
+  // and its text in the input is matched only with parse_special (as in the reference).
   EXPECT_EQ(t.piece(3), "a");
   EXPECT_EQ(t.piece(4), "\xC3");
-  EXPECT_EQ(t.piece(0), "<unk>");
+  EXPECT_EQ(t.piece(0), "");
+  EXPECT_EQ(t.piece(0, true), "<unk>");
+  EXPECT_EQ(t.encode("<unk>", {.add_special = false, .parse_special = true}), (Ids{0}));
+  EXPECT_NE(t.encode("<unk>", kPlain), (Ids{0}));
 }
 
 TEST(SentencePieceTokenizer, SpacePrefixOnlyAtTheStartAndAfterSpecialTokens) {

@@ -1,8 +1,8 @@
 // Tokenizer: text to token ids and back, for a model's Vocabulary. One type for both algorithms
 // (SentencePiece BPE for `tokenizer.ggml.model = llama`, byte-level BPE for `gpt2`); the algorithm is an
 // internal detail chosen from the vocabulary. Encoding first splits the text around special tokens
-// (user-defined tokens always, control tokens such as `<|im_start|>` only with `parse_special`, which chat
-// templates use and user text does not), then runs the model's algorithm on each plain run.
+// (user-defined tokens always, control tokens such as `<|im_start|>` and the unknown token only with
+// `parse_special`, which chat templates use and user text does not), then runs the model's algorithm on each plain run.
 //
 // Thread safety: every const member may be called from many threads at once.
 #pragma once
@@ -47,7 +47,7 @@ class Tokenizer {
   std::vector<std::int32_t> encode(std::string_view text, EncodeOptions options = {}) const;
 
   // The bytes token `id` stands for in text (SPM: U+2581 as a space, <0xNN> as that byte; byte-level BPE:
-  // its byte map undone). Control tokens give "" unless `render_special`. Not always valid UTF-8 on its
+  // its byte map undone). Control and unknown tokens give "" unless `render_special`. Not always valid UTF-8 on its
   // own: a character may be split over several tokens. Throws std::out_of_range for an id outside the
   // vocabulary.
   std::string piece(std::int32_t id, bool render_special = false) const;
