@@ -27,6 +27,11 @@ BlockAllocator::BlockAllocator(std::size_t block_count, std::size_t block_size) 
     throw std::invalid_argument("BlockAllocator: block_size " + std::to_string(block_size) +
                                 " is outside [1, " + std::to_string(kMaxBlockSize) + "]");
   }
+  if (block_count * block_size > kMaxSlots) {
+    throw std::invalid_argument("BlockAllocator: " + std::to_string(block_count) + " blocks of " +
+                                std::to_string(block_size) + " slots exceed the bound of " +
+                                std::to_string(kMaxSlots) + " slots");
+  }
   states_.assign(block_count, BlockState::free);
   ref_counts_.assign(block_count, 0);
   registered_.assign(block_count, 0);

@@ -32,6 +32,11 @@ PrefixIndex::PrefixIndex(std::size_t block_count, std::size_t block_size, BlockH
     throw std::invalid_argument("PrefixIndex: block_size " + std::to_string(block_size) + " is outside [1, " +
                                 std::to_string(BlockAllocator::kMaxBlockSize) + "]");
   }
+  if (block_count * block_size > BlockAllocator::kMaxSlots) {
+    throw std::invalid_argument("PrefixIndex: " + std::to_string(block_count) + " blocks of " +
+                                std::to_string(block_size) + " slots exceed the bound of " +
+                                std::to_string(BlockAllocator::kMaxSlots) + " slots");
+  }
   if (hash == nullptr) throw std::invalid_argument("PrefixIndex: the hash function is null");
   tokens_.assign(block_count * block_size, 0);
   hash_of_block_.assign(block_count, 0);

@@ -91,6 +91,8 @@ TEST(BlockAllocator, RejectsPoolsOutsideTheBounds) {
   EXPECT_THROW(BlockAllocator(BlockAllocator::kMaxBlocks + 1, 16), std::invalid_argument);
   EXPECT_THROW(BlockAllocator(8, 0), std::invalid_argument);
   EXPECT_THROW(BlockAllocator(8, BlockAllocator::kMaxBlockSize + 1), std::invalid_argument);
+  // Each bound alone is met, the product is not: 2^22 blocks of 8 slots is 2^25 > 2^24 slots.
+  EXPECT_THROW(BlockAllocator(BlockAllocator::kMaxBlocks, 8), std::invalid_argument);
 }
 
 }  // namespace

@@ -26,8 +26,11 @@ class BlockAllocator {
   // Bounds on the pool, so that a configuration cannot ask for unbounded bookkeeping memory.
   static constexpr std::size_t kMaxBlocks = std::size_t{1} << 22;
   static constexpr std::size_t kMaxBlockSize = 1024;
+  // Slots in all (block_count * block_size): the prefix index keeps a token per slot.
+  static constexpr std::size_t kMaxSlots = std::size_t{1} << 24;
 
-  // Throws std::invalid_argument when block_count or block_size is 0 or above its bound.
+  // Throws std::invalid_argument when block_count or block_size is 0 or above its bound, or when the pool
+  // has more than kMaxSlots slots.
   BlockAllocator(std::size_t block_count, std::size_t block_size);
 
   std::size_t block_count() const noexcept { return states_.size(); }

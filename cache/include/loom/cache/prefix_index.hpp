@@ -58,7 +58,8 @@ struct InsertResult {
 
 class PrefixIndex {
  public:
-  // Throws std::invalid_argument for sizes outside the BlockAllocator's bounds or a null hash function.
+  // Throws std::invalid_argument for sizes outside the BlockAllocator's bounds (kMaxSlots included) or a
+  // null hash function.
   PrefixIndex(std::size_t block_count, std::size_t block_size, BlockHashFn hash = chained_block_hash);
 
   std::size_t block_size() const noexcept { return block_size_; }
