@@ -82,6 +82,12 @@ void LlamaModel::forward(std::span<const std::int32_t> tokens, std::int64_t star
     throw std::out_of_range("positions " + std::to_string(start) + ".." + std::to_string(start + total) +
                             " exceed the KV cache's context of " + std::to_string(cache.context_length()));
   }
+  for (auto token : tokens) {  // all of them before the first chunk runs
+    if (token < 0 || token >= config_.vocab_size) {
+      throw std::out_of_range("token id " + std::to_string(token) + " outside the vocabulary [0, " +
+                              std::to_string(config_.vocab_size) + ")");
+    }
+  }
   for (std::int64_t done = 0; done < total; done += max_batch_) {
     const std::int64_t n = std::min(max_batch_, total - done);
     const bool last_chunk = done + n == total;
