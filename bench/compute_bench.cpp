@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "loom/compute/matmul.hpp"
 #include "loom/compute/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
+#include "loom/compute/paged_kv_cache.hpp"
 #include "loom/compute/quantize.hpp"
 #include "loom/compute/thread_pool.hpp"
 #include "stream_read.hpp"
@@ -154,6 +156,41 @@ void BM_Prefill(benchmark::State& state, std::string which) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(state.iterations() * n), benchmark::Counter::kIsRate);
 }
 
+// `sequences` sequences each decoding one token per iteration, at 64 positions of history in a shared paged
+// cache: as one step (Arg 1: all tokens through each matrix product together) or as one step per sequence
+// (Arg 0: the baseline). tokens/s of the two, from the same run, is what batching decode buys.
+void BM_DecodeSequences(benchmark::State& state, std::string which) {
+  auto loaded = LoadedModel::open(model_path(which));
+  constexpr int kSequences = 8;
+  constexpr std::int64_t kHistory = 64;
+  const bool batched = state.range(0) != 0;
+  LlamaModel model(loaded->config(), loaded->weights(), pool(), kHistory);
+  PagedKvCache pages = model.make_paged_cache({}, kSequences * (kHistory + 16));
+  const auto vocab = static_cast<std::size_t>(loaded->config().vocab_size);
+  std::vector<float> logits(kSequences * vocab);
+  std::vector<std::int32_t> tables(static_cast<std::size_t>(pages.blocks()));
+  std::iota(tables.begin(), tables.end(), 0);
+  const auto blocks_each = static_cast<std::size_t>(pages.blocks() / kSequences);
+  std::vector<std::int32_t> history(kHistory);
+  std::iota(history.begin(), history.end(), 100);
+  std::vector<LlamaModel::SequenceStep> steps;
+  for (int s = 0; s < kSequences; ++s) {
+    const std::span<const std::int32_t> table(tables.data() + s * blocks_each, blocks_each);
+    LlamaModel::SequenceStep prefill{history, 0, table, nullptr, LlamaModel::Logits::none};
+    model.forward({&prefill, 1}, pages);
+    steps.push_back({{&history[static_cast<std::size_t>(s)], 1}, kHistory, table, &logits[s * vocab], LlamaModel::Logits::last});
+  }
+  for (auto _ : state) {
+    if (batched) {
+      model.forward(steps, pages);
+    } else {
+      for (const auto& step : steps) model.forward({&step, 1}, pages);
+    }
+  }
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * kSequences), benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
 BENCHMARK(BM_MemoryBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
@@ -168,5 +205,7 @@ BENCHMARK_CAPTURE(BM_Decode, q4_k_m_11M, "q4_k_m")->UseRealTime()->Unit(benchmar
 BENCHMARK_CAPTURE(BM_Prefill, f16_110M, "f16")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q8_0_110M, "q8_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q4_0_110M, "q4_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK_CAPTURE(BM_DecodeSequences, q8_0_110M, "q8_0")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -21,7 +21,7 @@ Commands:
   generate --model PATH --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p M]
          [--repeat-penalty R] [--repeat-last-n N] [--frequency-penalty F] [--presence-penalty P]
          [--seed S] [--stop STR]... [--ignore-eos] [--json] [--no-echo] [--tokenizer FILE] [--context N]
-         [--threads N]
+         [--threads N] [KV cache options]
          Streams the prompt and its continuation to stdout; prompt and generated token counts, time to
          first token and tokens/s go to stderr. --json prints one JSON object at the end instead (text,
          tokens, finish_reason, usage, timings). Defaults: 256 tokens, temperature 0.8 (0 = greedy),
@@ -37,6 +37,7 @@ Commands:
   detokenize --model PATH --ids ID,ID,... [--special] [--tokenizer FILE]
          Prints the text of the ids (--special: control tokens as their text).
   logits --model PATH --tokens ID,ID,... [--continue ID,... | --greedy N] [--top K] [--threads N]
+         [KV cache options]
          Feeds --tokens as one prefill batch, then each --continue token one at a time (teacher forced),
          or its own argmax for N steps (--greedy). Prints one JSON object:
          {"prompt_tokens", "prompt_top", "continue", "continue_top"}, where prompt_top[i] is the top-K
@@ -50,6 +51,10 @@ Commands:
          [--seed S]
          Writes a random-weight model, the same for the same options and seed. K-quant types need dim
          and ffn to be multiples of 256, the others multiples of 32.
+
+KV cache options (generate, chat, logits): --kv-block-size N token slots per block (default 16);
+--kv-cache-mb M the keys and values of all layers in M MiB (default: enough for the context; a smaller
+budget shortens the context to what it holds); --kv-type f16|f32 (default f16).
 
 A llama2.c checkpoint holds no vocabulary: give its tokenizer file with --tokenizer (a GGUF file with a
 vocabulary works there too).

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kv_cache_options.hpp"
 #include "loom/compute/llama_model.hpp"
 #include "loom/compute/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
@@ -59,6 +60,7 @@ int run_logits(CommandLine& args) {
   const auto greedy = args.integer("greedy", 0, 0, 1'000'000);
   const auto k = static_cast<int>(args.integer("top", 10, 1, 1'000'000));
   const auto threads = static_cast<int>(args.integer("threads", default_threads(), 1, 1024));
+  const KvCacheOptions kv = read_kv_cache_options(args);
   args.reject_unknown();
   if (model_path.empty()) throw UsageError("logits needs --model PATH");
   if (tokens_text.empty()) throw UsageError("logits needs --tokens ID,ID,...");
@@ -75,7 +77,13 @@ int run_logits(CommandLine& args) {
   }
   ThreadPool pool(threads);
   LlamaModel model(config, loaded->weights(), pool, 512);
-  auto cache = model.make_cache();
+  check_kv_budget(kv, config);
+  auto cache = model.make_cache(0, kv);
+  if (static_cast<std::int64_t>(prompt.size()) + steps > cache.context_length()) {
+    throw UsageError("--tokens plus the continuation (" + std::to_string(prompt.size() + static_cast<std::size_t>(steps)) +
+                     " positions) exceed the " + std::to_string(cache.context_length()) +
+                     " positions that --kv-cache-mb holds");
+  }
   const std::int64_t vocab = config.vocab_size;
 
   nlohmann::json out;

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kv_cache_options.hpp"
 #include "loom/compute/chat_template.hpp"
 #include "loom/compute/generator.hpp"
 #include "loom/compute/gguf_file.hpp"
@@ -127,6 +128,11 @@ Runtime open_runtime(const std::string& model_path, const std::string& tokenizer
   return r;
 }
 
+Generator make_generator(Runtime& runtime, std::int64_t context, const KvCacheOptions& kv) {
+  check_kv_budget(kv, runtime.model->config());
+  return Generator(*runtime.model, *runtime.tokenizer, context, kv);
+}
+
 bool write_out(std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -213,13 +219,14 @@ int run_generate(CommandLine& args) {
   const bool no_echo = args.flag("no-echo");
   const int threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
   const auto context = args.integer("context", 0, 0, 1 << 24);
+  const KvCacheOptions kv = read_kv_cache_options(args);
   GenerationSettings settings = read_generation_settings(args, 256);
   args.reject_unknown();
   if (prompt_values.empty()) throw UsageError("generate needs --prompt TEXT");
   const std::string& prompt = prompt_values.back();
 
   Runtime runtime = open_runtime(model_path, tokenizer_path, threads);
-  Generator generator(*runtime.model, *runtime.tokenizer, context);
+  Generator generator = make_generator(runtime, context, kv);
   const auto ids = prompt_ids(*runtime.tokenizer, prompt, false);
   install_interrupt_handler();
   if (!json && !no_echo) write_out(prompt);
@@ -253,6 +260,7 @@ int run_chat(CommandLine& args) {
   const std::string template_name = args.text("chat-template", "");
   const int threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
   const auto context = args.integer("context", 0, 0, 1 << 24);
+  const KvCacheOptions kv = read_kv_cache_options(args);
   GenerationSettings settings = read_generation_settings(args, 1024);
   args.reject_unknown();
 
@@ -275,7 +283,7 @@ int run_chat(CommandLine& args) {
   }
   for (const auto marker : end_of_turn_markers(*chat_template)) settings.stop.emplace_back(marker);
 
-  Generator generator(*runtime.model, *runtime.tokenizer, context);
+  Generator generator = make_generator(runtime, context, kv);
   std::vector<ChatTurn> history;
   if (!system.empty()) history.push_back({ChatTurnRole::system, system});
   const std::size_t fixed_turns = history.size();

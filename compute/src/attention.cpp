@@ -7,6 +7,8 @@
 #include <bit>
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "attention_kernels.hpp"
 #include "loom/compute/half.hpp"
@@ -39,7 +41,10 @@ float vector_expf(float x) noexcept {
 namespace detail {
 namespace {
 
-float f16(std::uint16_t h) { return half_to_float(h); }
+// A stored key or value as float: F16 widened, F32 as is.
+float load(std::uint16_t h) { return half_to_float(h); }
+float load(float x) { return x; }
+float f16(float x) { return half_to_float(float_to_half(x)); }
 
 // One 8-lane register summed as (l0+l4 + l2+l6) + (l1+l5 + l3+l7).
 float sum_lanes(const float* lane) {
@@ -55,11 +60,12 @@ float sum_four_accumulators(const float (&acc)[4][8]) {
   return (t0 + t1) + (t2 + t3);
 }
 
-float score(const std::uint16_t* key, const float* q, std::int64_t n, bool tiled) {
+template <typename T>
+float score(const T* key, const float* q, std::int64_t n, bool tiled) {
   if (tiled) {
     float acc[8] = {};
     for (std::int64_t i = 0; i < n; i += 8) {
-      for (int l = 0; l < 8; ++l) acc[l] = std::fma(f16(key[i + l]), q[i + l], acc[l]);
+      for (int l = 0; l < 8; ++l) acc[l] = std::fma(load(key[i + l]), q[i + l], acc[l]);
     }
     return sum_lanes(acc);
   }
@@ -67,22 +73,46 @@ float score(const std::uint16_t* key, const float* q, std::int64_t n, bool tiled
   float acc[4][8] = {};
   for (std::int64_t i = 0; i < whole; i += 32) {
     for (int j = 0; j < 4; ++j) {
-      for (int l = 0; l < 8; ++l) acc[j][l] = std::fma(f16(key[i + 8 * j + l]), q[i + 8 * j + l], acc[j][l]);
+      for (int l = 0; l < 8; ++l) acc[j][l] = std::fma(load(key[i + 8 * j + l]), q[i + 8 * j + l], acc[j][l]);
     }
   }
   double sum = sum_four_accumulators(acc);
-  for (std::int64_t i = whole; i < n; ++i) sum += static_cast<double>(f16(key[i]) * q[i]);
+  for (std::int64_t i = whole; i < n; ++i) sum += static_cast<double>(load(key[i]) * q[i]);
   return static_cast<float>(sum);
 }
 
+template <typename T>
+float weigh_values(const HeadAttention& h, const float* probabilities, bool tiled, std::int64_t d) {
+  const T* v = static_cast<const T*>(h.values) + d;
+  PositionRows rows(h);
+  if (tiled) {
+    float acc[8] = {};
+    for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) {
+      acc[p % 8] = std::fma(load(v[rows.offset()]), probabilities[p], acc[p % 8]);
+    }
+    return sum_lanes(acc);
+  }
+  float acc[4][8] = {};
+  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) {
+    float& a = acc[(p / 8) % 4][p % 8];
+    a = std::fma(load(v[rows.offset()]), probabilities[p], a);
+  }
+  return sum_four_accumulators(acc);
+}
+
+// F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
+template <typename T>
 void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
+  constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
+  const T* keys = static_cast<const T*>(h.keys);
   float* scores = h.scores;
   float* q = h.scores + plan.padded_positions;
-  for (std::int64_t d = 0; d < h.head_dim; ++d) q[d] = f16(float_to_half(h.query[d]));
+  for (std::int64_t d = 0; d < h.head_dim; ++d) q[d] = half_cache ? f16(h.query[d]) : h.query[d];
 
   float max_score = -INFINITY;
-  for (std::int64_t p = 0; p < h.positions; ++p) {
-    scores[p] = score(h.keys + static_cast<std::size_t>(p) * h.stride, q, h.head_dim, plan.tiled_scores) * h.scale;
+  PositionRows rows(h);
+  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) {
+    scores[p] = score(keys + rows.offset(), q, h.head_dim, plan.tiled_scores) * h.scale;
     max_score = std::max(max_score, scores[p]);
   }
   double sum = 0.0;
@@ -96,9 +126,9 @@ void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
     sum += static_cast<double>(sum_lanes(lane));
   }
   const auto inverse = static_cast<float>(1.0 / sum);
-  for (std::int64_t p = 0; p < h.positions; ++p) scores[p] = f16(float_to_half(scores[p] * inverse));
+  for (std::int64_t p = 0; p < h.positions; ++p) scores[p] = half_cache ? f16(scores[p] * inverse) : scores[p] * inverse;
 
-  for (std::int64_t d = 0; d < h.head_dim; ++d) h.out[d] = weigh_values_one_dim(h, scores, plan.tiled_values, d);
+  for (std::int64_t d = 0; d < h.head_dim; ++d) h.out[d] = weigh_values<T>(h, scores, plan.tiled_values, d);
 }
 
 void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
@@ -110,32 +140,25 @@ void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
 }  // namespace
 
 float weigh_values_one_dim(const HeadAttention& h, const float* probabilities, bool tiled, std::int64_t d) {
-  const std::uint16_t* v = h.values + d;
-  if (tiled) {
-    float acc[8] = {};
-    for (std::int64_t p = 0; p < h.positions; ++p) {
-      acc[p % 8] = std::fma(f16(v[static_cast<std::size_t>(p) * h.stride]), probabilities[p], acc[p % 8]);
-    }
-    return sum_lanes(acc);
-  }
-  float acc[4][8] = {};
-  for (std::int64_t p = 0; p < h.positions; ++p) {
-    float& a = acc[(p / 8) % 4][p % 8];
-    a = std::fma(f16(v[static_cast<std::size_t>(p) * h.stride]), probabilities[p], a);
-  }
-  return sum_four_accumulators(acc);
+  return h.kv_type == TensorType::f32 ? weigh_values<float>(h, probabilities, tiled, d)
+                                      : weigh_values<std::uint16_t>(h, probabilities, tiled, d);
 }
 
 AttentionPlan plan_attention(const HeadAttention& h) {
   if (h.positions < 1 || h.head_dim < 1 || h.stride < static_cast<std::size_t>(h.head_dim)) {
     throw std::invalid_argument("attend: needs at least one position, a positive head size and a stride >= it");
   }
+  if (h.kv_type != TensorType::f16 && h.kv_type != TensorType::f32) {
+    throw std::invalid_argument("attend: keys and values must be f16 or f32, not " + std::string(name(h.kv_type)));
+  }
+  if (h.block_table != nullptr && h.block_size < 1) throw std::invalid_argument("attend: a block table needs a block size >= 1");
   AttentionPlan plan;
   plan.padded_positions = (h.positions + 7) / 8 * 8;
   // The batch kernel needs whole 8-lane steps along the dot and rows in fours; otherwise the reference falls
   // back to its one-query kernel, and so do we.
   plan.tiled_scores = h.order == SumOrder::tiled && h.head_dim % 8 == 0;
   plan.tiled_values = h.order == SumOrder::tiled && h.head_dim % 4 == 0;
+  plan.f32_cache = h.kv_type == TensorType::f32;
   return plan;
 }
 
@@ -144,7 +167,8 @@ AttentionPlan plan_attention(const HeadAttention& h) {
 void attend(const HeadAttention& head, KernelPath path) {
   const detail::AttentionPlan plan = detail::plan_attention(head);
   if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::attend_avx2(head, plan);
-  detail::attend_scalar(head, plan);
+  if (plan.f32_cache) return detail::attend_scalar<float>(head, plan);
+  detail::attend_scalar<std::uint16_t>(head, plan);
 }
 
 void attend(const HeadAttention& head) { attend(head, default_kernel_path()); }

@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "attention_kernels.hpp"
 #include "loom/compute/half.hpp"
@@ -27,9 +28,13 @@ inline float sum_folded(__m256 c) {
   return _mm_cvtss_f32(_mm_hadd_ps(h, h));
 }
 
-inline __m256 load_f16(const std::uint16_t* p) {
+// Eight stored keys or values as floats: F16 widened, F32 as is.
+inline __m256 load8(const std::uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline float load1(std::uint16_t h) { return half_to_float(h); }
+inline float load1(float x) { return x; }
 inline __m256 round_to_f16(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)); }
 
 // vector_expf() on eight lanes (see attention.cpp for the method).
@@ -60,34 +65,36 @@ inline __m256 exp8(__m256 x) {
   return _mm256_blendv_ps(r, _mm256_mul_ps(s1, s1), huge);
 }
 
-float score(const std::uint16_t* key, const float* q, std::int64_t n, bool tiled) {
+template <typename T>
+float score(const T* key, const float* q, std::int64_t n, bool tiled) {
   if (tiled) {
     __m256 acc = _mm256_setzero_ps();
-    for (std::int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(load_f16(key + i), _mm256_loadu_ps(q + i), acc);
+    for (std::int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(load8(key + i), _mm256_loadu_ps(q + i), acc);
     return sum_lanes(acc);
   }
   const std::int64_t whole = n / 32 * 32;
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   for (std::int64_t i = 0; i < whole; i += 32) {
-    a0 = _mm256_fmadd_ps(load_f16(key + i), _mm256_loadu_ps(q + i), a0);
-    a1 = _mm256_fmadd_ps(load_f16(key + i + 8), _mm256_loadu_ps(q + i + 8), a1);
-    a2 = _mm256_fmadd_ps(load_f16(key + i + 16), _mm256_loadu_ps(q + i + 16), a2);
-    a3 = _mm256_fmadd_ps(load_f16(key + i + 24), _mm256_loadu_ps(q + i + 24), a3);
+    a0 = _mm256_fmadd_ps(load8(key + i), _mm256_loadu_ps(q + i), a0);
+    a1 = _mm256_fmadd_ps(load8(key + i + 8), _mm256_loadu_ps(q + i + 8), a1);
+    a2 = _mm256_fmadd_ps(load8(key + i + 16), _mm256_loadu_ps(q + i + 16), a2);
+    a3 = _mm256_fmadd_ps(load8(key + i + 24), _mm256_loadu_ps(q + i + 24), a3);
   }
   double sum = sum_folded(fold_four(a0, a1, a2, a3));
-  for (std::int64_t i = whole; i < n; ++i) sum += static_cast<double>(half_to_float(key[i]) * q[i]);
+  for (std::int64_t i = whole; i < n; ++i) sum += static_cast<double>(load1(key[i]) * q[i]);
   return static_cast<float>(sum);
 }
 
 // out[d0..d0+7] from the probabilities in p and eight value columns starting at values + d0.
+template <typename T>
 void weigh_values8(const HeadAttention& h, const float* p, bool tiled, std::int64_t d0, float* out) {
-  const std::uint16_t* v = h.values + d0;
-  const std::size_t stride = h.stride;
+  const T* v = static_cast<const T*>(h.values) + d0;
+  PositionRows rows(h);
   if (tiled) {
     __m256 acc[8];
     for (auto& a : acc) a = _mm256_setzero_ps();
-    for (std::int64_t i = 0; i < h.positions; ++i) {
-      acc[i % 8] = _mm256_fmadd_ps(load_f16(v + static_cast<std::size_t>(i) * stride), _mm256_set1_ps(p[i]), acc[i % 8]);
+    for (std::int64_t i = 0; i < h.positions; ++i, rows.next()) {
+      acc[i % 8] = _mm256_fmadd_ps(load8(v + rows.offset()), _mm256_set1_ps(p[i]), acc[i % 8]);
     }
     const __m256 s0 = _mm256_add_ps(acc[0], acc[4]), s1 = _mm256_add_ps(acc[1], acc[5]);
     const __m256 s2 = _mm256_add_ps(acc[2], acc[6]), s3 = _mm256_add_ps(acc[3], acc[7]);
@@ -96,8 +103,8 @@ void weigh_values8(const HeadAttention& h, const float* p, bool tiled, std::int6
   }
   __m256 acc[32];
   for (auto& a : acc) a = _mm256_setzero_ps();
-  for (std::int64_t i = 0; i < h.positions; ++i) {
-    acc[i % 32] = _mm256_fmadd_ps(load_f16(v + static_cast<std::size_t>(i) * stride), _mm256_set1_ps(p[i]), acc[i % 32]);
+  for (std::int64_t i = 0; i < h.positions; ++i, rows.next()) {
+    acc[i % 32] = _mm256_fmadd_ps(load8(v + rows.offset()), _mm256_set1_ps(p[i]), acc[i % 32]);
   }
   __m256 c[8];
   for (int l = 0; l < 8; ++l) c[l] = fold_four(acc[l], acc[8 + l], acc[16 + l], acc[24 + l]);
@@ -106,18 +113,24 @@ void weigh_values8(const HeadAttention& h, const float* p, bool tiled, std::int6
   _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(t0, t1), _mm256_add_ps(t2, t3)));
 }
 
-}  // namespace
-
-void attend_avx2(const HeadAttention& h, const AttentionPlan& plan) {
+// F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
+template <typename T>
+void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
+  constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
+  const T* keys = static_cast<const T*>(h.keys);
   float* scores = h.scores;
   float* q = h.scores + plan.padded_positions;
   std::int64_t d = 0;
-  for (; d + 8 <= h.head_dim; d += 8) _mm256_storeu_ps(q + d, round_to_f16(_mm256_loadu_ps(h.query + d)));
-  for (; d < h.head_dim; ++d) q[d] = half_to_float(float_to_half(h.query[d]));
+  for (; d + 8 <= h.head_dim; d += 8) {
+    const __m256 x = _mm256_loadu_ps(h.query + d);
+    _mm256_storeu_ps(q + d, half_cache ? round_to_f16(x) : x);
+  }
+  for (; d < h.head_dim; ++d) q[d] = half_cache ? half_to_float(float_to_half(h.query[d])) : h.query[d];
 
   float max_score = -INFINITY;
-  for (std::int64_t p = 0; p < h.positions; ++p) {
-    scores[p] = score(h.keys + static_cast<std::size_t>(p) * h.stride, q, h.head_dim, plan.tiled_scores) * h.scale;
+  PositionRows rows(h);
+  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) {
+    scores[p] = score(keys + rows.offset(), q, h.head_dim, plan.tiled_scores) * h.scale;
     max_score = scores[p] > max_score ? scores[p] : max_score;
   }
   for (std::int64_t p = h.positions; p < plan.padded_positions; ++p) scores[p] = -INFINITY;
@@ -130,12 +143,20 @@ void attend_avx2(const HeadAttention& h, const AttentionPlan& plan) {
   }
   const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / sum));
   for (std::int64_t p = 0; p < plan.padded_positions; p += 8) {
-    _mm256_storeu_ps(scores + p, round_to_f16(_mm256_mul_ps(_mm256_loadu_ps(scores + p), inverse)));
+    const __m256 probability = _mm256_mul_ps(_mm256_loadu_ps(scores + p), inverse);
+    _mm256_storeu_ps(scores + p, half_cache ? round_to_f16(probability) : probability);
   }
 
   d = 0;
-  for (; d + 8 <= h.head_dim; d += 8) weigh_values8(h, scores, plan.tiled_values, d, h.out + d);
+  for (; d + 8 <= h.head_dim; d += 8) weigh_values8<T>(h, scores, plan.tiled_values, d, h.out + d);
   for (; d < h.head_dim; ++d) h.out[d] = weigh_values_one_dim(h, scores, plan.tiled_values, d);
+}
+
+}  // namespace
+
+void attend_avx2(const HeadAttention& h, const AttentionPlan& plan) {
+  if (plan.f32_cache) return attend_typed<float>(h, plan);
+  attend_typed<std::uint16_t>(h, plan);
 }
 
 void swiglu_avx2(float* gate, const float* up, std::int64_t n) {

@@ -2,16 +2,52 @@
 // (defined in attention_avx2.cpp, compiled for AVX2 + FMA + F16C).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "loom/compute/attention.hpp"
 
 namespace loom::compute::detail {
 
+// Internal linkage on purpose: attention_avx2.cpp is compiled for AVX2, and one shared inline copy could be
+// the AVX2 one (compute/README.md, "SIMD files").
+namespace {
+
+// Walks positions 0, 1, 2, ... of a head and gives each one's offset (in elements) in the K/V storage,
+// without a division per position.
+class PositionRows {
+ public:
+  explicit PositionRows(const HeadAttention& h)
+      : table_(h.block_table != nullptr ? h.block_table : &kNoTable),
+        block_size_(h.block_table != nullptr ? h.block_size : h.positions),
+        stride_(h.stride) {}
+  std::size_t offset() const noexcept {
+    return (static_cast<std::size_t>(table_[block_]) * static_cast<std::size_t>(block_size_) +
+            static_cast<std::size_t>(slot_)) * stride_;
+  }
+  void next() noexcept {
+    if (++slot_ == block_size_) {
+      slot_ = 0;
+      ++block_;
+    }
+  }
+
+ private:
+  static constexpr std::int32_t kNoTable = 0;  // one block holding every position: row p is position p
+  const std::int32_t* table_;
+  std::int64_t block_size_;
+  std::size_t stride_;
+  std::int64_t block_ = 0;
+  std::int64_t slot_ = 0;
+};
+
+}  // namespace
+
 struct AttentionPlan {
   std::int64_t padded_positions = 0;  // positions rounded up to whole 8-lane chunks
   bool tiled_scores = false;          // scores in SumOrder::tiled (else vector_dot)
   bool tiled_values = false;          // weighted values in SumOrder::tiled (else vector_dot)
+  bool f32_cache = false;             // keys and values are F32 (else F16)
 };
 
 AttentionPlan plan_attention(const HeadAttention& head);  // validates the arguments

@@ -23,10 +23,11 @@ std::string_view to_string(FinishReason reason) noexcept {
   return "unknown";
 }
 
-Generator::Generator(LlamaModel& model, const Tokenizer& tokenizer, std::int64_t context_length)
+Generator::Generator(LlamaModel& model, const Tokenizer& tokenizer, std::int64_t context_length,
+                     const KvCacheOptions& kv)
     : model_(model),
       tokenizer_(tokenizer),
-      cache_(model.make_cache(context_length)),
+      cache_(model.make_cache(context_length, kv)),
       logits_(static_cast<std::size_t>(model.config().vocab_size)) {
   if (tokenizer.vocabulary().size() > model.config().vocab_size) {
     throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocabulary().size()) +

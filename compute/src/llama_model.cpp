@@ -61,24 +61,28 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   up_.resize(b * c.ffn_dim);
   scores_.resize(static_cast<std::size_t>(pool_.size()) * attention_scratch_floats(c.context_length, c.head_dim));
   matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}), pool_.size());
+  position_.resize(b);
+  sequence_of_.resize(b);
+  staged_logits_.resize(static_cast<std::size_t>(std::min(kLogitRows, max_batch_) * c.vocab_size));
 }
 
-KvCache LlamaModel::make_cache(std::int64_t context_length) const {
-  return KvCache(config_.layers, context_length > 0 ? context_length : config_.context_length, config_.kv_dim());
+PagedKvCache LlamaModel::make_paged_cache(const KvCacheOptions& options, std::int64_t tokens) const {
+  return PagedKvCache::sized(config_.layers, config_.kv_dim(), tokens > 0 ? tokens : config_.context_length, options);
+}
+
+KvCache LlamaModel::make_cache(std::int64_t context_length, const KvCacheOptions& options) const {
+  const std::int64_t context = context_length > 0 ? context_length : config_.context_length;
+  return KvCache(make_paged_cache(options, context), context);
 }
 
 void LlamaModel::forward(std::span<const std::int32_t> tokens, std::int64_t start, KvCache& cache, Logits mode,
                          float* logits) {
   const auto total = static_cast<std::int64_t>(tokens.size());
-  if (cache.context_length() > config_.context_length) {
-    throw std::invalid_argument("KV cache of " + std::to_string(cache.context_length()) +
-                                " positions exceeds the model's context length " + std::to_string(config_.context_length));
-  }
   if (start < 0 || start + total > cache.context_length()) {
     throw std::out_of_range("positions " + std::to_string(start) + ".." + std::to_string(start + total) +
-                            " exceed the context length " + std::to_string(cache.context_length()));
+                            " exceed the KV cache's context of " + std::to_string(cache.context_length()));
   }
-  for (auto token : tokens) {
+  for (auto token : tokens) {  // all of them before the first chunk runs
     if (token < 0 || token >= config_.vocab_size) {
       throw std::out_of_range("token id " + std::to_string(token) + " outside the vocabulary [0, " +
                               std::to_string(config_.vocab_size) + ")");
@@ -87,19 +91,63 @@ void LlamaModel::forward(std::span<const std::int32_t> tokens, std::int64_t star
   for (std::int64_t done = 0; done < total; done += max_batch_) {
     const std::int64_t n = std::min(max_batch_, total - done);
     const bool last_chunk = done + n == total;
-    Logits chunk_mode = mode == Logits::all ? Logits::all : (last_chunk ? mode : Logits::none);
-    float* chunk_logits = mode == Logits::all ? logits + done * config_.vocab_size : logits;
-    forward_chunk(tokens.subspan(static_cast<std::size_t>(done), static_cast<std::size_t>(n)), start + done, cache,
-                  chunk_mode, chunk_logits);
+    SequenceStep step;
+    step.tokens = tokens.subspan(static_cast<std::size_t>(done), static_cast<std::size_t>(n));
+    step.start = start + done;
+    step.block_table = cache.block_table();
+    step.mode = mode == Logits::all ? Logits::all : (last_chunk ? mode : Logits::none);
+    step.logits = mode == Logits::all ? logits + done * config_.vocab_size : logits;
+    forward({&step, 1}, cache.pages());
   }
 }
 
-void LlamaModel::forward_chunk(std::span<const std::int32_t> tokens, std::int64_t start, KvCache& cache,
-                               Logits mode, float* logits) {
+void LlamaModel::check_step(std::span<const SequenceStep> steps, const PagedKvCache& cache) const {
   const auto& c = config_;
-  const auto n = static_cast<std::int64_t>(tokens.size());
+  if (cache.layers() != c.layers || cache.kv_dim() != c.kv_dim()) {
+    throw std::invalid_argument("a KV cache of " + std::to_string(cache.layers()) + " layers x " +
+                                std::to_string(cache.kv_dim()) + " does not fit this model's " +
+                                std::to_string(c.layers) + " x " + std::to_string(c.kv_dim()));
+  }
+  if (steps.empty()) throw std::invalid_argument("a step needs at least one sequence");
+  std::int64_t total = 0;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const SequenceStep& step = steps[s];
+    const auto n = static_cast<std::int64_t>(step.tokens.size());
+    const auto which = [s] { return "sequence " + std::to_string(s) + " of the step"; };  // only on error
+    if (n == 0) throw std::invalid_argument(which() + " has no tokens");
+    if (step.start < 0 || step.start + n > c.context_length) {
+      throw std::out_of_range(which() + ": positions " + std::to_string(step.start) + ".." +
+                              std::to_string(step.start + n) + " exceed the context length " +
+                              std::to_string(c.context_length));
+    }
+    for (auto token : step.tokens) {
+      if (token < 0 || token >= c.vocab_size) {
+        throw std::out_of_range(which() + ": token id " + std::to_string(token) + " outside the vocabulary [0, " +
+                                std::to_string(c.vocab_size) + ")");
+      }
+    }
+    if (step.mode != Logits::none && step.logits == nullptr) throw std::invalid_argument(which() + " wants logits but gives no buffer");
+    cache.check_table(step.block_table, step.start + n);
+    total += n;
+  }
+  if (total > max_batch_) {
+    throw std::invalid_argument("a step of " + std::to_string(total) + " tokens exceeds the batch of " +
+                                std::to_string(max_batch_) + " this model was built for");
+  }
+}
+
+void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cache) {
+  check_step(steps, cache);
+  const auto& c = config_;
   const TensorView& embd = *weights_.token_embd;
-  for (std::int64_t t = 0; t < n; ++t) dequantize_row(embd.type, embd.row(tokens[t]), &x_[t * c.dim], c.dim);
+  std::int64_t n = 0;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    for (std::size_t i = 0; i < steps[s].tokens.size(); ++i, ++n) {
+      position_[static_cast<std::size_t>(n)] = steps[s].start + static_cast<std::int64_t>(i);
+      sequence_of_[static_cast<std::size_t>(n)] = static_cast<std::int32_t>(s);
+      dequantize_row(embd.type, embd.row(steps[s].tokens[i]), &x_[n * c.dim], c.dim);
+    }
+  }
 
   for (std::int64_t layer = 0; layer < c.layers; ++layer) {
     const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
@@ -117,17 +165,10 @@ void LlamaModel::forward_chunk(std::span<const std::int32_t> tokens, std::int64_
         rms_norm(&k_[h * c.head_dim], f32(w.k_norm), &k_[h * c.head_dim], c.head_dim, c.rms_epsilon);
       }
     }
-    rope(q_.data(), c.heads, n, start);
-    rope(k_.data(), c.kv_heads, n, start);
-    for (std::int64_t t = 0; t < n; ++t) {
-      std::uint16_t* key = cache.key(layer, start + t);
-      std::uint16_t* value = cache.value(layer, start + t);
-      for (std::int64_t i = 0; i < c.kv_dim(); ++i) {
-        key[i] = float_to_half(k_[t * c.kv_dim() + i]);
-        value[i] = float_to_half(v_[t * c.kv_dim() + i]);
-      }
-    }
-    attention(layer, n, start, cache);
+    rope(q_.data(), c.heads, n);
+    rope(k_.data(), c.kv_heads, n);
+    store_keys_values(layer, n, steps, cache);
+    attention(layer, n, steps, cache);
     matmul(*w.wo, attn_.data(), n, xn_.data(), pool_, matmul_scratch_);
     for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
 
@@ -137,24 +178,63 @@ void LlamaModel::forward_chunk(std::span<const std::int32_t> tokens, std::int64_
     matmul(*w.down, gate_.data(), n, xn_.data(), pool_, matmul_scratch_);
     for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
   }
-
-  if (mode == Logits::none) return;
-  const std::int64_t first = mode == Logits::all ? 0 : n - 1;
-  const std::int64_t rows = n - first;
-  for (std::int64_t t = first; t < n; ++t) {
-    rms_norm(&x_[t * c.dim], f32(weights_.output_norm), &xn_[(t - first) * c.dim], c.dim, c.rms_epsilon);
-  }
-  matmul(*weights_.output, xn_.data(), rows, logits, pool_, matmul_scratch_);
+  output_logits(steps);
 }
 
-void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n, std::int64_t start) {
+// The final norm of the tokens that want logits, gathered into xn_ in step order, then the output product:
+// straight into the caller's buffer when one sequence wants logits (every single-sequence step), else
+// through staged_logits_ in groups of rows, one product per group.
+void LlamaModel::output_logits(std::span<const SequenceStep> steps) {
+  const auto& c = config_;
+  std::int64_t rows = 0;
+  std::size_t wanting = 0;
+  std::int64_t t = 0;
+  for (const SequenceStep& step : steps) {
+    const auto count = static_cast<std::int64_t>(step.tokens.size());
+    const std::int64_t first = step.mode == Logits::all ? 0 : (step.mode == Logits::last ? count - 1 : count);
+    for (std::int64_t i = first; i < count; ++i, ++rows) {
+      rms_norm(&x_[(t + i) * c.dim], f32(weights_.output_norm), &xn_[rows * c.dim], c.dim, c.rms_epsilon);
+    }
+    if (first < count) ++wanting;
+    t += count;
+  }
+  if (rows == 0) return;
+  if (wanting == 1) {
+    for (const SequenceStep& step : steps) {
+      if (step.mode != Logits::none) matmul(*weights_.output, xn_.data(), rows, step.logits, pool_, matmul_scratch_);
+    }
+    return;
+  }
+  const std::int64_t group = std::min(kLogitRows, max_batch_);
+  // Walk the sequences' rows alongside the groups: (sequence, row within it) of the next row to copy.
+  std::size_t s = 0;
+  std::int64_t row_in_sequence = 0;
+  auto rows_of = [&](const SequenceStep& step) -> std::int64_t {
+    return step.mode == Logits::all ? static_cast<std::int64_t>(step.tokens.size()) : (step.mode == Logits::last ? 1 : 0);
+  };
+  for (std::int64_t done = 0; done < rows; done += group) {
+    const std::int64_t m = std::min(group, rows - done);
+    matmul(*weights_.output, &xn_[done * c.dim], m, staged_logits_.data(), pool_, matmul_scratch_);
+    for (std::int64_t r = 0; r < m; ++r) {
+      while (row_in_sequence == rows_of(steps[s])) {
+        ++s;
+        row_in_sequence = 0;
+      }
+      std::copy_n(&staged_logits_[static_cast<std::size_t>(r * c.vocab_size)], c.vocab_size,
+                  steps[s].logits + row_in_sequence * c.vocab_size);
+      ++row_in_sequence;
+    }
+  }
+}
+
+void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n) {
   const auto& c = config_;
   const std::int64_t pairs = c.head_dim / 2;
   for (std::int64_t t = 0; t < n; ++t) {
     // The angle of pair i is position * base^(-2i/head_dim), built by repeated multiplication in float
     // as the reference implementation does, so positions far into the context agree with it to the last
     // bits; then linear scaling and the optional per-pair frequency factors.
-    float theta = static_cast<float>(start + t);
+    float theta = static_cast<float>(position_[static_cast<std::size_t>(t)]);
     for (std::int64_t i = 0; i < pairs; ++i) {
       const float angle = position_scale_ * (theta / frequency_factor_[static_cast<std::size_t>(i)]);
       theta *= theta_step_;
@@ -173,27 +253,63 @@ void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n, std::i
   }
 }
 
-// One head per task: arithmetic and summation order in attention.hpp. A batch of queries sums in the tiled
-// order and a single query in the vector-dot order, as the reference implementation's two kernels do.
-void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::int64_t start, KvCache& cache) {
+// Each token's key and value go to slot p % B of block table[p / B] of its sequence (B the block size).
+void LlamaModel::store_keys_values(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps,
+                                   PagedKvCache& cache) {
+  const std::int64_t width = config_.kv_dim();
+  const std::int64_t block_size = cache.block_size();
+  const bool half_cache = cache.type() == TensorType::f16;
+  for (std::int64_t t = 0; t < n; ++t) {
+    const std::int64_t p = position_[static_cast<std::size_t>(t)];
+    const auto& table = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])].block_table;
+    const auto row = static_cast<std::size_t>(table[static_cast<std::size_t>(p / block_size)] * block_size + p % block_size) *
+                     static_cast<std::size_t>(width);
+    const float* k = &k_[t * width];
+    const float* v = &v_[t * width];
+    if (half_cache) {
+      auto* key = static_cast<std::uint16_t*>(cache.keys(layer)) + row;
+      auto* value = static_cast<std::uint16_t*>(cache.values(layer)) + row;
+      for (std::int64_t i = 0; i < width; ++i) {
+        key[i] = float_to_half(k[i]);
+        value[i] = float_to_half(v[i]);
+      }
+    } else {
+      std::copy_n(k, width, static_cast<float*>(cache.keys(layer)) + row);
+      std::copy_n(v, width, static_cast<float*>(cache.values(layer)) + row);
+    }
+  }
+}
+
+// One (token, head) per task: arithmetic and summation order in attention.hpp. A sequence with several
+// tokens in the step sums in the tiled order and one with a single token in the vector-dot order, as the
+// reference implementation's two kernels do for a batch and a decode step; the choice is per sequence, so
+// a sequence's attention does not depend on what else is in the step.
+void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps,
+                           PagedKvCache& cache) {
   const auto& c = config_;
   const std::int64_t group = c.heads / c.kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim);
-  const SumOrder order = n == 1 ? SumOrder::vector_dot : SumOrder::tiled;
+  const auto* keys = static_cast<const std::byte*>(cache.keys(layer));
+  const auto* values = static_cast<const std::byte*>(cache.values(layer));
+  const std::size_t element = cache.element_bytes();
   pool_.parallel_for(n * c.heads, [&](std::int64_t task, int thread) {
     const std::int64_t t = task / c.heads;
     const std::int64_t h = task % c.heads;
-    const std::int64_t kv_offset = (h / group) * c.head_dim;
+    const SequenceStep& step = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])];
+    const auto kv_offset = static_cast<std::size_t>((h / group) * c.head_dim) * element;
     HeadAttention head;
     head.query = &q_[(t * c.heads + h) * c.head_dim];
-    head.keys = cache.key(layer, 0) + kv_offset;
-    head.values = cache.value(layer, 0) + kv_offset;
+    head.keys = keys + kv_offset;
+    head.values = values + kv_offset;
+    head.kv_type = cache.type();
     head.stride = static_cast<std::size_t>(c.kv_dim());
-    head.positions = start + t + 1;  // causal: positions 0..start+t
+    head.block_table = step.block_table.data();
+    head.block_size = cache.block_size();
+    head.positions = position_[static_cast<std::size_t>(t)] + 1;  // causal: positions 0..p
     head.head_dim = c.head_dim;
     head.scale = scale;
-    head.order = order;
+    head.order = step.tokens.size() == 1 ? SumOrder::vector_dot : SumOrder::tiled;
     head.scores = &scores_[static_cast<std::size_t>(thread) * scratch];
     head.out = &attn_[(t * c.heads + h) * c.head_dim];
     attend(head, kernel_path_);

@@ -1,5 +1,5 @@
-// "No heap allocation in the per-token hot path": a decode step and a prefill chunk of a loaded model, and
-// sampling a token, must not call operator new. This binary replaces the global operator new with a
+// "No heap allocation in the per-token hot path": a decode step, a prefill chunk and a step mixing several
+// sequences of a loaded model, and sampling a token, must not call operator new. This binary replaces the global operator new with a
 // counting one (counting only while a test asks it to), so the check is of the real code paths, kernels and
 // thread pool included.
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include "loom/compute/llama_model.hpp"
 #include "loom/compute/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
+#include "loom/compute/paged_kv_cache.hpp"
 #include "loom/compute/sampler.hpp"
 
 namespace {
@@ -66,7 +67,10 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
     auto cache = model.make_cache();
     std::vector<float> logits(static_cast<std::size_t>(8 * loaded->config().vocab_size));
     const std::vector<std::int32_t> prompt{1, 2, 3, 4, 5, 6, 7, 8};
-    model.forward(prompt, 0, cache, LlamaModel::Logits::all, logits.data());  // warm up (lazy tables)
+    // Warm up the one-time lazy tables (the scalar F16 dot builds one on its first use, in a decode step
+    // under LOOM_FORCE_SCALAR=1, since prefill goes to BLAS).
+    model.forward(prompt, 0, cache, LlamaModel::Logits::all, logits.data());
+    model.forward({prompt.data(), 1}, 8, cache, LlamaModel::Logits::last, logits.data());
 
     allocations = 0;
     counting = true;
@@ -74,6 +78,19 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
     for (std::int32_t i = 0; i < 8; ++i) {
       model.forward({&i, 1}, 16 + i, cache, LlamaModel::Logits::last, logits.data());
     }
+    counting = false;
+    // A step of three sequences in a shared pool (two prefills and a decode, logits staged for all three).
+    PagedKvCache pages = model.make_paged_cache();
+    const std::vector<std::int32_t> table_a{0, 1}, table_b{2, 3}, table_c{4, 5}, decode{9};
+    std::vector<float> more(static_cast<std::size_t>(3 * loaded->config().vocab_size));
+    const auto row = [&](int i) { return &more[static_cast<std::size_t>(i * loaded->config().vocab_size)]; };
+    const std::vector<LlamaModel::SequenceStep> prefill{{{prompt.data(), 3}, 0, table_c, nullptr, LlamaModel::Logits::none}};
+    model.forward(prefill, pages);
+    const std::vector<LlamaModel::SequenceStep> mixed{{{prompt.data(), 3}, 0, table_a, row(0), LlamaModel::Logits::last},
+                                                      {{prompt.data(), 2}, 0, table_b, row(1), LlamaModel::Logits::last},
+                                                      {decode, 3, table_c, row(2), LlamaModel::Logits::last}};
+    counting = true;
+    model.forward(mixed, pages);
     counting = false;
     EXPECT_EQ(allocations.load(), 0) << "heap allocations during steps of a " << name(type) << " model";
     std::filesystem::remove(path);

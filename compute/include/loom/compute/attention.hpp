@@ -1,5 +1,11 @@
-// Attention of one query head over the F16 keys and values of positions [0, positions): scores, softmax,
-// the weighted sum of values. Also the SwiGLU activation, whose exponential shares this file's exp().
+// Attention of one query head over the keys and values of positions [0, positions): scores, softmax, the
+// weighted sum of values. Also the SwiGLU activation, whose exponential shares this file's exp().
+//
+// Keys and values are read through a block table (the paged KV cache, paged_kv_cache.hpp): position p lives
+// in row block_table[p / block_size] * block_size + p % block_size of the storage. Only the addresses come
+// from the table; which positions are summed, and in what order, does not depend on it, so a sequence's
+// attention gives the same bits however its blocks are scattered (and equals the contiguous layout's, which
+// is the table 0, 1, 2, ...).
 //
 // The arithmetic is pinned, not just "close": the query is rounded to F16 (what an F16 dot product does with
 // an F32 operand), the scores are F32 dot products summed in a fixed lane order, the exponentials come from
@@ -12,12 +18,16 @@
 // Two summation orders exist, because the reference uses two kernels: SumOrder::vector_dot (one query, the
 // decode step: four 8-lane accumulators over 32-element steps, leftovers in double) and SumOrder::tiled
 // (a batch of queries: one 8-lane accumulator per output). Scalar and AVX2 paths give identical bits.
+//
+// F32 keys and values (a KV cache stored in F32) take the same orders without the F16 roundings (of the
+// query, the keys, the values and the probabilities): close to the F16 results, not equal to them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "loom/compute/kernel_path.hpp"
+#include "loom/compute/tensor_type.hpp"
 
 namespace loom::compute {
 
@@ -25,9 +35,14 @@ enum class SumOrder : std::uint8_t { vector_dot, tiled };
 
 struct HeadAttention {
   const float* query = nullptr;         // head_dim values
-  const std::uint16_t* keys = nullptr;  // F16; position p starts at keys + p * stride
-  const std::uint16_t* values = nullptr;
-  std::size_t stride = 0;               // elements from one position to the next
+  const void* keys = nullptr;           // of kv_type; storage row r starts at keys + r * stride elements
+  const void* values = nullptr;
+  TensorType kv_type = TensorType::f16;  // f16 or f32
+  std::size_t stride = 0;               // elements from one storage row to the next
+  // Position p is in row block_table[p / block_size] * block_size + p % block_size; without a table
+  // (nullptr) in row p. The table must cover every position and name only rows that exist: the caller checks.
+  const std::int32_t* block_table = nullptr;
+  std::int64_t block_size = 0;          // >= 1 when there is a table
   std::int64_t positions = 0;           // >= 1
   std::int64_t head_dim = 0;
   float scale = 1.0f;                   // applied to every score before the softmax

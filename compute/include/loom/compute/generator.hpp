@@ -3,8 +3,8 @@
 // are known not to match) and says why it stopped. The engine's actors do the same work split over the
 // scheduler and the session; this is the single-sequence form.
 //
-// The KV cache persists between calls: a new prompt that starts with tokens already in the cache (the
-// previous turns of a chat) prefills only the rest.
+// The KV cache (the sequence's own paged pool, kv_cache.hpp) persists between calls: a new prompt that
+// starts with tokens already in the cache (the previous turns of a chat) prefills only the rest.
 #pragma once
 
 #include <atomic>
@@ -52,8 +52,9 @@ struct GenerationResult {
 class Generator {
  public:
   // `model` and `tokenizer` must outlive the generator. The cache holds up to `context_length` positions
-  // (0: the model's).
-  Generator(LlamaModel& model, const Tokenizer& tokenizer, std::int64_t context_length = 0);
+  // (0: the model's), fewer when `kv` gives a budget that holds fewer (context_length() says how many).
+  Generator(LlamaModel& model, const Tokenizer& tokenizer, std::int64_t context_length = 0,
+            const KvCacheOptions& kv = {});
 
   // Called with each piece of text as soon as it is safe to show. Return false to cancel.
   using TextSink = std::function<bool(std::string_view)>;

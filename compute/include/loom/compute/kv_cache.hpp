@@ -1,32 +1,31 @@
-// KvCache: where the forward pass keeps each layer's keys and values for the positions it has seen, stored
-// as IEEE half floats: half the memory of F32 (the cache, not the weights, bounds how many sequences fit),
-// at a precision attention does not notice. For now one contiguous buffer per sequence
-// ([layer][position][kv_dim] for K and for V); the paged-cache issue replaces it with block tables over a
-// shared pool, behind the same key()/value() accessors.
+// KvCache: one sequence's keys and values for the single-sequence callers (Generator, `loom logits`, tests,
+// benchmarks): a PagedKvCache of its own whose blocks 0, 1, 2, ... are the sequence's block table, in order.
+// The engine's scheduler instead shares one PagedKvCache among many sequences, with block tables from cache/.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
+
+#include "loom/compute/paged_kv_cache.hpp"
 
 namespace loom::compute {
 
 class KvCache {
  public:
-  KvCache(std::int64_t layers, std::int64_t context_length, std::int64_t kv_dim)
-      : layers_(layers), context_(context_length), kv_dim_(kv_dim),
-        keys_(static_cast<std::size_t>(layers * context_length * kv_dim)),
-        values_(keys_.size()) {}
+  // Holds min(context_length, the pool's slots) positions. Throws std::invalid_argument when
+  // context_length < 1.
+  KvCache(PagedKvCache pages, std::int64_t context_length);
 
   std::int64_t context_length() const noexcept { return context_; }
-  std::uint16_t* key(std::int64_t layer, std::int64_t position) noexcept { return &keys_[offset(layer, position)]; }
-  std::uint16_t* value(std::int64_t layer, std::int64_t position) noexcept { return &values_[offset(layer, position)]; }
+  PagedKvCache& pages() noexcept { return pages_; }
+  const PagedKvCache& pages() const noexcept { return pages_; }
+  std::span<const std::int32_t> block_table() const noexcept { return table_; }
 
  private:
-  std::size_t offset(std::int64_t layer, std::int64_t position) const noexcept {
-    return static_cast<std::size_t>((layer * context_ + position) * kv_dim_);
-  }
-  std::int64_t layers_, context_, kv_dim_;
-  std::vector<std::uint16_t> keys_, values_;  // f16 bits
+  PagedKvCache pages_;
+  std::vector<std::int32_t> table_;
+  std::int64_t context_;
 };
 
 }  // namespace loom::compute
