@@ -8,6 +8,9 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <algorithm>
+#include <cmath>
+#include <random>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -15,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "loom/compute/attention.hpp"
+#include "loom/compute/half.hpp"
 #include "loom/compute/llama_model.hpp"
 #include "loom/compute/matmul.hpp"
 #include "loom/compute/model_loader.hpp"
@@ -191,6 +196,78 @@ void BM_DecodeSequences(benchmark::State& state, std::string which) {
       benchmark::Counter(static_cast<double>(state.iterations() * kSequences), benchmark::Counter::kIsRate);
 }
 
+
+// Time to first token for a 1,000-token prompt (the shared synth11M Q8_0 model, context 2,048), with its
+// first `cached` tokens already in the paged cache (Arg 960: a conversation's next turn whose history is
+// cached) or none (Arg 0: the baseline, everything prefilled). Only positions [cached, 1000) run.
+void BM_TimeToFirstToken(benchmark::State& state) {
+  constexpr std::int64_t kPrompt = 1000;
+  const std::int64_t cached = state.range(0);
+  auto loaded = LoadedModel::open(shared_dir() + "/models/synth11M-q8_0.gguf");
+  LlamaModel model(loaded->config(), loaded->weights(), pool(), kPrompt);
+  auto cache = model.make_cache(kPrompt);
+  std::vector<std::int32_t> prompt(static_cast<std::size_t>(kPrompt));
+  for (std::int64_t i = 0; i < kPrompt; ++i) prompt[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(100 + (i * 37) % 30000);
+  std::vector<float> logits(static_cast<std::size_t>(loaded->config().vocab_size));
+  model.forward(prompt, 0, cache, LlamaModel::Logits::last, logits.data());  // the cached history
+  const std::span<const std::int32_t> rest(prompt.data() + cached, static_cast<std::size_t>(kPrompt - cached));
+  for (auto _ : state) model.forward(rest, cached, cache, LlamaModel::Logits::last, logits.data());
+  state.counters["positions_computed"] = static_cast<double>(kPrompt - cached);
+}
+
+// Decode attention alone over the paged F16 cache: 32 query heads in groups of 4 over 8 KV heads of 128,
+// 4,096 positions of history in scattered 16-token blocks, four layers' worth of K/V (67 MB, more than the
+// last-level cache) visited in turn. Every K/V byte of a layer is read once per step (a group's 4 heads
+// share theirs through the cache), so of_bandwidth = (K/V bytes per layer / time) / bandwidth.
+void BM_AttentionDecode(benchmark::State& state) {
+  constexpr std::int64_t kLayers = 4, kHeads = 32, kKvHeads = 8, kHeadDim = 128, kPositions = 4096, kBlock = 16;
+  constexpr std::int64_t kKvDim = kKvHeads * kHeadDim;
+  PagedKvCache pages(kLayers, kKvDim, kBlock, kPositions / kBlock);
+  std::uint64_t x = 88172645463325252ull;
+  auto next = [&] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return static_cast<float>(static_cast<double>(x >> 11) * 0x1.0p-53 - 0.5);
+  };
+  for (std::int64_t layer = 0; layer < kLayers; ++layer) {
+    auto* k = static_cast<std::uint16_t*>(pages.keys(layer));
+    auto* v = static_cast<std::uint16_t*>(pages.values(layer));
+    for (std::int64_t i = 0; i < kPositions * kKvDim; ++i) {
+      k[i] = float_to_half(next());
+      v[i] = float_to_half(next());
+    }
+  }
+  std::vector<std::int32_t> table(static_cast<std::size_t>(kPositions / kBlock));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), std::mt19937(5));
+  std::vector<float> query(kHeads * kHeadDim), out(kHeads * kHeadDim);
+  for (auto& q : query) q = next();
+  const std::size_t scratch = attention_scratch_floats(kPositions, kHeadDim);
+  std::vector<float> scores(scratch * static_cast<std::size_t>(pool().size()));
+  std::int64_t layer = 0;
+  for (auto _ : state) {
+    const auto* keys = static_cast<const std::uint16_t*>(pages.keys(layer));
+    const auto* values = static_cast<const std::uint16_t*>(pages.values(layer));
+    pool().parallel_for(kHeads, [&](std::int64_t h, int thread) {
+      HeadAttention head;
+      head.query = &query[static_cast<std::size_t>(h * kHeadDim)];
+      head.keys = keys + (h / (kHeads / kKvHeads)) * kHeadDim;
+      head.values = values + (h / (kHeads / kKvHeads)) * kHeadDim;
+      head.stride = kKvDim;
+      head.block_table = table.data();
+      head.block_size = kBlock;
+      head.positions = kPositions;
+      head.head_dim = kHeadDim;
+      head.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+      head.scores = &scores[static_cast<std::size_t>(thread) * scratch];
+      head.out = &out[static_cast<std::size_t>(h * kHeadDim)];
+      attend(head);
+    });
+    layer = (layer + 1) % kLayers;
+  }
+  const double bytes = 2.0 * kPositions * kKvDim * sizeof(std::uint16_t);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
+  state.counters["of_bandwidth"] = benchmark::Counter(bytes / measure_bandwidth(), benchmark::Counter::kIsIterationInvariantRate);
+}
 }  // namespace
 
 BENCHMARK(BM_MemoryBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
@@ -206,6 +283,8 @@ BENCHMARK_CAPTURE(BM_Prefill, f16_110M, "f16")->Arg(128)->UseRealTime()->Unit(be
 BENCHMARK_CAPTURE(BM_Prefill, q8_0_110M, "q8_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q4_0_110M, "q4_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+BENCHMARK(BM_TimeToFirstToken)->Arg(0)->Arg(960)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionDecode)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DecodeSequences, q8_0_110M, "q8_0")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

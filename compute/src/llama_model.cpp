@@ -138,6 +138,7 @@ void LlamaModel::check_step(std::span<const SequenceStep> steps, const PagedKvCa
 
 void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cache) {
   check_step(steps, cache);
+  for (const SequenceStep& step : steps) positions_computed_ += step.tokens.size();
   const auto& c = config_;
   const TensorView& embd = *weights_.token_embd;
   std::int64_t n = 0;

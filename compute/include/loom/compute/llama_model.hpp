@@ -61,6 +61,10 @@ class LlamaModel {
   void forward(std::span<const std::int32_t> tokens, std::int64_t start, KvCache& cache, Logits mode,
                float* logits);
 
+  // Positions computed (tokens run through the layers) since construction: how tests show, by count, that a
+  // cached prefix was not computed again.
+  std::uint64_t positions_computed() const noexcept { return positions_computed_; }
+
  private:
   void check_step(std::span<const SequenceStep> steps, const PagedKvCache& cache) const;
   void store_keys_values(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps, PagedKvCache& cache);
@@ -72,6 +76,7 @@ class LlamaModel {
   ModelWeights weights_;
   ThreadPool& pool_;
   std::int64_t max_batch_;
+  std::uint64_t positions_computed_ = 0;
   float theta_step_ = 1.0f;         // base^(-2/head_dim): the ratio of consecutive pairs' frequencies
   float position_scale_ = 1.0f;          // 1 / rope_scale (linear scaling)
   std::vector<float> frequency_factor_;  // per pair: llama3-style divisor of the angle, else 1
