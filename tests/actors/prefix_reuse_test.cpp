@@ -131,5 +131,48 @@ TEST(PrefixReuse, ASharedPrefixIsNotComputedAgainAndGivesTheSameLogits) {
   manager.stop();
 }
 
+// Copy-on-write end to end: the cache manager shares a forked sequence's blocks, asks for a copy of the
+// shared partial block when the child first writes, the backend copies it, and the child then continues
+// exactly as its parent does with the same token.
+TEST(PrefixReuse, AForkedSequenceWritesIntoItsOwnCopyAndContinuesLikeItsParent) {
+  testing::RunningContext ctx(1);
+  auto manager = spawn<CacheManagerActor>(ctx.executor(), {.name = "cache_manager"},
+                                          cache::BlockManagerConfig{.block_count = kBlocks, .block_size = kBlockSize});
+  TinyModel tiny;
+  LlamaModel& model = *tiny.model;
+  const auto& c = model.config();
+  compute::PagedKvCache pages(c.layers, c.kv_dim(), kBlockSize, kBlocks);
+  auto reserve = [&](std::vector<ReserveItem> plan) {
+    Reserve request{std::move(plan), {}};
+    return manager.address().ask(std::move(request), 5s, asio::use_future).get();
+  };
+
+  std::vector<cache::TokenId> prompt(20);  // one full block and 4 slots of the next
+  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<cache::TokenId>(10 + 7 * i);
+  const auto parent = reserve({{1, prompt, true}});
+  ASSERT_TRUE(parent.reserved) << parent.error;
+  compute_reserved(model, pages, prompt, parent.reservations[0], parent.block_tables[0]);
+  manager.address().tell(Commit{1, prompt.size()});
+  Fork fork{1, 2, {}};
+  ASSERT_EQ(manager.address().ask(std::move(fork), 5s, asio::use_future).get(), "");
+
+  // Both append the same next token; the child's first write needs its own copy of the shared block.
+  auto next = prompt;
+  next.push_back(123);
+  const auto child = reserve({{2, {123}, false}});
+  ASSERT_TRUE(child.reserved) << child.error;
+  ASSERT_TRUE(child.reservations[0].copy.has_value());
+  pages.copy_block(static_cast<std::int32_t>(child.reservations[0].copy->source),
+                   static_cast<std::int32_t>(child.reservations[0].copy->destination));
+  const auto child_logits = compute_reserved(model, pages, next, child.reservations[0], child.block_tables[0]);
+  const auto parent_next = reserve({{1, {123}, false}});
+  ASSERT_TRUE(parent_next.reserved) << parent_next.error;
+  EXPECT_FALSE(parent_next.reservations[0].copy.has_value());  // the parent now owns its block alone
+  EXPECT_NE(parent_next.block_tables[0].back(), child.block_tables[0].back());
+  const auto parent_logits = compute_reserved(model, pages, next, parent_next.reservations[0], parent_next.block_tables[0]);
+  EXPECT_EQ(child_logits, parent_logits);
+  manager.stop();
+}
+
 }  // namespace
 }  // namespace loom::actors

@@ -72,7 +72,8 @@ void compare(const std::vector<TopEntry>& top, const float* logits, const std::s
 int argmax(const float* logits, std::int64_t n) { return static_cast<int>(std::max_element(logits, logits + n) - logits); }
 
 // Returns the largest deviations seen; checks the greedy sequence when asked.
-ParityResult run_parity(const std::string& model_file, const std::string& reference_file, bool greedy_must_match) {
+ParityResult run_parity(const std::string& model_file, const std::string& reference_file, bool greedy_must_match,
+                        const loom::compute::KvCacheOptions& kv = {}) {
   const std::string model_path = shared_path("models/" + model_file);
   const std::string reference_path = shared_path("reference/" + reference_file);
   if (!std::filesystem::exists(model_path)) throw std::runtime_error("missing model file " + model_path);
@@ -81,7 +82,7 @@ ParityResult run_parity(const std::string& model_file, const std::string& refere
   auto loaded = LoadedModel::open(model_path);
   loom::compute::ThreadPool pool(2);
   LlamaModel model(loaded->config(), loaded->weights(), pool, 64);
-  auto cache = model.make_cache();
+  auto cache = model.make_cache(0, kv);
   const std::int64_t vocab = loaded->config().vocab_size;
 
   ParityResult worst;
@@ -150,5 +151,18 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                            std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
                            return name;
                          });
+
+// The paged cache's block size changes where keys and values live, never the arithmetic: the same runs with
+// blocks of 1 and 32 positions deviate from the reference by exactly what the default blocks do.
+TEST(ReferenceParityPaged, BlockSizeDoesNotChangeTheDeviations) {
+  for (const std::string model : {"aidreams260K", "synth11M-q8_0"}) {
+    const auto usual = run_parity(model + ".gguf", model + ".once.json", false);
+    for (const std::int64_t block_size : {1, 32}) {
+      const auto paged = run_parity(model + ".gguf", model + ".once.json", false, {.block_size = block_size});
+      EXPECT_EQ(paged.prefill.diff, usual.prefill.diff) << model << " block size " << block_size;
+      EXPECT_EQ(paged.decode.diff, usual.decode.diff) << model << " block size " << block_size;
+    }
+  }
+}
 
 }  // namespace
