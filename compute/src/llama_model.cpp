@@ -294,7 +294,11 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
   const auto* keys = static_cast<const std::byte*>(cache.keys(layer));
   const auto* values = static_cast<const std::byte*>(cache.values(layer));
   const std::size_t element = cache.element_bytes();
-  pool_.parallel_for(n * c.heads, [&](std::int64_t task, int thread) {
+  // The keys and values each head reads (an upper bound: the causal positions of the step's last token).
+  std::int64_t positions = 0;
+  for (std::int64_t t = 0; t < n; ++t) positions += position_[static_cast<std::size_t>(t)] + 1;
+  const auto bytes_touched = static_cast<std::uint64_t>(positions * c.heads * c.head_dim * 2) * element;
+  pool_.parallel_for(n * c.heads, bytes_touched, [&](std::int64_t task, int thread) {
     const std::int64_t t = task / c.heads;
     const std::int64_t h = task % c.heads;
     const SequenceStep& step = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])];

@@ -150,8 +150,11 @@ void matmul_many(std::initializer_list<MatmulProduct> products, const float* x, 
     tasks += (w.rows() + kRowsPerTask - 1) / kRowsPerTask;
   }
   const std::size_t count = products.size();
+  std::uint64_t weight_bytes = 0;
+  for (const auto& product : products) weight_bytes += product.weight->bytes;
 
-  pool.parallel_for(tasks, [&](std::int64_t task, int thread) {
+  // Every token meets every weight byte: that product is the job's size.
+  pool.parallel_for(tasks, weight_bytes * static_cast<std::uint64_t>(tokens), [&](std::int64_t task, int thread) {
     std::size_t k = count - 1;
     while (prepared[k].first_task > task) --k;
     const Prepared& p = prepared[k];

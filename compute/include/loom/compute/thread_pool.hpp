@@ -33,6 +33,28 @@ class ThreadPool {
   // task is done. `thread` in [0, size()) identifies the running thread (for per-thread scratch). Tasks
   // are handed out dynamically, so uneven tasks balance. `fn` must not throw, and must not call
   // parallel_for on the same pool (one job at a time; the pool belongs to one model's forward pass).
+  // Below this much memory traffic a job runs on the calling thread alone: waking the other threads and
+  // waiting for the slowest costs more than it saves (a tiny model's products), and far more when the
+  // machine is busy and a worker has lost its core.
+  static constexpr std::uint64_t kMinSharedBytes = 256 * 1024;
+
+  // parallel_for, or the same tasks on the calling thread (thread 0) when the job touches fewer than
+  // kMinSharedBytes.
+  template <class Fn>
+  void parallel_for(std::int64_t tasks, std::uint64_t bytes_touched, Fn&& fn) {
+    if (bytes_touched < kMinSharedBytes) {
+      for (std::int64_t t = 0; t < tasks; ++t) {
+        if constexpr (std::is_invocable_v<Fn&, std::int64_t, int>) {
+          fn(t, 0);
+        } else {
+          fn(t);
+        }
+      }
+      return;
+    }
+    parallel_for(tasks, std::forward<Fn>(fn));
+  }
+
   template <class Fn>
   void parallel_for(std::int64_t tasks, Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
