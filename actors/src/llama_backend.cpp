@@ -94,14 +94,33 @@ BackendInfo LlamaBackend::info() const {
                      .max_batch_tokens = model_->max_batch()};
 }
 
-// Everything that can be checked before a block is copied or a position written, with the sequence's id in
-// the message. The forward pass checks the rest (positions, tokens, tables) before it does any work.
+// Everything is checked before a block is copied or a position written, with the sequence's id in the
+// message (the forward pass checks its inputs again, by position in the step).
 void LlamaBackend::check(const StepBatch& batch) {
   if (batch.sequences.empty()) throw std::invalid_argument("a step needs at least one sequence");
   const auto vocab = static_cast<std::int32_t>(model_->config().vocab_size);
+  const std::int64_t context = model_->config().context_length;
   std::unordered_set<cache::SequenceId> seen;
+  std::int64_t total = 0;
   for (const StepSequence& s : batch.sequences) {
     if (!seen.insert(s.sequence).second) throw std::invalid_argument(name(s.sequence) + " appears twice in the step");
+    const auto n = static_cast<std::int64_t>(s.tokens.size());
+    if (n == 0) throw std::invalid_argument(name(s.sequence) + " has no tokens");
+    if (s.start < 0 || s.start > context - n) {
+      throw std::out_of_range(name(s.sequence) + ": positions " + std::to_string(s.start) + " + " + std::to_string(n) +
+                              " exceed the context length " + std::to_string(context));
+    }
+    for (const std::int32_t token : s.tokens) {
+      if (token < 0 || token >= vocab) {
+        throw std::out_of_range(name(s.sequence) + ": token id " + std::to_string(token) + " is outside the vocabulary");
+      }
+    }
+    try {
+      cache_.check_table(s.block_table, s.start + n);
+    } catch (const std::out_of_range& e) {
+      throw std::out_of_range(name(s.sequence) + ": " + e.what());
+    }
+    total += n;
     if (s.logprobs < 0 || s.logprobs > std::min(kMaxLogprobs, vocab)) {
       throw std::invalid_argument(name(s.sequence) + ": logprobs " + std::to_string(s.logprobs) + " is outside [0, " +
                                   std::to_string(std::min(kMaxLogprobs, vocab)) + "]");
@@ -111,6 +130,10 @@ void LlamaBackend::check(const StepBatch& batch) {
     if (it != samplers_.end() && !same_sampling(it->second.config(), s.sampler)) {
       throw std::invalid_argument(name(s.sequence) + " changed its sampling parameters; release it to start afresh");
     }
+  }
+  if (total > model_->max_batch()) {
+    throw std::invalid_argument("a step of " + std::to_string(total) + " tokens exceeds the " +
+                                std::to_string(model_->max_batch()) + " tokens a step may hold");
   }
   for (const cache::BlockCopy& copy : batch.copies) {
     for (const cache::BlockId block : {copy.source, copy.destination}) {

@@ -512,6 +512,23 @@ TEST_F(GpuExecutorTest, AFailingStepFailsOnlyItsSequencesAndTheNextStepRuns) {
   const auto doubled = run(executor, std::move(twice));
   ASSERT_TRUE(std::holds_alternative<StepFailed>(doubled));
   EXPECT_NE(std::get<StepFailed>(doubled).error.find("sequence 1 appears twice"), std::string::npos);
+  StepBatch short_table;
+  short_table.sequences = {a.next()};
+  short_table.sequences[0].block_table.resize(1);  // 4 positions; the decode writes position 20
+  const auto unplaced = run(executor, std::move(short_table));
+  ASSERT_TRUE(std::holds_alternative<StepFailed>(unplaced));
+  EXPECT_NE(std::get<StepFailed>(unplaced).error.find("sequence 1: a block table of 1 blocks cannot hold 21 positions"), std::string::npos)
+      << std::get<StepFailed>(unplaced).error;
+  StepBatch too_large;  // two prefills of 70 tokens (each within the context of 128): 140 in the step
+  for (const cache::SequenceId id : {50, 51}) {
+    too_large.sequences.push_back(StepSequence{.sequence = id,
+                                               .tokens = std::vector<std::int32_t>(70, 1),
+                                               .block_table = scattered_table(18, static_cast<std::int32_t>(id), 2)});
+  }
+  const auto refused_size = run(executor, std::move(too_large));
+  ASSERT_TRUE(std::holds_alternative<StepFailed>(refused_size));
+  EXPECT_NE(std::get<StepFailed>(refused_size).error.find("a step of 140 tokens exceeds the 128"), std::string::npos)
+      << std::get<StepFailed>(refused_size).error;
   generate(executor, {&a}, 9);
   EXPECT_EQ(a.generated.back(), reference.greedy[8]);
 }
