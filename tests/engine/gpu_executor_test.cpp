@@ -270,6 +270,28 @@ TEST_F(GpuExecutorTest, AMissingFileIsAnErrorAndTheExecutorCarriesOn) {
   EXPECT_TRUE(load(executor).loaded());
 }
 
+// The same model as a llama2.c checkpoint: it holds no vocabulary, so it needs its tokenizer file, and then it
+// computes what the GGUF does.
+TEST_F(GpuExecutorTest, ALlamaCheckpointLoadsWithItsTokenizerFile) {
+  const auto reference = read_reference("aidreams260K.once.json");
+  auto executor = spawn_executor();
+  auto options = load_options();
+  options.model_path = shared_path("models/aidreams260K.bin");
+  REQUIRE_SHARED_FILE(options.model_path);
+  const auto without = load(executor, options);
+  EXPECT_NE(without.error.find("give a tokenizer path"), std::string::npos) << without.error;
+
+  options.tokenizer_path = shared_path("models/aidreams260K.tok512.bin");
+  REQUIRE_SHARED_FILE(options.tokenizer_path);
+  const auto with = load(executor, options);
+  ASSERT_TRUE(with.loaded()) << with.error;
+  ASSERT_NE(with.tokenizer, nullptr);
+  EXPECT_EQ(with.tokenizer->encode("Once upon a time"), reference.prompt);
+  Driven d{.id = 1, .prompt = reference.prompt, .table = scattered_table(10, 0, 1)};
+  generate(executor, {&d}, 16);
+  EXPECT_EQ(d.generated, std::vector<std::int32_t>(reference.greedy.begin(), reference.greedy.begin() + 16));
+}
+
 TEST_F(GpuExecutorTest, RunBeforeALoadFailsItsSequences) {
   auto executor = spawn_executor();
   StepBatch batch;
