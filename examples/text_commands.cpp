@@ -1,14 +1,15 @@
 #include "text_commands.hpp"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iostream>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -33,22 +34,14 @@ namespace {
 
 using namespace loom::compute;
 
-bool is_gguf(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  char magic[4] = {};
-  in.read(magic, sizeof magic);
-  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
-}
-
 // The vocabulary from --tokenizer when given (a GGUF file or a llama2.c tokenizer file), else from the
 // model's own GGUF metadata.
 Vocabulary load_vocabulary(const std::string& model_path, const std::string& tokenizer_path) {
   if (!tokenizer_path.empty()) {
-    if (is_gguf(tokenizer_path)) return Vocabulary::from_gguf(GgufFile::open(tokenizer_path));
+    if (GgufFile::has_magic(tokenizer_path)) return Vocabulary::from_gguf(GgufFile::open(tokenizer_path));
     if (model_path.empty()) throw UsageError("a llama2.c tokenizer file needs --model too (for the vocabulary size)");
     std::int64_t vocab_size = 0;
-    if (is_gguf(model_path)) {
+    if (GgufFile::has_magic(model_path)) {
       vocab_size = read_model_config(GgufFile::open(model_path)).vocab_size;
     } else {
       vocab_size = Llama2cCheckpoint::open(model_path).config().vocab_size;
@@ -56,7 +49,7 @@ Vocabulary load_vocabulary(const std::string& model_path, const std::string& tok
     return Vocabulary::from_llama2c_tokenizer(tokenizer_path, static_cast<std::int32_t>(vocab_size));
   }
   if (model_path.empty()) throw UsageError("needs --model PATH");
-  if (!is_gguf(model_path)) {
+  if (!GgufFile::has_magic(model_path)) {
     throw UsageError(model_path + " is a llama2.c checkpoint, which holds no vocabulary: pass --tokenizer FILE");
   }
   return Vocabulary::from_gguf(GgufFile::open(model_path));
@@ -152,6 +145,49 @@ void print_stats(const GenerationResult& r) {
 // SIGINT while a reply streams cancels the reply; at the chat prompt it only interrupts the read.
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+
+// Lines from standard input that a Ctrl-C can interrupt reliably: the interrupt flag is checked between
+// short polls, so a signal that lands just before a blocking read cannot leave the reader waiting (as it
+// can with a plain read(), which only returns early when the signal interrupts the call itself).
+class StdinLines {
+ public:
+  enum class Result { line, interrupted, end };
+  static constexpr std::size_t kMaxLine = 1 << 20;  // a longer line is cut into pieces of this size
+
+  Result next(std::string& line, const std::atomic<bool>& interrupted) {
+    for (;;) {
+      if (const auto newline = pending_.find('\n'); newline != std::string::npos || pending_.size() >= kMaxLine) {
+        const std::size_t length = newline != std::string::npos ? newline : kMaxLine;
+        line.assign(pending_, 0, length);
+        pending_.erase(0, newline != std::string::npos ? length + 1 : length);
+        return Result::line;
+      }
+      if (interrupted.load()) return Result::interrupted;
+      if (at_end_) {
+        if (pending_.empty()) return Result::end;
+        line = std::move(pending_);
+        pending_.clear();
+        return Result::line;
+      }
+      pollfd ready{STDIN_FILENO, POLLIN, 0};
+      const int polled = ::poll(&ready, 1, 50);
+      if (polled < 0 && errno != EINTR) return Result::end;
+      if (polled <= 0) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        at_end_ = true;
+        continue;
+      }
+      pending_.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+
+ private:
+  std::string pending_;
+  bool at_end_ = false;
+};
 
 void install_interrupt_handler() {
   struct sigaction action {};
@@ -292,21 +328,18 @@ int run_chat(CommandLine& args) {
   std::fprintf(stderr, "loom chat: %s template; Ctrl-C stops a reply, Ctrl-D or /quit leaves, /reset forgets the history\n",
                std::string(name(*chat_template)).c_str());
 
+  StdinLines input;
   std::string line;
   for (;;) {
-    if (interactive) write_out("> ");
+    // The flag is cleared before the prompt is shown, so a Ctrl-C typed at the prompt is always seen.
     g_interrupted.store(false);
-    if (!std::getline(std::cin, line)) {
-      // Ctrl-C at the prompt interrupts the read (stdin's error flag, not its end-of-file flag): a fresh
-      // prompt, not an exit.
-      if (g_interrupted.load() && std::feof(stdin) == 0) {
-        std::cin.clear();
-        std::clearerr(stdin);
-        write_out("\n");
-        continue;
-      }
-      break;
+    if (interactive) write_out("> ");
+    const auto got = input.next(line, g_interrupted);
+    if (got == StdinLines::Result::interrupted) {  // Ctrl-C at the prompt: a fresh prompt, not an exit
+      write_out("\n");
+      continue;
     }
+    if (got == StdinLines::Result::end) break;
     if (line == "/quit" || line == "/exit") break;
     if (line == "/reset") {
       history.resize(fixed_turns);

@@ -18,14 +18,6 @@ namespace {
 
 using compute::Vocabulary;
 
-bool is_gguf(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  char magic[4] = {};
-  in.read(magic, sizeof magic);
-  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
-}
-
 void check_options(const LoadOptions& o) {
   const auto out_of_range = [](const std::string& field, std::int64_t value, std::int64_t low, std::int64_t high) {
     if (value < low || value > high) {
@@ -43,7 +35,7 @@ void check_options(const LoadOptions& o) {
 // The model's vocabulary: from the tokenizer file when one is named, else from the GGUF model itself.
 Vocabulary load_vocabulary(const LoadOptions& o, const compute::LoadedModel& loaded) {
   if (!o.tokenizer_path.empty()) {
-    if (is_gguf(o.tokenizer_path)) return Vocabulary::from_gguf(compute::GgufFile::open(o.tokenizer_path));
+    if (compute::GgufFile::has_magic(o.tokenizer_path)) return Vocabulary::from_gguf(compute::GgufFile::open(o.tokenizer_path));
     return Vocabulary::from_llama2c_tokenizer(o.tokenizer_path, static_cast<std::int32_t>(loaded.config().vocab_size));
   }
   if (loaded.gguf() == nullptr) {

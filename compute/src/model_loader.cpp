@@ -107,13 +107,7 @@ LoadedModel::LoadedModel(std::variant<GgufFile, Llama2cCheckpoint> file) : file_
 }
 
 std::unique_ptr<LoadedModel> LoadedModel::open(const std::string& path) {
-  char magic[4] = {};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ModelFileError(path, std::nullopt, "", "cannot open the file");
-  in.read(magic, sizeof magic);
-  if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) {
-    return std::make_unique<LoadedModel>(GgufFile::open(path));
-  }
+  if (GgufFile::has_magic(path)) return std::make_unique<LoadedModel>(GgufFile::open(path));
   return std::make_unique<LoadedModel>(Llama2cCheckpoint::open(path));
 }
 

@@ -37,6 +37,10 @@ class GgufFile {
   // Maps and parses `path`. Throws ModelFileError (MappedFileError when the file cannot be mapped).
   static GgufFile open(std::string path);
 
+  // Whether the file starts with the GGUF magic (how loaders tell GGUF from llama2.c files). Throws
+  // ModelFileError when the file cannot be opened.
+  static bool has_magic(const std::string& path);
+
   GgufFile(GgufFile&&) noexcept = default;
   GgufFile& operator=(GgufFile&&) noexcept = default;
   GgufFile(const GgufFile&) = delete;
