@@ -77,14 +77,31 @@ std::vector<float> compute_reserved(LlamaModel& model, compute::PagedKvCache& pa
   return logits;
 }
 
-TEST(PrefixReuse, ASharedPrefixIsNotComputedAgainAndGivesTheSameLogits) {
-  testing::RunningContext ctx(1);
-  auto manager = spawn<CacheManagerActor>(ctx.executor(), {.name = "cache_manager"},
-                                          cache::BlockManagerConfig{.block_count = kBlocks, .block_size = kBlockSize});
+// The pieces both tests wire together: a cache manager over kBlocks blocks, the tiny model, and the paged
+// storage those blocks name.
+class PrefixReuse : public ::testing::Test {
+ protected:
+  PrefixReuse()
+      : manager(spawn<CacheManagerActor>(ctx.executor(), {.name = "cache_manager"},
+                                         cache::BlockManagerConfig{.block_count = kBlocks, .block_size = kBlockSize})),
+        model(*tiny.model),
+        pages(model.config().layers, model.config().kv_dim(), kBlockSize, kBlocks) {}
+  ~PrefixReuse() override { manager.stop(); }
+
+  ReserveResult reserve(std::vector<ReserveItem> plan) {
+    Reserve request{std::move(plan), {}};
+    return manager.address().ask(std::move(request), 5s, asio::use_future).get();
+  }
+
+  testing::RunningContext ctx{1};
+  ActorHandle<CacheManagerProtocol> manager;
   TinyModel tiny;
-  LlamaModel& model = *tiny.model;
+  LlamaModel& model;
+  compute::PagedKvCache pages;
+};
+
+TEST_F(PrefixReuse, ASharedPrefixIsNotComputedAgainAndGivesTheSameLogits) {
   const auto& c = model.config();
-  compute::PagedKvCache pages(c.layers, c.kv_dim(), kBlockSize, kBlocks);
 
   std::mt19937 random(7);
   std::uniform_int_distribution<cache::TokenId> token(3, 511);
@@ -93,13 +110,8 @@ TEST(PrefixReuse, ASharedPrefixIsNotComputedAgainAndGivesTheSameLogits) {
   std::copy_n(first.begin(), kShared, second.begin());
   for (auto i = kShared; i < kPrompt; ++i) second[static_cast<std::size_t>(i)] = token(random);
 
-  auto reserve = [&](cache::SequenceId id, const std::vector<cache::TokenId>& prompt) {
-    Reserve request{{ReserveItem{id, prompt, true}}, {}};
-    return manager.address().ask(std::move(request), 5s, asio::use_future).get();
-  };
-
   // The first conversation: nothing cached, all 1,000 positions computed; then it is retained.
-  const auto a = reserve(1, first);
+  const auto a = reserve({{1, first, true}});
   ASSERT_TRUE(a.reserved) << a.error;
   EXPECT_EQ(a.reservations[0].reused_tokens, 0u);
   const auto before_a = model.positions_computed();
@@ -108,7 +120,7 @@ TEST(PrefixReuse, ASharedPrefixIsNotComputedAgainAndGivesTheSameLogits) {
   manager.address().tell(Retain{1, static_cast<std::size_t>(kPrompt)});
 
   // The second prompt shares 960 tokens (60 whole blocks): only its 40 new positions are computed.
-  const auto b = reserve(2, second);
+  const auto b = reserve({{2, second, true}});
   ASSERT_TRUE(b.reserved) << b.error;
   EXPECT_EQ(b.reservations[0].reused_tokens, static_cast<std::size_t>(kShared));
   EXPECT_EQ(b.reservations[0].first_position, static_cast<std::size_t>(kShared));
@@ -128,25 +140,12 @@ TEST(PrefixReuse, ASharedPrefixIsNotComputedAgainAndGivesTheSameLogits) {
 
   const auto stats = manager.address().ask(GetCacheStats{}, 5s, asio::use_future).get();
   EXPECT_EQ(stats.cache.prompt_tokens_reused, static_cast<std::uint64_t>(kShared));
-  manager.stop();
 }
 
 // Copy-on-write end to end: the cache manager shares a forked sequence's blocks, asks for a copy of the
 // shared partial block when the child first writes, the backend copies it, and the child then continues
 // exactly as its parent does with the same token.
-TEST(PrefixReuse, AForkedSequenceWritesIntoItsOwnCopyAndContinuesLikeItsParent) {
-  testing::RunningContext ctx(1);
-  auto manager = spawn<CacheManagerActor>(ctx.executor(), {.name = "cache_manager"},
-                                          cache::BlockManagerConfig{.block_count = kBlocks, .block_size = kBlockSize});
-  TinyModel tiny;
-  LlamaModel& model = *tiny.model;
-  const auto& c = model.config();
-  compute::PagedKvCache pages(c.layers, c.kv_dim(), kBlockSize, kBlocks);
-  auto reserve = [&](std::vector<ReserveItem> plan) {
-    Reserve request{std::move(plan), {}};
-    return manager.address().ask(std::move(request), 5s, asio::use_future).get();
-  };
-
+TEST_F(PrefixReuse, AForkedSequenceWritesIntoItsOwnCopyAndContinuesLikeItsParent) {
   std::vector<cache::TokenId> prompt(20);  // one full block and 4 slots of the next
   for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<cache::TokenId>(10 + 7 * i);
   const auto parent = reserve({{1, prompt, true}});
@@ -171,7 +170,6 @@ TEST(PrefixReuse, AForkedSequenceWritesIntoItsOwnCopyAndContinuesLikeItsParent) 
   EXPECT_NE(parent_next.block_tables[0].back(), child.block_tables[0].back());
   const auto parent_logits = compute_reserved(model, pages, next, parent_next.reservations[0], parent_next.block_tables[0]);
   EXPECT_EQ(child_logits, parent_logits);
-  manager.stop();
 }
 
 }  // namespace
