@@ -76,14 +76,19 @@ LlamaBackend::LlamaBackend(std::unique_ptr<compute::LoadedModel> loaded,
       tokenizer_(std::move(tokenizer)),
       pool_(std::make_unique<compute::ThreadPool>(options.threads > 0 ? options.threads : compute::physical_core_count())),
       model_(std::make_unique<compute::LlamaModel>(loaded_->config(), loaded_->weights(), *pool_, options.max_batch_tokens)),
-      cache_(model_->make_paged_cache(options.kv, options.kv_tokens)) {}
+      cache_(model_->make_paged_cache(options.kv, options.kv_tokens)) {
+  if (loaded_->gguf() != nullptr) {
+    if (auto source = loaded_->gguf()->find_string("tokenizer.chat_template")) chat_template_source_ = std::string(*source);
+  }
+}
 
 BackendInfo LlamaBackend::info() const {
   return BackendInfo{.config = model_->config(),
                      .kv_block_size = cache_.block_size(),
                      .kv_blocks = cache_.blocks(),
                      .kv_bytes = cache_.bytes(),
-                     .max_batch_tokens = model_->max_batch()};
+                     .max_batch_tokens = model_->max_batch(),
+                     .chat_template_source = chat_template_source_};
 }
 
 // Everything is checked before a block is copied or a position written, with the sequence's id in the

@@ -38,6 +38,7 @@ struct BackendInfo {
   std::int64_t kv_blocks = 0;
   std::uint64_t kv_bytes = 0;
   std::int64_t max_batch_tokens = 0;
+  std::string chat_template_source;  // the model's tokenizer.chat_template (Jinja), empty when it has none
 };
 
 class ExecutorBackend {

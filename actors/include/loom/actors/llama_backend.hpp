@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +49,7 @@ class LlamaBackend final : public ExecutorBackend {
   std::unique_ptr<compute::ThreadPool> pool_;
   std::unique_ptr<compute::LlamaModel> model_;
   compute::PagedKvCache cache_;
+  std::string chat_template_source_;
   std::unordered_map<cache::SequenceId, compute::Sampler> samplers_;
   // Scratch of the step: the sequences' model views and the logits of those that sample, one row each.
   std::vector<compute::LlamaModel::SequenceStep> steps_;
