@@ -12,10 +12,11 @@ namespace loom::actors {
 
 class LatencyHistogram {
  public:
-  // Bucket i holds samples up to bound(i); bounds grow by 2^(1/4) from 10 us, the last bucket is open-ended
-  // (about 10 us .. 170 s across the finite ones).
+  // Bucket i holds samples in (bound(i-1), bound(i)]; bound(i) = 10 us * 2^(i/4), so bucket 0 takes
+  // everything up to 10 us and the finite bounds reach about 119 s; the last bucket is open-ended.
   static constexpr std::size_t kBuckets = 96;
 
+  // A negative latency (a clock that went backwards) counts as 0.
   void record(std::chrono::nanoseconds latency) noexcept;
   void merge(const LatencyHistogram& other) noexcept;
 
@@ -24,7 +25,8 @@ class LatencyHistogram {
   std::chrono::nanoseconds min() const noexcept { return count_ ? min_ : std::chrono::nanoseconds{0}; }
   std::chrono::nanoseconds max() const noexcept { return max_; }
   std::chrono::nanoseconds mean() const noexcept;
-  // The upper bound of the bucket holding the q-quantile (q in [0, 1]), clamped to [min, max]; 0 when empty.
+  // The upper bound of the bucket holding the q-quantile (q in [0, 1]), clamped to [min, max]; exactly min
+  // for q <= 0 and max for q >= 1; 0 when empty.
   std::chrono::nanoseconds quantile(double q) const noexcept;
 
   // Upper bound of bucket i (the last is nanoseconds::max()).
