@@ -23,6 +23,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "loom/actors/actor.hpp"
 #include "loom/actors/cache_manager_actor.hpp"
@@ -47,12 +48,16 @@ class Engine {
   using ShutdownMode = actors::ShutdownMode;
 
   // On the application's executor (an io_context's, or a strand's). The application keeps it running
-  // until shutdown has completed.
+  // until shutdown has completed. Both constructors throw std::invalid_argument for a config that
+  // Config::validate() refuses.
   Engine(boost::asio::any_io_executor executor, Config config);
   // On a pool of config.io_threads threads of its own.
   explicit Engine(Config config);
-  // Shuts down (cancelling what runs) and waits for the actors to stop when the engine owns its threads;
-  // on an application's executor call async_shutdown first and let it complete.
+  // With its own pool: shuts down (cancelling what runs), waits (bounded) for the actors to stop, and joins
+  // the pool; never destroy it from one of the pool's own threads (an event handler). On an application's
+  // executor it only lets go of the engine's actors, which then stop on that executor: call async_shutdown
+  // first and let it complete, so that every request has had its last event, and keep the executor
+  // running until then.
   ~Engine();
 
   Engine(const Engine&) = delete;

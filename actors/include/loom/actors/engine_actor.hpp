@@ -58,8 +58,9 @@ struct EngineStats {
   bool model_loaded = false;
   std::size_t sessions = 0;             // open sessions (stand-alone requests not counted)
   std::size_t active_requests = 0;      // accepted, not yet done
-  std::uint64_t requests_accepted = 0;
-  std::uint64_t requests_refused = 0;   // answered by an error event
+  std::uint64_t requests_accepted = 0;   // passed the engine's checks and went to their session
+  std::uint64_t requests_refused = 0;    // answered by an error event (by the engine, a session or the scheduler)
+  std::uint64_t requests_completed = 0;  // ended by a done event, whatever its reason
   SchedulerStats scheduler;             // queue depth, batch size, tokens/s, TTFT and inter-token histograms
   CacheManagerStats cache;              // KV blocks in use, cached, free
   ExecutorStats executor;
@@ -97,18 +98,19 @@ struct EngineShutdown {
 };
 
 namespace engine_detail {
-// A request's last event went out (done or error): forget it; a stand-alone session stops.
+// A request's last event went out (done or error), told by the wrapper around its sink on the session's
+// strand: forget the request; a stand-alone session, or one closed meanwhile, stops.
 struct RequestEnded {
   std::string request_id;
+  bool refused = false;  // it was an error event
 };
-struct Loaded {
-  LoadResult result;
-};
+// Every child actor has stopped after a shutdown: answer the shutdown.
+struct ChildrenStopped {};
 }  // namespace engine_detail
 
 using EngineProtocol = std::variant<EngineLoad, EngineOpenSession, EngineCloseSession, EngineGenerate, EngineCancel,
                                     GetEngineStats, EngineShutdown, engine_detail::RequestEnded,
-                                    engine_detail::Loaded>;
+                                    engine_detail::ChildrenStopped>;
 
 class EngineActor : public Actor<EngineActor, EngineProtocol> {
  public:
@@ -126,10 +128,20 @@ class EngineActor : public Actor<EngineActor, EngineProtocol> {
   void on(GetEngineStats m);
   void on(EngineShutdown m);
   void on(engine_detail::RequestEnded m);
-  void on(engine_detail::Loaded m);
+  void on(engine_detail::ChildrenStopped m);
 
  private:
   struct State;  // children handles, registries, counters (engine_actor.cpp)
+  struct SessionEntry;
+
+  void on_loaded(LoadResult result);
+  void refuse(ClientSink& sink, const std::string& request_id, proto::ErrorCode code, std::string message,
+              std::string field = {});
+  SessionEntry& add_session(std::string session_id, std::optional<std::string> system_prompt, bool standalone);
+  void release_session(std::uint64_t serial);
+  void begin_shutdown();
+  void stop_children();
+
   std::unique_ptr<State> state_;
 };
 
