@@ -193,6 +193,8 @@ class SchedulerActor : public Actor<SchedulerActor, SchedulerProtocol> {
   SchedulerActor(SchedulerConfig config, Address<CacheManagerProtocol> cache, Address<GpuExecutorProtocol> executor);
   ~SchedulerActor();
 
+  void on_start();
+
   void on(SubmitSequence m);
   void on(CancelSequence m);
   void on(ThermalStateChanged m);
@@ -203,39 +205,43 @@ class SchedulerActor : public Actor<SchedulerActor, SchedulerProtocol> {
   void on(scheduler_detail::StepAnswered m);
 
  private:
-  struct Sequence;
-  struct PlannedItem;
+  struct Sequence;     // scheduler_actor.cpp
+  struct PlannedItem;  // one sequence's share of the plan being reserved or computed
   using Clock = std::chrono::steady_clock;
 
-  // (implementation state in scheduler_actor.cpp's terms)
-  void schedule_tick();
+  void request_tick(Clock::duration delay = Clock::duration::zero());
   void plan_step();
   void admit();
-  bool preempt_for(std::size_t missing_blocks);
-  void run_planned(ReserveResult&& result);
+  void preempt(cache::SequenceId id);
+  void run_step(ReserveResult&& result);
+  void end_plan();
+  void deliver_step(StepDone&& done);
+  void fail_plan(const std::string& error);
   void finish(cache::SequenceId id, proto::FinishReason reason, std::string error = {});
   void expire_deadlines();
   void maybe_answer_drain();
-  const ThermalPolicy& policy() const;
-  std::size_t running_cap() const;
+  const ThermalPolicy& policy() const noexcept;
+  std::size_t step_cap() const noexcept;
+  bool may_run(const Sequence& s) const noexcept;
 
   SchedulerConfig config_;
   Address<CacheManagerProtocol> cache_;
   Address<GpuExecutorProtocol> executor_;
   std::unordered_map<cache::SequenceId, std::unique_ptr<Sequence>> sequences_;
-  std::deque<cache::SequenceId> waiting_;  // in arrival order; picking applies priority and fairness
-  std::vector<cache::SequenceId> running_; // admission order
-  std::unordered_map<std::string, std::uint64_t> last_served_;  // fairness key -> admission counter
+  std::deque<cache::SequenceId> waiting_;   // arrival order (preempted ones at the front)
+  std::vector<cache::SequenceId> running_;  // admission order
+  std::unordered_map<std::string, std::uint64_t> last_admitted_;  // fairness key -> admission number
   std::uint64_t admissions_ = 0;
-  std::uint64_t next_plan_ = 0;
-  std::vector<PlannedItem> planned_;
-  bool tick_pending_ = false;
-  bool busy_ = false;                      // a plan is being reserved or computed
+  std::uint64_t plan_id_ = 0;
+  std::vector<PlannedItem> plan_;           // the plan being reserved or computed
+  bool busy_ = false;                       // a plan is out (reserving or computing)
+  bool tick_posted_ = false;
+  bool admission_held_ = false;             // after a preemption, until a sequence leaves
   ThermalState thermal_ = ThermalState::nominal;
-  std::optional<Reply<bool>> drain_reply_;
   bool draining_ = false;
+  std::vector<Reply<bool>> drain_replies_;
   SchedulerStats stats_;
-  std::deque<std::pair<Clock::time_point, std::size_t>> recent_tokens_;  // for tokens_per_second
+  std::deque<std::pair<Clock::time_point, std::size_t>> recent_tokens_;  // (step end, tokens) for tokens/s
 };
 
 }  // namespace loom::actors
