@@ -94,7 +94,7 @@ void EngineConfig::validate() const {
   }
   // context_length comes from the model at load; any positive value stands in for it here.
   SchedulerConfig scheduler_check = scheduler;
-  if (scheduler_check.context_length <= 0) scheduler_check.context_length = 1;
+  if (scheduler_check.context_length <= 0) scheduler_check.context_length = std::int64_t{1} << 20;
   scheduler_check.validate();
   if (thermal_provider) thermal.validate();
 }
@@ -480,11 +480,25 @@ void EngineActor::on(EngineShutdown m) {
     stop_children();
     return;
   }
-  DrainScheduler drain{cancel, {}};
-  ask(s.scheduler.address(), std::move(drain), kDrainTimeout, [this](error_code ec, bool) {
-    if (ec) logger().warn("actor={} the scheduler's drain failed error=\"{}\"; stopping anyway", name(), ec.message());
-    stop_children();
-  });
+  // A session hands a request to the scheduler when it handles it, on its own strand. A round trip through
+  // every session with a request in flight first means their submits are in the scheduler's mailbox before
+  // the drain is, so an accepted request is drained (or cancelled), never refused by the draining scheduler.
+  auto pending = std::make_shared<std::size_t>(1);
+  auto drain_when_flushed = [this, pending, cancel] {
+    if (--*pending > 0) return;
+    DrainScheduler drain{cancel, {}};
+    ask(state_->scheduler.address(), std::move(drain), kDrainTimeout, [this](error_code ec, bool) {
+      if (ec) logger().warn("actor={} the scheduler's drain failed error=\"{}\"; stopping anyway", name(), ec.message());
+      stop_children();
+    });
+  };
+  for (const auto& [serial, entry] : s.sessions) {
+    if (entry.in_flight == 0) continue;
+    ++*pending;
+    ask(entry.handle.address(), GetSessionInfo{}, kStatsTimeout,
+        [drain_when_flushed](error_code, SessionInfo) mutable { drain_when_flushed(); });
+  }
+  drain_when_flushed();
 }
 
 void EngineActor::stop_children() {
