@@ -26,13 +26,14 @@ actors::ActorHandle<actors::EngineProtocol> spawn_engine(boost::asio::any_io_exe
 }  // namespace
 
 Engine::Engine(boost::asio::any_io_executor executor, Config config)
-    : executor_(std::move(executor)), engine_(spawn_engine(executor_, std::move(config))) {}
+    : executor_(std::move(executor)), engine_(spawn_engine(executor_, std::move(config))), address_(engine_.address()) {}
 
 Engine::Engine(Config config)
     : own_pool_(std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(std::max(config.io_threads, 1)))),
       executor_(own_pool_->get_executor()) {
   try {
     engine_ = spawn_engine(executor_, std::move(config));
+    address_ = engine_.address();
   } catch (...) {
     own_pool_->stop();
     own_pool_->join();

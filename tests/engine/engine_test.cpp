@@ -276,6 +276,29 @@ TEST_F(EngineTest, ACoroutineReadsTheSameGenerationAsAStream) {
   EXPECT_EQ(outcome.get(), reference_greedy());
 }
 
+TEST_F(EngineTest, TheAsyncCallsWorkAwaitedInACoroutine) {
+  // use_awaitable starts an ask only when it is awaited, after the call that made it has returned: this
+  // failed while the Engine asked through a temporary Address.
+  Engine engine(engine_config());
+  auto outcome = asio::co_spawn(
+      engine.get_executor(),
+      [&engine]() -> asio::awaitable<std::string> {
+        const auto loaded = co_await engine.async_load(asio::use_awaitable);
+        if (!loaded.loaded()) co_return "load: " + loaded.error;
+        proto::SessionOpen open;
+        open.session_id = "awaited";
+        const auto opened = co_await engine.async_open_session(std::move(open), asio::use_awaitable);
+        if (!std::holds_alternative<proto::SessionOpened>(opened)) co_return "open_session did not open";
+        const auto s = co_await engine.async_stats(asio::use_awaitable);
+        if (!s.model_loaded || s.sessions != 1) co_return "stats do not show the model and the session";
+        const bool shut = co_await engine.async_shutdown(Engine::ShutdownMode::drain, asio::use_awaitable);
+        co_return shut ? "ok" : "shutdown answered false";
+      },
+      asio::use_future);
+  ASSERT_EQ(outcome.wait_for(kTimeout), std::future_status::ready);
+  EXPECT_EQ(outcome.get(), "ok");
+}
+
 TEST_F(EngineTest, RequestsBeforeALoadAreRefusedAsUnavailable) {
   Engine engine(engine_config());
   auto events = generate(engine, greedy_request("early"));

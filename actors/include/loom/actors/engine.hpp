@@ -68,14 +68,14 @@ class Engine {
   template <class CompletionToken>
   auto async_load(CompletionToken&& token) {
     actors::EngineLoad request{};
-    return engine_.address().ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
+    return address_.ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
   }
 
   // Answers session.opened, or an error event (conflict for an id in use, overloaded past max_sessions).
   template <class CompletionToken>
   auto async_open_session(proto::SessionOpen open, CompletionToken&& token) {
     actors::EngineOpenSession request{std::move(open), {}};
-    return engine_.address().ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
+    return address_.ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
   }
   // Forgets a session (its running request ends as cancelled). Unknown ids are ignored.
   void close_session(std::string session_id);
@@ -91,7 +91,7 @@ class Engine {
   template <class CompletionToken>
   auto async_stats(CompletionToken&& token) {
     actors::GetEngineStats request{};
-    return engine_.address().ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
+    return address_.ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
   }
 
   // New requests are refused (`unavailable`) from now on; running ones finish (drain) or end as cancelled;
@@ -99,7 +99,7 @@ class Engine {
   template <class CompletionToken>
   auto async_shutdown(ShutdownMode mode, CompletionToken&& token) {
     actors::EngineShutdown request{mode, {}};
-    return engine_.address().ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
+    return address_.ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
   }
 
   boost::asio::any_io_executor get_executor() const { return executor_; }
@@ -110,6 +110,9 @@ class Engine {
   std::unique_ptr<boost::asio::thread_pool> own_pool_;  // only when the engine owns its threads
   boost::asio::any_io_executor executor_;
   actors::ActorHandle<actors::EngineProtocol> engine_;
+  // Asked through a member, not a temporary from engine_.address(): with asio::use_awaitable the ask's
+  // initiation runs only when the caller co_awaits it, and it refers to the Address it was started from.
+  actors::Address<actors::EngineProtocol> address_;
 };
 
 }  // namespace loom
