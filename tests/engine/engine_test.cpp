@@ -26,6 +26,7 @@
 
 #include "loom/actors/engine.hpp"
 #include "loom/actors/llama_backend.hpp"
+#include "loom/actors/thermal_provider.hpp"
 #include "test_files.hpp"
 #include "test_support.hpp"
 
@@ -481,6 +482,23 @@ TEST_F(EngineTest, StatsCountTheRequestsAndShowTheModelsCacheAndLatencies) {
   EXPECT_EQ(s.value.cache.cache.used_blocks, 0u) << "a finished request's blocks are back";
   EXPECT_EQ(s.value.kv_usage(), 0.0);
   EXPECT_EQ(s.value.thermal, actors::ThermalState::nominal);
+}
+
+TEST_F(EngineTest, TheThermalMonitorsStateReachesTheScheduler) {
+  auto config = engine_config();
+  config.thermal_provider = std::make_shared<actors::FixedThermalProvider>(actors::ThermalState::serious);
+  config.thermal.interval = 10ms;
+  Engine engine(config);
+  EXPECT_EQ(stats(engine).value.thermal, actors::ThermalState::nominal) << "no monitor before a load";
+  expect_loaded(engine);
+  EXPECT_TRUE(actors::testing::eventually(
+      [&] { return stats(engine).value.thermal == actors::ThermalState::serious; }, 30s));
+  // A user request (priority 0) still runs under serious, to the same tokens.
+  auto events = generate(engine, greedy_request("warm"));
+  ASSERT_TRUE(events->wait());
+  ASSERT_NE(events->done(), nullptr);
+  EXPECT_EQ(events->tokens(), reference_greedy());
+  EXPECT_TRUE(shutdown(engine, Engine::ShutdownMode::drain).value);
 }
 
 TEST_F(EngineTest, ADrainingShutdownLetsRunningRequestsFinishThenRefusesNewOnes) {
