@@ -71,8 +71,13 @@ constexpr proto::Timings kTimings{.queue_ms = 1.5, .prefill_ms = 2.5, .decode_ms
 
 // What the actors did, for the test thread to wait on and inspect. A lock rather than a message: the test
 // thread is not an actor and has to block until the actors have done something.
-class Probe {
+class Probe : public std::enable_shared_from_this<Probe> {
  public:
+  // Keeps the probe alive: a session stopped at the end of a test still sends its done event.
+  ClientSink sink() {
+    return [self = shared_from_this()](ServerMessage message) { self->on_event(std::move(message)); };
+  }
+
   void add_script(Script script) {
     std::lock_guard lock(mutex_);
     scripts_.push_back(std::move(script));
@@ -116,10 +121,6 @@ class Probe {
         message);
     events_[id].push_back(std::move(message));
     changed_.notify_all();
-  }
-
-  ClientSink sink() {
-    return [this](ServerMessage message) { on_event(std::move(message)); };
   }
 
   // The n-th submit (0-based), once it has arrived.
