@@ -33,8 +33,8 @@
 // tokens go out together, the released text on the last of them and "" on the others. So there is always
 // a waiting token to carry the text that is released at the end (a character never completed becomes
 // U+FFFD; a stop string's beginning that never completed is shown), event indexes count from 0 without
-// gaps, the tokens that made up a matched stop string are never sent, and the texts of all events joined
-// are exactly the reply's text.
+// gaps, a token whose text lies wholly inside a matched stop string is never sent (one that also shows
+// text before it is), and the texts of all events joined are exactly the reply's text.
 //
 // After the reply: a chat request's messages (except system ones) and the assistant's reply (the shown
 // text) join the history; a raw request's prompt and reply join the transcript. Not when it ended with
