@@ -70,16 +70,6 @@ std::vector<std::int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-// BOS (when the vocabulary wants it) then the text's ids. Never EOS: the model continues after a prompt.
-std::vector<std::int32_t> prompt_ids(const Tokenizer& tokenizer, std::string_view text, bool parse_special) {
-  std::vector<std::int32_t> ids;
-  const auto& v = tokenizer.vocabulary();
-  if (v.add_bos && v.bos != Vocabulary::kNone) ids.push_back(v.bos);
-  const auto body = tokenizer.encode(text, {.add_special = false, .parse_special = parse_special});
-  ids.insert(ids.end(), body.begin(), body.end());
-  return ids;
-}
-
 // The sampling and stopping options shared by generate and chat.
 GenerationSettings read_generation_settings(CommandLine& args, std::int64_t default_max_tokens) {
   GenerationSettings s;
@@ -263,7 +253,7 @@ int run_generate(CommandLine& args) {
 
   Runtime runtime = open_runtime(model_path, tokenizer_path, threads);
   Generator generator = make_generator(runtime, context, kv);
-  const auto ids = prompt_ids(*runtime.tokenizer, prompt, false);
+  const auto ids = encode_prompt(*runtime.tokenizer, prompt, false);
   install_interrupt_handler();
   if (!json && !no_echo) write_out(prompt);
   const auto result = generator.generate(ids, settings, json ? Generator::TextSink{} : Generator::TextSink(write_out),
@@ -351,7 +341,7 @@ int run_chat(CommandLine& args) {
     // Forget the oldest exchanges while the conversation does not fit (keeping room for a reply).
     std::vector<std::int32_t> ids;
     for (;;) {
-      ids = prompt_ids(*runtime.tokenizer, render_chat(*chat_template, history, true), true);
+      ids = encode_prompt(*runtime.tokenizer, render_chat(*chat_template, history, true), true);
       if (static_cast<std::int64_t>(ids.size()) + 16 < generator.context_length() || history.size() <= fixed_turns + 1) break;
       history.erase(history.begin() + static_cast<std::ptrdiff_t>(fixed_turns));
     }

@@ -100,4 +100,13 @@ std::string Tokenizer::decode(std::span<const std::int32_t> ids, DecodeOptions o
   return text;
 }
 
+std::vector<std::int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view text, bool parse_special) {
+  std::vector<std::int32_t> ids;
+  const auto& v = tokenizer.vocabulary();
+  if (v.add_bos && v.bos != Vocabulary::kNone) ids.push_back(v.bos);
+  const auto body = tokenizer.encode(text, {.add_special = false, .parse_special = parse_special});
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
 }  // namespace loom::compute

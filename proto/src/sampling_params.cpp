@@ -16,6 +16,7 @@ void to_json(nlohmann::json& j, const SamplingParams& params) {
       {"repetition_penalty", params.repetition_penalty},
       {"frequency_penalty", params.frequency_penalty},
       {"presence_penalty", params.presence_penalty},
+      {"repetition_last_n", params.repetition_last_n},
       {"max_tokens", params.max_tokens},
       {"stop", params.stop},
       {"stop_token_ids", params.stop_token_ids},
@@ -73,7 +74,7 @@ std::vector<std::int32_t> read_stop_token_ids(const Json& value, const std::stri
 SamplingParams read_sampling_params(const Json& j, const std::string& path, const ParseOptions& options) {
   ObjectReader r(j, path, options);
   r.check_known({"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "frequency_penalty",
-                 "presence_penalty", "seed", "max_tokens", "stop", "stop_token_ids", "ignore_eos", "logprobs"});
+                 "presence_penalty", "repetition_last_n", "seed", "max_tokens", "stop", "stop_token_ids", "ignore_eos", "logprobs"});
   SamplingParams p;
   if (const Json* v = r.find("temperature")) {
     p.temperature = read_number(*v, r.path("temperature"), {0.0, SamplingParams::kMaxTemperature});
@@ -97,6 +98,10 @@ SamplingParams read_sampling_params(const Json& j, const std::string& path, cons
   }
   if (const Json* v = r.find("presence_penalty")) {
     p.presence_penalty = read_number(*v, r.path("presence_penalty"), penalty);
+  }
+  if (const Json* v = r.find("repetition_last_n")) {
+    p.repetition_last_n =
+        static_cast<std::int32_t>(read_integer(*v, r.path("repetition_last_n"), -1, SamplingParams::kMaxRepetitionLastN));
   }
   if (const Json* v = r.find("seed")) p.seed = read_unsigned(*v, r.path("seed"));
   // The default must respect a deployment's lower limit too.

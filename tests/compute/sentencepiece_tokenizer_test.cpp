@@ -334,6 +334,27 @@ TEST(SentencePieceTokenizer, BosFollowsAddBos) {
   EXPECT_EQ(Tokenizer(std::move(no_bos)).encode("Hello world"), with_eos);
 }
 
+TEST(SentencePieceTokenizer, APromptGetsBosAsTheVocabularyAsksButNeverEos) {
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
+  const Tokenizer& t = llama_tokenizer();
+  const Ids plain = t.encode("Hello world", kPlain);
+  Ids with_bos{1};
+  with_bos.insert(with_bos.end(), plain.begin(), plain.end());
+  EXPECT_EQ(encode_prompt(t, "Hello world", false), with_bos);
+  EXPECT_EQ(encode_prompt(t, "", false), (Ids{1}));
+  // Special-token text is matched only when asked (rendered chat templates ask).
+  EXPECT_EQ(encode_prompt(t, "</s>", true), (Ids{1, 2}));
+  const Ids literal = encode_prompt(t, "</s>", false);
+  EXPECT_EQ(std::count(literal.begin(), literal.end(), 2), 0);
+
+  Vocabulary no_bos = t.vocabulary();
+  no_bos.add_bos = false;
+  no_bos.add_eos = true;
+  const Tokenizer eos_adding(std::move(no_bos));
+  EXPECT_EQ(encode_prompt(eos_adding, "Hello world", false), plain);
+  EXPECT_EQ(encode_prompt(eos_adding, "", false), Ids{});
+}
+
 TEST(SentencePieceTokenizer, ControlTokensAreParsedOnlyWhenAsked) {
   REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
   const Tokenizer& t = llama_tokenizer();

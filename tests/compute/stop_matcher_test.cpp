@@ -101,8 +101,11 @@ TEST(StopMatcher, AHeldPrefixOfTheLongerStopIsReleasedWhenItFails) {
 
 TEST(StopMatcher, FinishReturnsTheHeldText) {
   StopMatcher matcher({"</s>"});
+  EXPECT_FALSE(matcher.holding());
   EXPECT_EQ(matcher.push("ok </").text, "ok ");
+  EXPECT_TRUE(matcher.holding());
   EXPECT_EQ(matcher.finish(), "</");
+  EXPECT_FALSE(matcher.holding());
   EXPECT_EQ(matcher.finish(), "");
 }
 

@@ -83,10 +83,14 @@ TEST(StreamingDetokenizer, HoldsASplitCharacterBackUntilItIsWhole) {
   EXPECT_EQ(stream.push(1), "");          // <s>: no text
   EXPECT_EQ(stream.push(15043), "Hello");  // "▁Hello", its space stripped at the start of the stream
   // 🦙 is F0 9F A6 99.
+  EXPECT_FALSE(stream.holding());
   EXPECT_EQ(stream.push(byte_token(t, 0xF0)), "");
+  EXPECT_TRUE(stream.holding());
   EXPECT_EQ(stream.push(byte_token(t, 0x9F)), "");
   EXPECT_EQ(stream.push(byte_token(t, 0xA6)), "");
+  EXPECT_TRUE(stream.holding());
   EXPECT_EQ(stream.push(byte_token(t, 0x99)), "\xF0\x9F\xA6\x99");
+  EXPECT_FALSE(stream.holding());
   EXPECT_EQ(stream.push(3186), " world");  // "▁world": not the start, so the space stays
   EXPECT_EQ(stream.finish(), "");
 }

@@ -121,6 +121,8 @@ std::vector<MalformedCase> malformed_cases() {
        "must be a number in [-2, 2], got 2.5"},
       {"PresencePenaltyTooLow", with_params(R"("presence_penalty":-3)"), "params.presence_penalty",
        "must be a number in [-2, 2], got -3"},
+      {"RepetitionLastNBelowMinusOne", with_params(R"("repetition_last_n":-2)"), "params.repetition_last_n",
+       "must be an integer in [-1, 1048576], got -2"},
       {"SeedNegative", with_params(R"("seed":-1)"), "params.seed", "must be a non-negative integer, got -1"},
       {"SeedFloat", with_params(R"("seed":1.5)"), "params.seed", "must be a non-negative integer, got 1.5"},
       {"MaxTokensZero", with_params(R"("max_tokens":0)"), "params.max_tokens",

@@ -3,17 +3,46 @@
 // sequence to the scheduler, and turns the scheduler's token ids back into client events: incremental,
 // UTF-8-safe text, stop strings (held back until they cannot match, never shown), usage and timings.
 //
-// One generation at a time: a request that arrives while another runs is rejected with `conflict` (the
-// client may wait for the done event and send it again). The history's KV stays in the cache manager's
-// prefix cache between turns (the scheduler releases a finished sequence, its committed full blocks stay
-// cached), so turn N+1 prefills only what turn N did not leave in whole blocks.
+// One generation at a time: a request that arrives while another runs is refused with an error event
+// (`conflict`, naming the running request; the client may wait for the done event and send it again); the
+// running request is not disturbed. The history's KV stays in the cache manager's prefix cache between
+// turns (the scheduler releases a finished sequence, its committed full blocks stay cached), so turn N+1
+// prefills only what turn N did not leave in whole blocks.
 //
-// Chat requests render [system prompt] + history + the request's messages; a system message in the
-// request replaces the session's system prompt for that turn. When that does not fit the context (leaving
-// room for one generated token), the oldest turns are dropped, always keeping the system message and the
-// request's last message; when even those do not fit the request is refused (`invalid_request`, field
-// `messages`). A raw prompt continues the session's transcript (system prompt text, then every earlier
-// prompt and output) as is; it is never trimmed.
+// Chat requests render [system] + history + the request's messages (chat_template.hpp), tokenized with
+// special tokens recognised, BOS first when the vocabulary wants it (as `loom chat` does). The request's
+// system messages, when it has any, replace the session's system prompt for that turn (all of them, first,
+// in their order). A `tool` message is `unsupported` (no template has a place for it). When the prompt
+// does not fit the context (it must leave room for one generated token), the oldest turns are dropped, a
+// user turn together with the assistant reply after it, always keeping the system turn and the request's
+// last message; when even those do not fit the request is refused (`invalid_request`, field `messages`).
+// Dropped turns are forgotten for good once the request's turn is recorded (SessionInfo counts them).
+//
+// A raw prompt continues the session's transcript (the system prompt text, then every earlier raw prompt
+// and its output) as is, tokenized as user text after BOS; it is never trimmed: a transcript that no longer
+// fits is refused (`invalid_request`, field `prompt`), as is an empty token list.
+//
+// Stop strings: the request's own, and for chat requests also the template's end-of-turn markers
+// (end_of_turn_markers), for models that write them as text. A match ends the request (the session tells
+// the scheduler CancelSequence with reason stop); the text before it is sent, the string never is. The
+// done event says `stop` with the string for the request's own stop strings, and `eos` for a template
+// marker (the model ended its turn; the client asked for no stop string).
+//
+// Token events. A token's text is what it completes: text held back (an incomplete UTF-8 character, or
+// text that could begin a stop string) holds its token back too, and once nothing is held the waiting
+// tokens go out together, the released text on the last of them and "" on the others. So there is always
+// a waiting token to carry the text that is released at the end (a character never completed becomes
+// U+FFFD; a stop string's beginning that never completed is shown), event indexes count from 0 without
+// gaps, a token whose text lies wholly inside a matched stop string is never sent (one that also shows
+// text before it is), and the texts of all events joined are exactly the reply's text.
+//
+// After the reply: a chat request's messages (except system ones) and the assistant's reply (the shown
+// text) join the history; a raw request's prompt and reply join the transcript. Not when it ended with
+// reason error, or when it was refused (error event) or rejected by the scheduler: nothing is recorded then.
+// Cancelled, timed-out and length-cut replies are recorded as far as they went.
+//
+// Client mistakes never throw out of a handler (a restart would lose the history): they become error
+// events. Every request gets either exactly one error event, or its token events and exactly one done event.
 #pragma once
 
 #include <chrono>
@@ -38,20 +67,22 @@
 namespace loom::actors {
 
 // Where a request's events go: token events, then exactly one done event; or exactly one error event when
-// the request was never accepted. Called on the session's strand: must be quick and must not block.
+// the request was never accepted. Called on the session's strand: must be quick and must not block (an
+// exception from it is logged and otherwise ignored).
 using ClientSink = std::function<void(proto::ServerMessage)>;
 
 // What every session of an engine shares: the loaded model's text side and the scheduler.
+// SessionActor's constructor throws std::invalid_argument without a tokenizer or with context_length <= 0.
 struct SessionContext {
   std::shared_ptr<const compute::Tokenizer> tokenizer;
   std::optional<compute::ChatTemplate> chat_template;  // none: chat requests are `unsupported`
   std::int64_t context_length = 0;                     // positions one sequence may use
-  Address<SchedulerProtocol> scheduler;
+  Address<SchedulerProtocol> scheduler;                // a submit it refuses (it is gone): `unavailable`
 };
 
 struct SessionOptions {
-  std::string session_id;
-  std::optional<std::string> system_prompt;
+  std::string session_id;                   // the scheduler's fairness key for this session's sequences
+  std::optional<std::string> system_prompt; // empty counts as none
 };
 
 struct SessionGenerate {
@@ -62,20 +93,23 @@ struct SessionGenerate {
   std::chrono::steady_clock::time_point accepted = std::chrono::steady_clock::now();
 };
 
-// Cancels the running request if it has this id (else nothing happens): it ends with reason cancelled.
+// Cancels the running request if it has this id (else nothing happens): the scheduler ends it and its done
+// event says cancelled (or how it ended, if it ended first).
 struct SessionCancel {
   std::string request_id;
 };
 
 // Ends the session: a running request is cancelled (its done event is still sent), then the actor stops.
+// A request that arrives in between is refused (`unavailable`). A session stopped otherwise (its handle
+// released) with a request running cancels it at the scheduler and sends its done event (cancelled) itself.
 struct CloseSession {};
 
 struct SessionInfo {
   std::string session_id;
   std::size_t history_messages = 0;          // chat turns kept (the system prompt not counted)
   std::optional<std::string> active_request;
-  std::uint64_t requests = 0;                // accepted so far
-  std::int32_t last_prompt_tokens = 0;       // of the last accepted request
+  std::uint64_t requests = 0;                // that ended with a done event, so far
+  std::int32_t last_prompt_tokens = 0;       // of the last request submitted to the scheduler
   std::size_t dropped_messages = 0;          // turns dropped to fit the context, over the session's life
 };
 struct GetSessionInfo {
@@ -100,9 +134,25 @@ class SessionActor : public Actor<SessionActor, SessionProtocol> {
   void on(SequenceToken m);
   void on(SequenceFinished m);
   void on(SequenceRejected m);
+  void on_stop();
 
  private:
-  struct Active;  // the running request: its sink, detokenizer, stop matcher, held tokens, text so far
+  struct Active;    // the running request: its sink, detokenizer, stop matcher, held tokens, text so far
+  struct Prepared;  // a request turned into prompt tokens and what its reply needs
+
+  // The request as prompt tokens and stop strings, or the error event that refuses it.
+  std::variant<Prepared, proto::ErrorEvent> prepare(const proto::GenerateRequest& request) const;
+  std::variant<Prepared, proto::ErrorEvent> prepare_chat(const proto::GenerateRequest& request) const;
+  std::variant<Prepared, proto::ErrorEvent> prepare_raw(const proto::GenerateRequest& request) const;
+  void handle_token(const SequenceToken& m);
+  // Sends the waiting tokens as events, the waiting text on the last one.
+  void send_held();
+  // A stop string matched: the tokens that formed it are dropped, the rest go out, the scheduler stops.
+  void stopped_at(std::size_t stop_index);
+  // Ends the running request without waiting for the scheduler (it is gone, or the session is stopping).
+  void finish_here(proto::FinishReason reason, std::string error);
+  void record(const Active& done);
+  void send(const ClientSink& sink, proto::ServerMessage message) const;
 
   std::shared_ptr<const SessionContext> context_;
   SessionOptions options_;

@@ -38,6 +38,8 @@ class StopMatcher {
   std::string finish();
 
   bool stopped() const noexcept { return stopped_; }
+  // Whether text is held back (it could still begin a stop string): finish() would return it.
+  bool holding() const noexcept { return !held_.empty(); }
   const std::vector<std::string>& stops() const noexcept { return stops_; }
 
  private:

@@ -29,6 +29,9 @@ class StreamingDetokenizer {
   // the stream starts afresh after it.
   std::string finish();
 
+  // Whether bytes are held back (the start of a character not yet complete): finish() would return text.
+  bool holding() const noexcept { return !held_.empty(); }
+
  private:
   // Moves every complete character (and U+FFFD for each invalid byte) from held_ to the result, leaving an
   // unfinished but still possible character in held_.

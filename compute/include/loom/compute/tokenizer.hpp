@@ -63,4 +63,9 @@ class Tokenizer {
   std::unique_ptr<detail::TokenizerEngine> engine_;
 };
 
+// The ids of a prompt to generate after: BOS when the vocabulary asks for it, then the text's ids, never
+// EOS (the model continues after a prompt). `parse_special` for text rendered by a chat template, not
+// for user text. Shared by the command line and the engine's sessions so both tokenize alike.
+std::vector<std::int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view text, bool parse_special);
+
 }  // namespace loom::compute

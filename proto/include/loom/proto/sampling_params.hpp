@@ -22,6 +22,7 @@ struct SamplingParams {
   static constexpr double kMaxAbsPenalty = 2.0;  // frequency and presence penalties lie in [-2, 2]
   static constexpr std::int32_t kMaxLogprobs = 20;
   static constexpr std::int32_t kDefaultMaxTokens = 256;
+  static constexpr std::int32_t kMaxRepetitionLastN = 1 << 20;
 
   // Divides the logits; 0 means greedy (always the most likely token). Range [0, 100].
   double temperature = 0.8;
@@ -38,6 +39,9 @@ struct SamplingParams {
   // (presence), as in the OpenAI API; 0 = off. Range [-2, 2].
   double frequency_penalty = 0.0;
   double presence_penalty = 0.0;
+  // How many of the latest tokens (prompt included) the three penalties look at; -1 = the whole sequence.
+  // Range [-1, kMaxRepetitionLastN].
+  std::int32_t repetition_last_n = 64;
   // Seed of the request's random stream; absent = drawn at random, so equal requests may differ.
   std::optional<std::uint64_t> seed;
   // Most tokens to generate. Range [1, ParseOptions::max_tokens_limit].

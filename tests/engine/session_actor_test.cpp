@@ -1,0 +1,921 @@
+// SessionActor against a fake scheduler: the fake records what the session submits and cancels, and
+// either plays a scripted reply through the sequence's sink or leaves the test to drive the sink itself.
+// The tokenizer is the real one of the shared aidreams260K model (SentencePiece, BOS added, byte fallback
+// tokens <0xNN> = id 3 + byte, EOS 2, no EOT); chat requests use the chatml template given explicitly
+// (the model names none).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/use_future.hpp>
+
+#include "loom/actors/scheduler_actor.hpp"
+#include "loom/actors/session_actor.hpp"
+#include "loom/compute/chat_template.hpp"
+#include "loom/compute/gguf_file.hpp"
+#include "loom/compute/tokenizer.hpp"
+#include "test_files.hpp"
+#include "test_support.hpp"
+
+namespace loom::actors {
+namespace {
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+using compute::ChatTemplate;
+using compute::ChatTurn;
+using compute::ChatTurnRole;
+using compute::testing::shared_path;
+using proto::ChatMessage;
+using proto::ChatRole;
+using proto::DoneEvent;
+using proto::ErrorCode;
+using proto::ErrorEvent;
+using proto::FinishReason;
+using proto::ServerMessage;
+using proto::TokenEvent;
+using testing::RunningContext;
+using Ids = std::vector<std::int32_t>;
+
+constexpr auto kWait = 30s;  // generous: "arrives eventually", also under sanitizers
+constexpr std::int32_t kEos = 2;
+
+std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
+
+std::int32_t byte_token(unsigned char byte) { return 3 + byte; }  // aidreams260K's <0xNN> tokens
+
+// How the fake scheduler answers a submit.
+struct Script {
+  enum class End { finish, reject, wait };
+  Ids tokens;
+  End end = End::finish;
+  FinishReason reason = FinishReason::eos;  // for finish
+  std::string error{};                      // for finish with error
+  std::optional<float> logprob{};           // given to every token
+  ErrorCode reject_code = ErrorCode::overloaded;
+};
+
+constexpr proto::Timings kTimings{.queue_ms = 1.5, .prefill_ms = 2.5, .decode_ms = 3.5, .first_token_ms = 4.5,
+                                  .tokens_per_second = 5.5};
+
+// What the actors did, for the test thread to wait on and inspect. A lock rather than a message: the test
+// thread is not an actor and has to block until the actors have done something.
+class Probe : public std::enable_shared_from_this<Probe> {
+ public:
+  // Keeps the probe alive: a session stopped at the end of a test still sends its done event.
+  ClientSink sink() {
+    return [self = shared_from_this()](ServerMessage message) { self->on_event(std::move(message)); };
+  }
+
+  void add_script(Script script) {
+    std::lock_guard lock(mutex_);
+    scripts_.push_back(std::move(script));
+  }
+  std::optional<Script> next_script() {
+    std::lock_guard lock(mutex_);
+    if (scripts_.empty()) return std::nullopt;
+    auto script = std::move(scripts_.front());
+    scripts_.pop_front();
+    return script;
+  }
+  void set_answer_cancel(bool answer) {
+    std::lock_guard lock(mutex_);
+    answer_cancel_ = answer;
+  }
+  bool answer_cancel() const {
+    std::lock_guard lock(mutex_);
+    return answer_cancel_;
+  }
+
+  void on_submit(const SubmitSequence& submit) {
+    std::lock_guard lock(mutex_);
+    submits_.push_back(submit);
+    changed_.notify_all();
+  }
+  void on_cancel(const CancelSequence& cancel) {
+    std::lock_guard lock(mutex_);
+    cancels_.push_back(cancel);
+    changed_.notify_all();
+  }
+  void on_event(ServerMessage message) {
+    std::lock_guard lock(mutex_);
+    const std::string id = std::visit(
+        [](const auto& m) -> std::string {
+          if constexpr (requires { m.request_id; }) {
+            return m.request_id;
+          } else {
+            return {};
+          }
+        },
+        message);
+    events_[id].push_back(std::move(message));
+    changed_.notify_all();
+  }
+
+  // The n-th submit (0-based), once it has arrived.
+  SubmitSequence submit(std::size_t n) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, kWait, [&] { return submits_.size() > n; })) {
+      ADD_FAILURE() << "submit " << n << " never arrived";
+      return {};
+    }
+    return submits_[n];
+  }
+  std::size_t submit_count() const {
+    std::lock_guard lock(mutex_);
+    return submits_.size();
+  }
+  std::optional<CancelSequence> cancel(std::size_t n) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, kWait, [&] { return cancels_.size() > n; })) return std::nullopt;
+    return cancels_[n];
+  }
+  std::size_t cancel_count() const {
+    std::lock_guard lock(mutex_);
+    return cancels_.size();
+  }
+
+  // Every event of `request_id`, once its last one (done or error) has arrived.
+  std::vector<ServerMessage> finished(const std::string& request_id) {
+    std::unique_lock lock(mutex_);
+    const bool ended = changed_.wait_for(lock, kWait, [&] {
+      const auto& list = events_[request_id];
+      return !list.empty() && !std::holds_alternative<TokenEvent>(list.back());
+    });
+    if (!ended) ADD_FAILURE() << "request " << request_id << " never got its done or error event";
+    return events_[request_id];
+  }
+  // The events of `request_id` so far.
+  std::vector<ServerMessage> events(const std::string& request_id) {
+    std::lock_guard lock(mutex_);
+    return events_[request_id];
+  }
+  void wait_for_events(const std::string& request_id, std::size_t count) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, kWait, [&] { return events_[request_id].size() >= count; })) {
+      ADD_FAILURE() << "request " << request_id << " never got " << count << " events";
+    }
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Script> scripts_;
+  bool answer_cancel_ = true;
+  std::vector<SubmitSequence> submits_;
+  std::vector<CancelSequence> cancels_;
+  std::map<std::string, std::vector<ServerMessage>> events_;
+};
+
+// Speaks SchedulerProtocol: records submits and cancels; plays the next script for a submit (or none, and
+// the test drives the sink); answers a cancel of a live sequence with SequenceFinished of that reason.
+class FakeScheduler : public Actor<FakeScheduler, SchedulerProtocol> {
+ public:
+  explicit FakeScheduler(std::shared_ptr<Probe> probe) : probe_(std::move(probe)) {}
+
+  void on(SubmitSequence m) {
+    probe_->on_submit(m);
+    auto script = probe_->next_script();
+    if (!script) {
+      live_[m.sequence] = {m.sink, static_cast<std::int32_t>(m.prompt.size()), 0};
+      return;
+    }
+    for (std::size_t i = 0; i < script->tokens.size(); ++i) {
+      m.sink(SequenceToken{m.sequence, script->tokens[i], static_cast<std::int32_t>(i), script->logprob, {}});
+    }
+    const auto prompt = static_cast<std::int32_t>(m.prompt.size());
+    const auto generated = static_cast<std::int32_t>(script->tokens.size());
+    switch (script->end) {
+      case Script::End::finish:
+        m.sink(finished(m.sequence, script->reason, script->error, prompt, generated + 1));
+        break;
+      case Script::End::reject:
+        m.sink(SequenceRejected{m.sequence, script->reject_code, "the waiting queue is full"});
+        break;
+      case Script::End::wait:
+        live_[m.sequence] = {m.sink, prompt, generated};
+        break;
+    }
+  }
+  void on(CancelSequence m) {
+    probe_->on_cancel(m);
+    auto it = live_.find(m.sequence);
+    if (it == live_.end() || !probe_->answer_cancel()) return;
+    it->second.sink(finished(m.sequence, m.reason, {}, it->second.prompt, it->second.generated));
+    live_.erase(it);
+  }
+  void on(ThermalStateChanged) {}
+  void on(DrainScheduler m) { m.reply(true); }
+  void on(GetSchedulerStats m) { m.reply(SchedulerStats{}); }
+  void on(scheduler_detail::Tick) {}
+  void on(scheduler_detail::Reserved) {}
+  void on(scheduler_detail::StepAnswered) {}
+
+  static SequenceFinished finished(cache::SequenceId sequence, FinishReason reason, std::string error,
+                                   std::int32_t prompt, std::int32_t completion) {
+    SequenceFinished f;
+    f.sequence = sequence;
+    f.reason = reason;
+    f.error = std::move(error);
+    f.prompt_tokens = prompt;
+    f.cached_tokens = 3;
+    f.completion_tokens = completion;
+    f.timings = kTimings;
+    return f;
+  }
+
+ private:
+  struct Live {
+    SequenceSink sink;
+    std::int32_t prompt = 0;
+    std::int32_t generated = 0;
+  };
+  std::shared_ptr<Probe> probe_;
+  std::unordered_map<cache::SequenceId, Live> live_;
+};
+
+proto::GenerateRequest raw_request(std::string id, std::string prompt) {
+  proto::GenerateRequest r;
+  r.id = std::move(id);
+  r.input = std::move(prompt);
+  return r;
+}
+
+proto::GenerateRequest chat_request(std::string id, std::vector<ChatMessage> messages) {
+  proto::GenerateRequest r;
+  r.id = std::move(id);
+  r.input = std::move(messages);
+  return r;
+}
+
+std::vector<TokenEvent> tokens_of(const std::vector<ServerMessage>& events) {
+  std::vector<TokenEvent> tokens;
+  for (const auto& e : events) {
+    if (const auto* t = std::get_if<TokenEvent>(&e)) tokens.push_back(*t);
+  }
+  return tokens;
+}
+
+std::string text_of(const std::vector<ServerMessage>& events) {
+  std::string text;
+  for (const auto& t : tokens_of(events)) text += t.text;
+  return text;
+}
+
+Ids ids_of(const std::vector<TokenEvent>& tokens) {
+  Ids ids;
+  for (const auto& t : tokens) ids.push_back(t.token);
+  return ids;
+}
+
+// The done event, which must be the last event and the only one of its kind.
+DoneEvent done_of(const std::vector<ServerMessage>& events) {
+  std::size_t count = 0;
+  for (const auto& e : events) count += std::holds_alternative<DoneEvent>(e) ? 1 : 0;
+  EXPECT_EQ(count, 1u) << "exactly one done event";
+  if (events.empty() || !std::holds_alternative<DoneEvent>(events.back())) {
+    ADD_FAILURE() << "the last event is not a done event";
+    return {};
+  }
+  return std::get<DoneEvent>(events.back());
+}
+
+// The events must be exactly one error event.
+ErrorEvent error_of(const std::vector<ServerMessage>& events) {
+  if (events.size() != 1 || !std::holds_alternative<ErrorEvent>(events.front())) {
+    ADD_FAILURE() << "expected exactly one event, an error; got " << events.size() << " events";
+    return {};
+  }
+  return std::get<ErrorEvent>(events.front());
+}
+
+bool valid_utf8(const std::string& s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (std::size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+class SessionActorTest : public ::testing::Test {
+ protected:
+  using Session = ActorHandle<SessionProtocol>;
+
+  void SetUp() override {
+    REQUIRE_SHARED_FILE(model_path());
+    vocabulary_ = compute::Vocabulary::from_gguf(compute::GgufFile::open(model_path()));
+    tokenizer_ = std::make_shared<const compute::Tokenizer>(vocabulary_);
+    scheduler_ = spawn<FakeScheduler>(ctx_.executor(), {.name = "fake_scheduler"}, probe_);
+  }
+
+  // The fake scheduler has no context of its own: the default is roomy (this vocabulary spells chatml's
+  // markers in many tokens), the trimming tests choose theirs.
+  std::shared_ptr<const SessionContext> context(std::int64_t context_length = 1024,
+                                                std::optional<ChatTemplate> chat_template = ChatTemplate::chatml,
+                                                std::shared_ptr<const compute::Tokenizer> tokenizer = nullptr) {
+    auto c = std::make_shared<SessionContext>();
+    c->tokenizer = tokenizer ? std::move(tokenizer) : tokenizer_;
+    c->chat_template = chat_template;
+    c->context_length = context_length;
+    c->scheduler = scheduler_.address();
+    return c;
+  }
+
+  Session open(std::optional<std::string> system_prompt = std::nullopt,
+               std::shared_ptr<const SessionContext> ctx = nullptr) {
+    SessionOptions options{"s1", std::move(system_prompt)};
+    return spawn<SessionActor>(ctx_.executor(), {.name = "session"}, ctx ? std::move(ctx) : context(), std::move(options));
+  }
+
+  void generate(const Session& session, proto::GenerateRequest request, cache::SequenceId sequence) {
+    SessionGenerate m;
+    m.request = std::move(request);
+    m.sequence = sequence;
+    m.sink = probe_->sink();
+    ASSERT_TRUE(session.tell(std::move(m)));
+  }
+
+  static SessionInfo info(const Session& session) {
+    return session.address().ask(GetSessionInfo{}, kWait, asio::use_future).get();
+  }
+
+  Ids encode(const std::string& text) const { return tokenizer_->encode(text, {.add_special = false}); }
+  // The token whose text is exactly `piece`.
+  std::int32_t token_for(const std::string& piece) const {
+    for (std::int32_t id = 0; id < vocabulary_.size(); ++id) {
+      if (tokenizer_->piece(id) == piece) return id;
+    }
+    ADD_FAILURE() << "no token is '" << piece << "'";
+    return 0;
+  }
+  Ids chat_prompt(const std::vector<ChatTurn>& turns) const {
+    return compute::encode_prompt(*tokenizer_, compute::render_chat(ChatTemplate::chatml, turns, true), true);
+  }
+
+  // A reply: its tokens are played by the fake and it ends with eos.
+  void reply_with(const std::string& text) { probe_->add_script({.tokens = encode(text)}); }
+
+  RunningContext ctx_{2};
+  std::shared_ptr<Probe> probe_ = std::make_shared<Probe>();
+  compute::Vocabulary vocabulary_;
+  std::shared_ptr<const compute::Tokenizer> tokenizer_;
+  ActorHandle<SchedulerProtocol> scheduler_;
+};
+
+// ---- one request at a time ----
+
+TEST_F(SessionActorTest, ASecondRequestWhileOneRunsIsAConflictAndLeavesTheFirstAlone) {
+  auto session = open();
+  generate(session, raw_request("a", "Once upon"), 1);  // no script: it keeps running
+  probe_->submit(0);
+  generate(session, raw_request("b", "Another"), 2);
+  const auto error = error_of(probe_->finished("b"));
+  EXPECT_EQ(error.code, ErrorCode::conflict);
+  EXPECT_EQ(error.request_id, "b");
+  EXPECT_EQ(error.message, "session s1 is already generating request a");
+  EXPECT_EQ(probe_->submit_count(), 1u);
+  EXPECT_EQ(info(session).active_request, std::optional<std::string>("a"));
+
+  // The first one is undisturbed: it still streams and ends.
+  const auto sink = probe_->submit(0).sink;
+  sink(SequenceToken{1, token_for(" a"), 0, std::nullopt, {}});
+  sink(FakeScheduler::finished(1, FinishReason::eos, {}, 3, 2));
+  const auto events = probe_->finished("a");
+  EXPECT_EQ(tokens_of(events).size(), 1u);
+  EXPECT_EQ(done_of(events).finish_reason, FinishReason::eos);
+  EXPECT_EQ(info(session).active_request, std::nullopt);
+}
+
+// ---- raw prompts ----
+
+TEST_F(SessionActorTest, ARawPromptIsSubmittedAsTheTokenizerEncodesItWithTheRequestSettings) {
+  auto session = open();
+  auto request = raw_request("r1", "Once upon a time");
+  request.params.temperature = 0.5;
+  request.params.top_k = 7;
+  request.params.top_p = 0.9;
+  request.params.min_p = 0.1;
+  request.params.repetition_penalty = 1.2;
+  request.params.frequency_penalty = 0.3;
+  request.params.presence_penalty = -0.4;
+  request.params.seed = 1234;
+  request.params.max_tokens = 17;
+  request.params.logprobs = 2;
+  request.params.stop_token_ids = {5, 6};
+  request.priority = 3;
+  const auto deadline = std::chrono::steady_clock::now() + 1h;
+  const auto accepted = std::chrono::steady_clock::now() - 1s;
+  SessionGenerate m{request, 42, probe_->sink(), deadline, accepted};
+  session.tell(std::move(m));
+
+  const auto submit = probe_->submit(0);
+  EXPECT_EQ(submit.sequence, 42u);
+  EXPECT_EQ(submit.prompt, compute::encode_prompt(*tokenizer_, "Once upon a time", false));
+  EXPECT_EQ(submit.prompt.front(), 1) << "BOS first: the vocabulary adds it";
+  EXPECT_FLOAT_EQ(submit.sampler.temperature, 0.5f);
+  EXPECT_EQ(submit.sampler.top_k, 7);
+  EXPECT_FLOAT_EQ(submit.sampler.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(submit.sampler.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(submit.sampler.repetition_penalty, 1.2f);
+  EXPECT_FLOAT_EQ(submit.sampler.frequency_penalty, 0.3f);
+  EXPECT_FLOAT_EQ(submit.sampler.presence_penalty, -0.4f);
+  EXPECT_EQ(submit.sampler.seed, 1234u);
+  EXPECT_EQ(submit.max_tokens, 17);
+  EXPECT_EQ(submit.logprobs, 2);
+  EXPECT_EQ(submit.end_ids, (Ids{kEos}));
+  EXPECT_EQ(submit.stop_ids, (Ids{5, 6}));
+  EXPECT_EQ(submit.priority, 3);
+  EXPECT_EQ(submit.fairness_key, "s1");
+  EXPECT_EQ(submit.deadline, std::optional(deadline));
+  EXPECT_EQ(submit.accepted, accepted);
+  EXPECT_TRUE(static_cast<bool>(submit.sink));
+  EXPECT_EQ(info(session).last_prompt_tokens, static_cast<std::int32_t>(submit.prompt.size()));
+}
+
+TEST_F(SessionActorTest, ARawPromptContinuesTheTranscriptOfTheSystemPromptAndEarlierTurns) {
+  auto session = open("Dreams: ");
+  reply_with(" there was a cat.");
+  generate(session, raw_request("r1", "Once upon a time,"), 1);
+  const std::string reply = text_of(probe_->finished("r1"));
+  EXPECT_EQ(reply, tokenizer_->decode(encode(" there was a cat.")));
+  EXPECT_EQ(probe_->submit(0).prompt, compute::encode_prompt(*tokenizer_, "Dreams: Once upon a time,", false));
+
+  reply_with(" The end.");
+  generate(session, raw_request("r2", " The cat"), 2);
+  probe_->finished("r2");
+  EXPECT_EQ(probe_->submit(1).prompt,
+            compute::encode_prompt(*tokenizer_, "Dreams: Once upon a time," + reply + " The cat", false));
+}
+
+TEST_F(SessionActorTest, IgnoreEosSubmitsNoEndIds) {
+  auto session = open();
+  auto request = raw_request("r1", "Once");
+  request.params.ignore_eos = true;
+  generate(session, request, 1);
+  EXPECT_TRUE(probe_->submit(0).end_ids.empty());
+}
+
+TEST_F(SessionActorTest, AnAbsentSeedIsDrawnAtRandom) {
+  auto session = open();
+  std::vector<std::uint64_t> seeds;
+  for (int i = 0; i < 3; ++i) {
+    probe_->add_script({});
+    generate(session, raw_request("r" + std::to_string(i), "Once"), static_cast<cache::SequenceId>(i + 1));
+    probe_->finished("r" + std::to_string(i));
+    seeds.push_back(probe_->submit(static_cast<std::size_t>(i)).sampler.seed);
+  }
+  // Three equal 64-bit draws would mean the seed is not drawn at all.
+  EXPECT_FALSE(seeds[0] == seeds[1] && seeds[1] == seeds[2]);
+}
+
+TEST_F(SessionActorTest, AStopTokenIdOutsideTheVocabularyIsRefusedNamingIt) {
+  auto session = open();
+  auto request = raw_request("r1", "Once");
+  request.params.stop_token_ids = {5, 512};
+  generate(session, request, 1);
+  const auto error = error_of(probe_->finished("r1"));
+  EXPECT_EQ(error.code, ErrorCode::invalid_request);
+  EXPECT_EQ(error.field, "params.stop_token_ids[1]");
+  EXPECT_EQ(probe_->submit_count(), 0u);
+}
+
+TEST_F(SessionActorTest, BadSamplingValuesBuiltByACallerAreRefusedNotSubmitted) {
+  auto session = open();
+  auto request = raw_request("r1", "Once");
+  request.params.top_p = 0.0;
+  generate(session, request, 1);
+  auto error = error_of(probe_->finished("r1"));
+  EXPECT_EQ(error.code, ErrorCode::invalid_request);
+  EXPECT_EQ(error.field, "params");
+  EXPECT_NE(error.message.find("top_p"), std::string::npos) << error.message;
+
+  request = raw_request("r2", "Once");
+  request.params.stop = {"ok", ""};
+  generate(session, request, 2);
+  error = error_of(probe_->finished("r2"));
+  EXPECT_EQ(error.field, "params.stop[1]");
+
+  request = raw_request("r3", "Once");
+  request.params.max_tokens = 0;
+  generate(session, request, 3);
+  EXPECT_EQ(error_of(probe_->finished("r3")).field, "params.max_tokens");
+  EXPECT_EQ(probe_->submit_count(), 0u);
+}
+
+TEST_F(SessionActorTest, AnEmptyPromptWithoutBosIsRefused) {
+  auto vocabulary = vocabulary_;
+  vocabulary.add_bos = false;
+  auto no_bos = std::make_shared<const compute::Tokenizer>(std::move(vocabulary));
+  auto session = open(std::nullopt, context(1024, ChatTemplate::chatml, no_bos));
+  generate(session, raw_request("r1", ""), 1);
+  const auto error = error_of(probe_->finished("r1"));
+  EXPECT_EQ(error.code, ErrorCode::invalid_request);
+  EXPECT_EQ(error.field, "prompt");
+  EXPECT_EQ(probe_->submit_count(), 0u);
+}
+
+TEST_F(SessionActorTest, ARawPromptTooLongForTheContextIsRefusedNotTrimmed) {
+  auto session = open(std::nullopt, context(16));
+  const std::string prompt = "Once upon a time, there was a little cat who liked to dream of the sea.";
+  ASSERT_GE(compute::encode_prompt(*tokenizer_, prompt, false).size(), 16u);
+  generate(session, raw_request("r1", prompt), 1);
+  const auto error = error_of(probe_->finished("r1"));
+  EXPECT_EQ(error.code, ErrorCode::invalid_request);
+  EXPECT_EQ(error.field, "prompt");
+  EXPECT_NE(error.message.find("the context holds 16"), std::string::npos) << error.message;
+  EXPECT_EQ(probe_->submit_count(), 0u);
+}
+
+// ---- chat ----
+
+TEST_F(SessionActorTest, ChatTurnTwoRendersTheSystemPromptTurnOneAndItsReply) {
+  auto session = open("You dream.");
+  reply_with("Hello there.");
+  generate(session, chat_request("c1", {{ChatRole::user, "Hi"}}), 1);
+  const std::string reply1 = text_of(probe_->finished("c1"));
+  ASSERT_FALSE(reply1.empty());
+  EXPECT_EQ(probe_->submit(0).prompt,
+            chat_prompt({{ChatTurnRole::system, "You dream."}, {ChatTurnRole::user, "Hi"}}));
+
+  reply_with("Fine.");
+  generate(session, chat_request("c2", {{ChatRole::user, "How are you?"}}), 2);
+  probe_->finished("c2");
+  EXPECT_EQ(probe_->submit(1).prompt, chat_prompt({{ChatTurnRole::system, "You dream."},
+                                                   {ChatTurnRole::user, "Hi"},
+                                                   {ChatTurnRole::assistant, reply1},
+                                                   {ChatTurnRole::user, "How are you?"}}));
+  EXPECT_EQ(info(session).history_messages, 4u);
+}
+
+TEST_F(SessionActorTest, ARequestSystemMessageReplacesTheSessionSystemPromptForItsTurn) {
+  auto session = open("You dream.");
+  reply_with("Yes.");
+  generate(session, chat_request("c1", {{ChatRole::user, "Hi"}, {ChatRole::system, "Be brief."}}), 1);
+  probe_->finished("c1");
+  EXPECT_EQ(probe_->submit(0).prompt,
+            chat_prompt({{ChatTurnRole::system, "Be brief."}, {ChatTurnRole::user, "Hi"}}));
+  // It is not kept: the next turn has the session's system prompt again.
+  reply_with("No.");
+  generate(session, chat_request("c2", {{ChatRole::user, "Sure?"}}), 2);
+  probe_->finished("c2");
+  EXPECT_EQ(probe_->submit(1).prompt, chat_prompt({{ChatTurnRole::system, "You dream."},
+                                                   {ChatTurnRole::user, "Hi"},
+                                                   {ChatTurnRole::assistant, tokenizer_->decode(encode("Yes."))},
+                                                   {ChatTurnRole::user, "Sure?"}}));
+}
+
+TEST_F(SessionActorTest, ChatWithoutATemplateIsUnsupportedAndAToolMessageToo) {
+  auto session = open(std::nullopt, context(1024, std::nullopt));
+  generate(session, chat_request("c1", {{ChatRole::user, "Hi"}}), 1);
+  auto error = error_of(probe_->finished("c1"));
+  EXPECT_EQ(error.code, ErrorCode::unsupported);
+  EXPECT_NE(error.message.find("chat template"), std::string::npos) << error.message;
+
+  auto with_template = open();
+  generate(with_template, chat_request("c2", {{ChatRole::user, "Hi"}, {ChatRole::tool, "{}"}}), 2);
+  error = error_of(probe_->finished("c2"));
+  EXPECT_EQ(error.code, ErrorCode::unsupported);
+  EXPECT_EQ(probe_->submit_count(), 0u);
+}
+
+TEST_F(SessionActorTest, ATemplateEndOfTurnMarkerWrittenAsTextEndsTheTurnAsEos) {
+  auto session = open();
+  // The model writes "<|im_end|>" as plain text (this vocabulary has no such token).
+  probe_->add_script({.tokens = encode("Yes.<|im_end|> more"), .end = Script::End::wait});
+  generate(session, chat_request("c1", {{ChatRole::user, "Hi"}}), 1);
+  const auto events = probe_->finished("c1");
+  EXPECT_EQ(text_of(events), tokenizer_->decode(encode("Yes.")));
+  const auto done = done_of(events);
+  EXPECT_EQ(done.finish_reason, FinishReason::eos);
+  EXPECT_EQ(done.stop, std::nullopt);
+  const auto cancel = probe_->cancel(0);
+  ASSERT_TRUE(cancel.has_value());
+  EXPECT_EQ(cancel->reason, FinishReason::stop);
+  // The history keeps the reply as shown, without the marker.
+  reply_with("Ok.");
+  generate(session, chat_request("c2", {{ChatRole::user, "And?"}}), 2);
+  probe_->finished("c2");
+  EXPECT_EQ(probe_->submit(1).prompt, chat_prompt({{ChatTurnRole::user, "Hi"},
+                                                   {ChatTurnRole::assistant, tokenizer_->decode(encode("Yes."))},
+                                                   {ChatTurnRole::user, "And?"}}));
+}
+
+TEST_F(SessionActorTest, TrimmingDropsTheOldestExchangeAndKeepsTheSystemAndTheLastMessage) {
+  const ChatTurn system{ChatTurnRole::system, "You dream."};
+  const ChatTurn u1{ChatTurnRole::user, "Hi"};
+  const std::string a1_text = "Hello.";
+  const ChatTurn u2{ChatTurnRole::user, "Tell me about the cat."};
+  const std::string a2_text = "The cat was little and liked the sun.";
+  const ChatTurn u3{ChatTurnRole::user, "What did the cat dream of?"};
+  const std::string a3_text = "It dreamed of the sea and of a big fish.";
+  const ChatTurn u4{ChatTurnRole::user, "And then, what happened to the little cat at the end?"};
+  // The replies as the session will show them (decoded from the tokens the fake plays).
+  const ChatTurn a1{ChatTurnRole::assistant, tokenizer_->decode(encode(a1_text))};
+  const ChatTurn a2{ChatTurnRole::assistant, tokenizer_->decode(encode(a2_text))};
+  const ChatTurn a3{ChatTurnRole::assistant, tokenizer_->decode(encode(a3_text))};
+
+  // A context that holds turns 1 to 3 whole, and turn 4 once u1 alone is dropped: the session drops the
+  // first exchange (u1 with its reply a1) all the same, so that the history never starts with a reply.
+  const auto trimmed = chat_prompt({system, u2, a2, u3, a3, u4});
+  const auto context_length = static_cast<std::int64_t>(chat_prompt({system, a1, u2, a2, u3, a3, u4}).size()) + 1;
+  ASSERT_LT(static_cast<std::int64_t>(chat_prompt({system, u1, a1, u2, a2, u3}).size()), context_length);
+  ASSERT_GE(static_cast<std::int64_t>(chat_prompt({system, u1, a1, u2, a2, u3, a3, u4}).size()), context_length);
+
+  auto session = open("You dream.", context(context_length));
+  reply_with(a1_text);
+  generate(session, chat_request("t1", {{ChatRole::user, u1.content}}), 1);
+  probe_->finished("t1");
+  reply_with(a2_text);
+  generate(session, chat_request("t2", {{ChatRole::user, u2.content}}), 2);
+  probe_->finished("t2");
+  reply_with(a3_text);
+  generate(session, chat_request("t3", {{ChatRole::user, u3.content}}), 3);
+  probe_->finished("t3");
+  EXPECT_EQ(probe_->submit(2).prompt, chat_prompt({system, u1, a1, u2, a2, u3}));
+  EXPECT_EQ(info(session).dropped_messages, 0u);
+
+  reply_with("Fine.");
+  generate(session, chat_request("t4", {{ChatRole::user, u4.content}}), 4);
+  probe_->finished("t4");
+  EXPECT_EQ(probe_->submit(3).prompt, trimmed);
+  const auto after = info(session);
+  EXPECT_EQ(after.dropped_messages, 2u);
+  EXPECT_EQ(after.history_messages, 6u);  // u2 a2 u3 a3 u4 and the reply to u4
+}
+
+TEST_F(SessionActorTest, TrimmingDropsEarlierMessagesOfTheRequestButNeverItsLast) {
+  const ChatTurn system{ChatTurnRole::system, "You dream."};
+  const ChatTurn x{ChatTurnRole::user, "Once upon a time, there was a little cat."};
+  const ChatTurn y{ChatTurnRole::assistant, "The cat liked to dream of the sea."};
+  const ChatTurn z{ChatTurnRole::user, "What then?"};
+  const auto last_only = chat_prompt({system, z});
+  const auto context_length = static_cast<std::int64_t>(last_only.size()) + 1;
+  ASSERT_GE(static_cast<std::int64_t>(chat_prompt({system, y, z}).size()), context_length);
+
+  auto session = open("You dream.", context(context_length));
+  reply_with("Nothing.");
+  generate(session,
+           chat_request("c1", {{ChatRole::user, x.content}, {ChatRole::assistant, y.content}, {ChatRole::user, z.content}}),
+           1);
+  probe_->finished("c1");
+  EXPECT_EQ(probe_->submit(0).prompt, last_only);
+  const auto after = info(session);
+  EXPECT_EQ(after.dropped_messages, 2u);
+  EXPECT_EQ(after.history_messages, 2u);  // z and its reply
+}
+
+TEST_F(SessionActorTest, AMessageTooLongForTheContextAloneIsRefusedAndTheHistoryKept) {
+  const ChatTurn system{ChatTurnRole::system, "You dream."};
+  const std::string long_text = "Once upon a time, there was a little cat who liked to dream of the sea and the sun.";
+  // Room for turn 1 and not for the long message even alone with the system prompt.
+  const auto context_length = static_cast<std::int64_t>(chat_prompt({system, {ChatTurnRole::user, "Hi"}}).size()) + 1;
+  const auto alone = chat_prompt({system, {ChatTurnRole::user, long_text}}).size();
+  ASSERT_GE(static_cast<std::int64_t>(alone), context_length);
+
+  auto session = open("You dream.", context(context_length));
+  reply_with("Hello.");
+  generate(session, chat_request("t1", {{ChatRole::user, "Hi"}}), 1);
+  probe_->finished("t1");
+  ASSERT_EQ(info(session).history_messages, 2u);
+
+  generate(session, chat_request("t2", {{ChatRole::user, long_text}}), 2);
+  const auto error = error_of(probe_->finished("t2"));
+  EXPECT_EQ(error.code, ErrorCode::invalid_request);
+  EXPECT_EQ(error.field, "messages");
+  EXPECT_EQ(error.message, "the prompt is " + std::to_string(alone) + " tokens with the chat template; the context holds " +
+                               std::to_string(context_length));
+  EXPECT_EQ(probe_->submit_count(), 1u);
+  const auto after = info(session);
+  EXPECT_EQ(after.history_messages, 2u) << "a refused request changes nothing";
+  EXPECT_EQ(after.dropped_messages, 0u);
+}
+
+// ---- streaming text ----
+
+TEST_F(SessionActorTest, AStopStringAcrossTokensIsNeverShownAndCancelsTheSequence) {
+  auto session = open();
+  const Ids tokens = encode("Once upon a time, there was a little cat.");
+  const std::string full = tokenizer_->decode(tokens);
+  const std::string before = full.substr(0, full.find("little"));
+  // " a", " li", "t", "t", "le": the stop string starts inside " li".
+  const auto at = std::find(tokens.begin(), tokens.end(), token_for(" li"));
+  ASSERT_NE(at, tokens.end());
+  const auto shown_tokens = static_cast<std::size_t>(at - tokens.begin()) + 1;  // " li" carries its space
+  probe_->add_script({.tokens = tokens, .end = Script::End::wait});
+  auto request = raw_request("r1", "Dream:");
+  request.params.stop = {"nothing", "little"};
+  generate(session, request, 7);
+
+  const auto events = probe_->finished("r1");
+  const auto token_events = tokens_of(events);
+  EXPECT_EQ(text_of(events), before);
+  EXPECT_EQ(ids_of(token_events), Ids(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(shown_tokens)));
+  for (std::size_t i = 0; i < token_events.size(); ++i) EXPECT_EQ(token_events[i].index, static_cast<std::int32_t>(i));
+  const auto cancel = probe_->cancel(0);
+  ASSERT_TRUE(cancel.has_value());
+  EXPECT_EQ(cancel->sequence, 7u);
+  EXPECT_EQ(cancel->reason, FinishReason::stop);
+  const auto done = done_of(events);
+  EXPECT_EQ(done.finish_reason, FinishReason::stop);
+  EXPECT_EQ(done.stop, std::optional<std::string>("little"));
+  EXPECT_EQ(done.usage.prompt_tokens, static_cast<std::int32_t>(probe_->submit(0).prompt.size()));
+  EXPECT_EQ(done.usage.completion_tokens, static_cast<std::int32_t>(tokens.size()));
+  EXPECT_EQ(done.usage.cached_tokens, 3);
+  EXPECT_EQ(done.timings, kTimings);
+  EXPECT_EQ(done.error_message, std::nullopt);
+
+  // The transcript keeps the text as shown.
+  reply_with(" The end.");
+  generate(session, raw_request("r2", "!"), 8);
+  probe_->finished("r2");
+  EXPECT_EQ(probe_->submit(1).prompt,
+            compute::encode_prompt(*tokenizer_, "Dream:" + before + "!", false));
+}
+
+TEST_F(SessionActorTest, HeldBackTextThatDoesNotBecomeAStopStringIsReleased) {
+  auto session = open();
+  const std::string text = "there was a little cat";
+  const Ids tokens = encode(text);
+  probe_->add_script({.tokens = tokens});
+  auto request = raw_request("r1", "Once,");
+  request.params.stop = {"lite", "cat!"};  // "lit" and "cat" are held back, then turn out not to match
+  generate(session, request, 1);
+
+  const auto events = probe_->finished("r1");
+  const auto token_events = tokens_of(events);
+  EXPECT_EQ(text_of(events), tokenizer_->decode(tokens));
+  EXPECT_EQ(ids_of(token_events), tokens) << "every token is sent";
+  // " li" and the first "t" wait with their text until the second "t" shows it is not "lite".
+  const auto li = static_cast<std::size_t>(std::find(tokens.begin(), tokens.end(), token_for(" li")) - tokens.begin());
+  ASSERT_LT(li + 2, tokens.size());
+  ASSERT_EQ(tokenizer_->piece(tokens[li + 1]), "t");
+  ASSERT_EQ(tokenizer_->piece(tokens[li + 2]), "t");
+  EXPECT_EQ(token_events[li].text, "");
+  EXPECT_EQ(token_events[li + 1].text, "");
+  EXPECT_EQ(token_events[li + 2].text, " litt");
+  // "cat" at the very end was still held when the sequence finished: it goes out with the last token.
+  const auto n = tokens.size();
+  ASSERT_EQ(tokenizer_->piece(tokens[n - 2]), " c");
+  ASSERT_EQ(tokenizer_->piece(tokens[n - 1]), "at");
+  EXPECT_EQ(token_events[n - 2].text, "");
+  EXPECT_EQ(token_events[n - 1].text, " cat");
+  const auto done = done_of(events);
+  EXPECT_EQ(done.finish_reason, FinishReason::eos);
+  EXPECT_EQ(done.stop, std::nullopt);
+  EXPECT_EQ(probe_->cancel_count(), 0u);
+}
+
+TEST_F(SessionActorTest, AUtf8CharacterSplitOverByteTokensComesWithItsLastByte) {
+  auto session = open();
+  // " h" é(C3 A9) "l" "l" "o" " " €(E2 82 AC)
+  const Ids tokens = {token_for(" h"), byte_token(0xC3), byte_token(0xA9), token_for("l"), byte_token(' '),
+                      byte_token(0xE2), byte_token(0x82), byte_token(0xAC)};
+  probe_->add_script({.tokens = tokens, .logprob = -0.25f});
+  auto request = raw_request("r1", "Say:");
+  request.params.logprobs = 1;
+  generate(session, request, 1);
+
+  const auto events = probe_->finished("r1");
+  const auto token_events = tokens_of(events);
+  ASSERT_EQ(token_events.size(), tokens.size());
+  const std::vector<std::string> texts = {" h", "", "\xC3\xA9", "l", " ", "", "", "\xE2\x82\xAC"};
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    EXPECT_EQ(token_events[i].token, tokens[i]);
+    EXPECT_EQ(token_events[i].text, texts[i]) << "event " << i;
+    EXPECT_EQ(token_events[i].index, static_cast<std::int32_t>(i));
+    EXPECT_EQ(token_events[i].logprob, std::optional<double>(-0.25));
+    EXPECT_TRUE(valid_utf8(token_events[i].text));
+  }
+  EXPECT_EQ(text_of(events), " h\xC3\xA9l \xE2\x82\xAC");
+}
+
+TEST_F(SessionActorTest, ACharacterNeverCompletedEndsAsReplacementCharactersOnTheLastToken) {
+  auto session = open();
+  probe_->add_script({.tokens = {token_for(" h"), byte_token(0xE2), byte_token(0x82)}});
+  generate(session, raw_request("r1", "Say:"), 1);
+  const auto token_events = tokens_of(probe_->finished("r1"));
+  ASSERT_EQ(token_events.size(), 3u);
+  EXPECT_EQ(token_events[0].text, " h");
+  EXPECT_EQ(token_events[1].text, "");
+  EXPECT_EQ(token_events[2].text, "\xEF\xBF\xBD\xEF\xBF\xBD");  // one U+FFFD per byte held
+  EXPECT_EQ(token_events[0].logprob, std::nullopt);
+}
+
+// ---- endings ----
+
+TEST_F(SessionActorTest, ARejectedSubmitIsOneErrorEventAndRecordsNothing) {
+  auto session = open();
+  probe_->add_script({.tokens = {}, .end = Script::End::reject, .reject_code = ErrorCode::overloaded});
+  generate(session, chat_request("c1", {{ChatRole::user, "Hi"}}), 1);
+  const auto error = error_of(probe_->finished("c1"));
+  EXPECT_EQ(error.code, ErrorCode::overloaded);
+  EXPECT_EQ(error.request_id, "c1");
+  EXPECT_EQ(error.message, "the waiting queue is full");
+  const auto after = info(session);
+  EXPECT_EQ(after.active_request, std::nullopt);
+  EXPECT_EQ(after.history_messages, 0u);
+  EXPECT_EQ(after.requests, 0u);
+
+  // The session is free again.
+  reply_with("Yes.");
+  generate(session, chat_request("c2", {{ChatRole::user, "Hi"}}), 2);
+  EXPECT_EQ(done_of(probe_->finished("c2")).finish_reason, FinishReason::eos);
+  EXPECT_EQ(info(session).requests, 1u);
+}
+
+TEST_F(SessionActorTest, AnErrorEndingCarriesItsMessageAndIsNotRecorded) {
+  auto session = open();
+  probe_->add_script({.tokens = encode("Yes"), .reason = FinishReason::error, .error = "step 3 failed"});
+  generate(session, chat_request("c1", {{ChatRole::user, "Hi"}}), 1);
+  const auto done = done_of(probe_->finished("c1"));
+  EXPECT_EQ(done.finish_reason, FinishReason::error);
+  EXPECT_EQ(done.error_message, std::optional<std::string>("step 3 failed"));
+  EXPECT_EQ(info(session).history_messages, 0u);
+}
+
+TEST_F(SessionActorTest, CancelTellsTheSchedulerAndItsFinishBecomesADoneCancelled) {
+  auto session = open();
+  generate(session, chat_request("c1", {{ChatRole::user, "Hi"}}), 9);
+  const auto sink = probe_->submit(0).sink;
+  sink(SequenceToken{9, token_for(" a"), 0, std::nullopt, {}});
+  probe_->wait_for_events("c1", 1);
+
+  session.tell(SessionCancel{"not-running"});
+  session.tell(SessionCancel{"c1"});
+  const auto cancel = probe_->cancel(0);
+  ASSERT_TRUE(cancel.has_value());
+  EXPECT_EQ(cancel->sequence, 9u);
+  EXPECT_EQ(cancel->reason, FinishReason::cancelled);
+  const auto events = probe_->finished("c1");
+  EXPECT_EQ(tokens_of(events).size(), 1u);
+  EXPECT_EQ(done_of(events).finish_reason, FinishReason::cancelled);
+  EXPECT_EQ(probe_->cancel_count(), 1u) << "the unknown id cancelled nothing";
+  EXPECT_EQ(info(session).history_messages, 2u) << "a cancelled reply is kept as far as it went";
+}
+
+TEST_F(SessionActorTest, CloseSessionCancelsTheRunningRequestAndStopsAfterItsDone) {
+  auto session = open();
+  probe_->set_answer_cancel(false);  // the test sends the scheduler's answer itself
+  generate(session, raw_request("r1", "Once"), 1);
+  const auto sink = probe_->submit(0).sink;
+  session.tell(CloseSession{});
+  const auto cancel = probe_->cancel(0);
+  ASSERT_TRUE(cancel.has_value());
+  EXPECT_EQ(cancel->reason, FinishReason::cancelled);
+
+  // Closing, not yet closed: a new request is refused.
+  generate(session, raw_request("r2", "Again"), 2);
+  EXPECT_EQ(error_of(probe_->finished("r2")).code, ErrorCode::unavailable);
+  EXPECT_EQ(session.state(), ActorState::running);
+
+  sink(FakeScheduler::finished(1, FinishReason::cancelled, {}, 2, 0));
+  EXPECT_EQ(done_of(probe_->finished("r1")).finish_reason, FinishReason::cancelled);
+  EXPECT_TRUE(testing::eventually([&] { return session.state() == ActorState::stopped; }, kWait));
+}
+
+TEST_F(SessionActorTest, CloseSessionWhenIdleStopsAtOnce) {
+  auto session = open();
+  session.tell(CloseSession{});
+  EXPECT_TRUE(testing::eventually([&] { return session.state() == ActorState::stopped; }, kWait));
+  EXPECT_EQ(probe_->cancel_count(), 0u);
+}
+
+TEST_F(SessionActorTest, ASessionStoppedWithARequestRunningStillSendsItsDone) {
+  auto session = open();
+  probe_->set_answer_cancel(false);
+  generate(session, raw_request("r1", "Once"), 1);
+  probe_->submit(0);
+  session.stop();
+  EXPECT_EQ(done_of(probe_->finished("r1")).finish_reason, FinishReason::cancelled);
+  const auto cancel = probe_->cancel(0);
+  ASSERT_TRUE(cancel.has_value());
+  EXPECT_EQ(cancel->sequence, 1u);
+}
+
+TEST_F(SessionActorTest, ASchedulerThatIsGoneMakesASubmitUnavailable) {
+  auto session = open();
+  scheduler_.stop();
+  ASSERT_TRUE(testing::eventually([&] { return scheduler_.state() == ActorState::stopped; }, kWait));
+  generate(session, raw_request("r1", "Once"), 1);
+  EXPECT_EQ(error_of(probe_->finished("r1")).code, ErrorCode::unavailable);
+  EXPECT_EQ(info(session).active_request, std::nullopt);
+}
+
+}  // namespace
+}  // namespace loom::actors
