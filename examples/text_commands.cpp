@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -18,9 +19,12 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/use_future.hpp>
 #include <nlohmann/json.hpp>
 
 #include "kv_cache_options.hpp"
+#include "loom/actors/engine.hpp"
+#include "loom/actors/logger.hpp"
 #include "loom/compute/chat_template.hpp"
 #include "loom/compute/generator.hpp"
 #include "loom/compute/gguf_file.hpp"
@@ -120,16 +124,6 @@ bool write_out(std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   return true;
-}
-
-void print_stats(const GenerationResult& r) {
-  const auto generated = r.tokens.size();
-  const double per_second = r.decode_seconds > 0 && generated > 1 ? static_cast<double>(generated - 1) / r.decode_seconds : 0.0;
-  std::fprintf(stderr,
-               "loom: prompt %d tokens (%d cached), generated %zu tokens, time to first token %.1f ms, %.1f tokens/s, "
-               "finish: %s\n",
-               r.prompt_tokens, r.cached_tokens, generated, r.prefill_seconds * 1000.0, per_second,
-               std::string(to_string(r.finish)).c_str());
 }
 
 // SIGINT while a reply streams cancels the reply; at the chat prompt it only interrupts the read.
@@ -237,6 +231,31 @@ int run_detokenize(CommandLine& args) {
   return 0;
 }
 
+// The request `loom generate` sends to the engine: the prompt as raw text, and the sampling options.
+proto::GenerateRequest generate_request(const std::string& prompt, const GenerationSettings& settings) {
+  proto::GenerateRequest request;
+  request.id = "loom-generate";
+  request.input = prompt;
+  proto::SamplingParams& p = request.params;
+  const SamplerConfig& c = settings.sampler;
+  p.temperature = c.temperature;
+  p.top_k = c.top_k;
+  p.top_p = c.top_p;
+  p.min_p = c.min_p;
+  p.repetition_penalty = c.repetition_penalty;
+  p.repetition_last_n = c.penalty_last_n;
+  p.frequency_penalty = c.frequency_penalty;
+  p.presence_penalty = c.presence_penalty;
+  p.seed = c.seed;
+  p.max_tokens = settings.max_tokens;
+  p.stop = settings.stop;
+  p.stop_token_ids = settings.stop_token_ids;
+  p.ignore_eos = settings.ignore_eos;
+  return request;
+}
+
+// Runs through loom::Engine (the same actors the gateway uses), on a thread pool of its own: the prompt
+// streams to stdout as the engine's token events arrive; Ctrl-C cancels the request.
 int run_generate(CommandLine& args) {
   const std::string model_path = args.text("model", "");
   const std::string tokenizer_path = args.text("tokenizer", "");
@@ -249,32 +268,88 @@ int run_generate(CommandLine& args) {
   GenerationSettings settings = read_generation_settings(args, 256);
   args.reject_unknown();
   if (prompt_values.empty()) throw UsageError("generate needs --prompt TEXT");
+  if (model_path.empty()) throw UsageError("needs --model PATH");
+  if (tokenizer_path.empty() && !GgufFile::has_magic(model_path)) {
+    throw UsageError(model_path + " is not a GGUF file (a llama2.c checkpoint holds no vocabulary): pass --tokenizer FILE");
+  }
   const std::string& prompt = prompt_values.back();
+  // A budget too small for one block is the user's option at fault: say so before the engine loads.
+  check_kv_budget(kv, GgufFile::has_magic(model_path) ? read_model_config(GgufFile::open(model_path))
+                                                      : read_model_config(Llama2cCheckpoint::open(model_path)));
 
-  Runtime runtime = open_runtime(model_path, tokenizer_path, threads);
-  Generator generator = make_generator(runtime, context, kv);
-  const auto ids = encode_prompt(*runtime.tokenizer, prompt, false);
+  actors::logger().set_level(spdlog::level::warn);  // the engine's progress lines are for servers, not this output
+  Engine::Config config;
+  config.model.model_path = model_path;
+  config.model.tokenizer_path = tokenizer_path;
+  config.model.threads = threads;
+  config.model.kv = kv;
+  config.model.kv_tokens = context;
+  config.io_threads = 1;
+  Engine engine(config);
+  const auto loaded = engine.async_load(boost::asio::use_future).get();
+  if (!loaded.loaded()) throw std::runtime_error(loaded.error);
+
+  // The engine calls back on its own thread; the main thread waits for the last event, polling the
+  // interrupt flag so that a Ctrl-C becomes a cancel.
+  struct Outcome {
+    std::vector<std::int32_t> tokens;
+    std::string text;
+    std::optional<proto::DoneEvent> done;
+    std::optional<proto::ErrorEvent> error;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  std::promise<void> finished;
+  auto over = finished.get_future();
   install_interrupt_handler();
   if (!json && !no_echo) write_out(prompt);
-  const auto result = generator.generate(ids, settings, json ? Generator::TextSink{} : Generator::TextSink(write_out),
-                                         &g_interrupted);
+  const proto::GenerateRequest request = generate_request(prompt, settings);
+  engine.generate(request, [outcome, json, &finished](proto::ServerMessage message) {
+    if (auto* token = std::get_if<proto::TokenEvent>(&message)) {
+      outcome->tokens.push_back(token->token);
+      outcome->text += token->text;
+      if (!json) write_out(token->text);
+      return;
+    }
+    if (auto* done = std::get_if<proto::DoneEvent>(&message)) outcome->done = std::move(*done);
+    if (auto* error = std::get_if<proto::ErrorEvent>(&message)) outcome->error = std::move(*error);
+    finished.set_value();
+  });
+  bool cancelled = false;
+  while (over.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    if (g_interrupted.load() && !cancelled) {
+      engine.cancel(request.id);
+      cancelled = true;
+    }
+  }
+  if (outcome->error) throw std::runtime_error(outcome->error->message);
+  const proto::DoneEvent& done = *outcome->done;
+  if (done.finish_reason == proto::FinishReason::error || done.finish_reason == proto::FinishReason::timeout) {
+    if (!json) write_out("\n");
+    throw std::runtime_error("generation failed: " + done.error_message.value_or(std::string(to_string(done.finish_reason))));
+  }
+  const auto& usage = done.usage;
   if (json) {
-    const auto generated = static_cast<std::int64_t>(result.tokens.size());
     nlohmann::json out;
-    out["text"] = result.text;
-    out["tokens"] = result.tokens;
-    out["finish_reason"] = std::string(to_string(result.finish));
-    out["usage"] = {{"prompt_tokens", result.prompt_tokens},
-                    {"completion_tokens", generated},
-                    {"total_tokens", result.prompt_tokens + generated}};
-    out["timings"] = {{"time_to_first_token_ms", result.prefill_seconds * 1000.0},
-                      {"decode_ms", result.decode_seconds * 1000.0},
-                      {"decode_tokens_per_second",
-                       result.decode_seconds > 0 && generated > 1 ? static_cast<double>(generated - 1) / result.decode_seconds : 0.0}};
+    out["text"] = outcome->text;
+    out["tokens"] = outcome->tokens;  // the tokens shown: an ending EOS or stop token is not among them
+    out["finish_reason"] = std::string(to_string(done.finish_reason));
+    out["usage"] = {{"prompt_tokens", usage.prompt_tokens},
+                    {"completion_tokens", usage.completion_tokens},
+                    {"cached_tokens", usage.cached_tokens},
+                    {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+    out["timings"] = {{"time_to_first_token_ms", done.timings.first_token_ms},
+                      {"queue_ms", done.timings.queue_ms},
+                      {"prefill_ms", done.timings.prefill_ms},
+                      {"decode_ms", done.timings.decode_ms},
+                      {"decode_tokens_per_second", done.timings.tokens_per_second}};
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     write_out("\n");
-    print_stats(result);
+    std::fprintf(stderr,
+                 "loom: prompt %d tokens (%d cached), generated %d tokens, time to first token %.1f ms, %.1f tokens/s, "
+                 "finish: %s\n",
+                 usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens, done.timings.first_token_ms,
+                 done.timings.tokens_per_second, std::string(to_string(done.finish_reason)).c_str());
   }
   return 0;
 }

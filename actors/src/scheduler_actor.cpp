@@ -247,7 +247,11 @@ void SchedulerActor::admit() {
     }
     if (best == waiting_.end()) return;
     Sequence& candidate = *sequences_.at(*best);
-    if (running_.size() >= config_.max_running) {
+    // Full (or short of KV blocks since a preemption): only a higher priority gets in, in the place of the
+    // lowest running sequence.
+    const bool full = running_.size() >= config_.max_running || (admission_held_ && !running_.empty());
+    const cache::SequenceId chosen = *best;
+    if (full) {
       // The lowest running sequence (most recently admitted among equals) yields to a higher priority.
       auto lowest = std::min_element(running_.begin(), running_.end(), [&](cache::SequenceId a, cache::SequenceId b) {
         const Sequence& x = *sequences_.at(a);
@@ -255,14 +259,12 @@ void SchedulerActor::admit() {
         return x.submit.priority != y.submit.priority ? x.submit.priority < y.submit.priority : x.admission > y.admission;
       });
       if (sequences_.at(*lowest)->submit.priority >= candidate.submit.priority) return;
-      preempt(*lowest);
-      continue;  // the queue changed; pick again
+      preempt(*lowest);  // one place for one sequence: the loop checks again for the next candidate
     }
-    if (admission_held_ && !running_.empty()) return;
     candidate.admission = ++admissions_;
     last_admitted_[candidate.submit.fairness_key] = candidate.admission;
-    running_.push_back(*best);
-    waiting_.erase(best);
+    running_.push_back(chosen);
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), chosen));
   }
 }
 

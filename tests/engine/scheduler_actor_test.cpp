@@ -348,6 +348,30 @@ TEST(SchedulerActor, AKvCacheFarTooSmallPreemptsAndEverySequenceStillCompletesAs
   EXPECT_EQ(rig.cache_stats().cache.used_blocks, 0u);
 }
 
+TEST(SchedulerActor, AHighPriorityRequestStillGetsInWhileAKvShortageHoldsAdmissions) {
+  Rig rig;
+  rig.blocks = 24;
+  rig.config.context_length = 96;
+  rig.config.thermal.nominal.step_delay = 1ms;
+  rig.start();
+  std::vector<cache::SequenceId> ids;
+  for (int i = 0; i < 6; ++i) {
+    ids.push_back(static_cast<cache::SequenceId>(i + 1));
+    rig.submit(ids.back(), prompt_of(i + 40, 16), 60, -1);
+  }
+  ASSERT_TRUE(eventually([&] { return rig.scheduler_stats().preemptions >= 1; }));
+  rig.submit(99, prompt_of(99, 8), 5, 5);
+  ids.push_back(99);
+  ASSERT_TRUE(rig.wait(ids, 60s));
+  const auto order = rig.collector.order();
+  const auto first_high = std::find_if(order.begin(), order.end(), [](const auto& e) { return e.first == 99 && e.second == 0; });
+  const auto first_low_end = std::find_if(order.begin(), order.end(), [](const auto& e) { return e.first != 99 && e.second == 1; });
+  EXPECT_LT(first_high - order.begin(), first_low_end - order.begin());
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(rig.collector.get(ids[static_cast<std::size_t>(i)]).tokens, expected_output(prompt_of(i + 40, 16), 60));
+  }
+}
+
 TEST(SchedulerActor, CancelEndsWaitingAndRunningSequencesAndGivesTheirBlocksBack) {
   Rig rig;
   rig.config.max_running = 1;
