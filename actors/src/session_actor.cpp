@@ -34,6 +34,7 @@ compute::SamplerConfig sampler_config(const proto::SamplingParams& p) {
   c.repetition_penalty = static_cast<float>(p.repetition_penalty);
   c.frequency_penalty = static_cast<float>(p.frequency_penalty);
   c.presence_penalty = static_cast<float>(p.presence_penalty);
+  c.penalty_last_n = p.repetition_last_n;
   // An absent seed asks for a different stream each time.
   c.seed = p.seed ? *p.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32 | std::random_device{}());
   return c;

@@ -414,6 +414,7 @@ TEST_F(SessionActorTest, ARawPromptIsSubmittedAsTheTokenizerEncodesItWithTheRequ
   request.params.repetition_penalty = 1.2;
   request.params.frequency_penalty = 0.3;
   request.params.presence_penalty = -0.4;
+  request.params.repetition_last_n = 17;
   request.params.seed = 1234;
   request.params.max_tokens = 17;
   request.params.logprobs = 2;
@@ -435,6 +436,7 @@ TEST_F(SessionActorTest, ARawPromptIsSubmittedAsTheTokenizerEncodesItWithTheRequ
   EXPECT_FLOAT_EQ(submit.sampler.repetition_penalty, 1.2f);
   EXPECT_FLOAT_EQ(submit.sampler.frequency_penalty, 0.3f);
   EXPECT_FLOAT_EQ(submit.sampler.presence_penalty, -0.4f);
+  EXPECT_EQ(submit.sampler.penalty_last_n, 17);
   EXPECT_EQ(submit.sampler.seed, 1234u);
   EXPECT_EQ(submit.max_tokens, 17);
   EXPECT_EQ(submit.logprobs, 2);
