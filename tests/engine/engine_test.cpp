@@ -549,6 +549,32 @@ TEST_F(EngineTest, ACancellingShutdownEndsRunningRequestsAsCancelled) {
   EXPECT_EQ(running->done()->finish_reason, proto::FinishReason::cancelled);
 }
 
+TEST_F(EngineTest, AShutdownDuringALoadAnswersBoth) {
+  // The backend factory (on the executor's compute thread) waits at a gate, so the shutdown surely comes
+  // while the load is under way.
+  auto gate = std::make_shared<StepGate>();
+  auto config = engine_config();
+  config.backend_factory = [gate](const actors::LoadOptions& options) {
+    gate->pass();
+    return actors::load_llama_backend(options);
+  };
+  Engine engine(config);
+  OpenOnExit open_on_exit{gate};
+  auto loaded = std::make_shared<std::promise<Outcome<actors::LoadResult>>>();
+  engine.async_load([loaded](error_code ec, actors::LoadResult r) { loaded->set_value({ec, std::move(r)}); });
+  ASSERT_TRUE(gate->wait_for_step());
+  auto shut = std::make_shared<std::promise<Outcome<bool>>>();
+  engine.async_shutdown(Engine::ShutdownMode::cancel, [shut](error_code ec, bool ok) { shut->set_value({ec, ok}); });
+  gate->open();
+  const auto load_outcome = await(loaded->get_future());
+  ASSERT_FALSE(load_outcome.ec);
+  EXPECT_FALSE(load_outcome.value.loaded()) << "a load cut short by a shutdown must not report a model";
+  const auto shut_outcome = await(shut->get_future());
+  ASSERT_FALSE(shut_outcome.ec);
+  EXPECT_TRUE(shut_outcome.value);
+  EXPECT_FALSE(stats(engine).value.model_loaded);
+}
+
 TEST_F(EngineTest, DestroyingAnEngineWithItsOwnPoolEndsWhatRunsWithADoneEvent) {
   auto gate = std::make_shared<StepGate>();
   std::shared_ptr<Events> events;
