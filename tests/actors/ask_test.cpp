@@ -144,6 +144,26 @@ TEST(Ask, WorksInCoroutines) {
   EXPECT_EQ(outcome.get(), "echo:co");
 }
 
+// With use_awaitable the ask's initiation runs when the coroutine awaits it, after the temporary Address
+// (and the temporary handle copy) of the expression are gone: the initiation must not refer back to them.
+TEST(Ask, AnAwaitedAskOnATemporaryAddressAndAnAwaitedStopOnATemporaryHandleWork) {
+  RunningContext ctx(2);
+  auto service = spawn<Service>(ctx.executor(), {});
+  auto outcome = asio::co_spawn(
+      ctx.executor(),
+      [service]() -> asio::awaitable<std::string> {
+        Echo request{"temporary", {}};
+        auto pending = service.address().ask(std::move(request), 5s, asio::use_awaitable);
+        std::string text = co_await std::move(pending);
+        auto stopping = loom::actors::ActorHandle<Service::protocol_type>(service).async_stop(asio::use_awaitable);
+        co_await std::move(stopping);
+        co_return text;
+      },
+      asio::use_future);
+  EXPECT_EQ(outcome.get(), "echo:temporary");
+  EXPECT_FALSE(service.address().alive());
+}
+
 namespace {
 
 struct Relay {  // asks the Service from inside an actor, answers with what it heard

@@ -484,11 +484,13 @@ class ActorHandle {
   template <class CompletionToken>
   auto async_stop(CompletionToken&& token) const {
     return asio::async_initiate<CompletionToken, void()>(
-        [this](auto handler) {
-          auto executor = asio::get_associated_executor(handler, mailbox_->io_executor());
+        // Copies, not `this`: with a deferred token (use_awaitable) the initiation runs when awaited, and the
+        // handle it was called on may be a temporary that is gone by then.
+        [mailbox = mailbox_, when_stopped = when_stopped_](auto handler) {
+          auto executor = asio::get_associated_executor(handler, mailbox->io_executor());
           auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-          stop();
-          when_stopped_([shared, executor] { asio::post(executor, std::move(*shared)); });
+          mailbox->request_stop();
+          when_stopped([shared, executor] { asio::post(executor, std::move(*shared)); });
         },
         token);
   }

@@ -63,16 +63,18 @@ class Address {
     using R = reply_value_t<Request>;
     static_assert(std::is_default_constructible_v<R>, "an ask's reply type must be default-constructible");
     return asio::async_initiate<CompletionToken, void(error_code, R)>(
-        [this](auto handler, Request req, std::chrono::steady_clock::duration limit) {
+        // A copy of the address, not `this`: with a deferred token (use_awaitable) the initiation runs when
+        // awaited, and the Address it was called on may be a temporary that is gone by then.
+        [self = *this](auto handler, Request req, std::chrono::steady_clock::duration limit) {
           // An empty address has no actor to borrow an I/O executor from; the system executor serves.
           const asio::any_io_executor timer_executor =
-              io_executor_ ? io_executor_ : asio::any_io_executor(asio::system_executor());
+              self.io_executor_ ? self.io_executor_ : asio::any_io_executor(asio::system_executor());
           auto executor = asio::get_associated_executor(handler, timer_executor);
           using State = detail::AskStateFor<R, decltype(handler), decltype(executor)>;
           auto state = std::make_shared<State>(std::move(handler), std::move(executor), timer_executor);
           state->arm(limit);
           req.reply = Reply<R>(state);
-          tell(std::move(req));  // if refused, the Reply dies with the message and answers no_reply
+          self.tell(std::move(req));  // if refused, the Reply dies with the message and answers no_reply
         },
         token, std::move(request), timeout);
   }
