@@ -112,6 +112,15 @@ std::size_t SchedulerActor::step_cap() const noexcept {
 
 bool SchedulerActor::may_run(const Sequence& s) const noexcept { return s.submit.priority >= policy().min_priority; }
 
+// In the plan being reserved or computed: such a sequence can only end when that step is back.
+bool SchedulerActor::in_step(cache::SequenceId id) const noexcept {
+  return busy_ && std::any_of(plan_.begin(), plan_.end(), [&](const PlannedItem& p) { return p.id == id; });
+}
+
+void SchedulerActor::forget_old_rates(Clock::time_point now) {
+  while (!recent_tokens_.empty() && now - recent_tokens_.front().first > kRateWindow) recent_tokens_.pop_front();
+}
+
 // ---- Messages ----
 
 void SchedulerActor::on(SubmitSequence m) {
@@ -149,8 +158,7 @@ void SchedulerActor::on(CancelSequence m) {
   const auto it = sequences_.find(m.sequence);
   if (it == sequences_.end()) return;
   Sequence& s = *it->second;
-  const bool in_plan = busy_ && std::any_of(plan_.begin(), plan_.end(), [&](const PlannedItem& p) { return p.id == m.sequence; });
-  if (in_plan) {
+  if (in_step(m.sequence)) {
     if (!s.ending) s.ending = m.reason;  // ends when its step is back
     return;
   }
@@ -162,7 +170,6 @@ void SchedulerActor::on(ThermalStateChanged m) {
   if (m.state == thermal_) return;
   logger().info("actor=scheduler thermal={} -> {} reason=\"{}\"", to_string(thermal_), to_string(m.state), m.reason);
   thermal_ = m.state;
-  stats_.thermal = m.state;
   request_tick();
 }
 
@@ -192,7 +199,7 @@ void SchedulerActor::on(GetSchedulerStats m) {
   }));
   out.thermal = thermal_;
   const auto now = Clock::now();
-  while (!recent_tokens_.empty() && now - recent_tokens_.front().first > kRateWindow) recent_tokens_.pop_front();
+  forget_old_rates(now);
   std::size_t tokens = 0;
   for (const auto& [when, n] : recent_tokens_) tokens += n;
   if (!recent_tokens_.empty()) {
@@ -546,7 +553,7 @@ void SchedulerActor::deliver_step(StepDone&& done) {
     }
   }
   if (generated_now > 0) recent_tokens_.emplace_back(now, generated_now);
-  while (!recent_tokens_.empty() && now - recent_tokens_.front().first > kRateWindow) recent_tokens_.pop_front();
+  forget_old_rates(now);
   maybe_answer_drain();
   request_tick(policy().step_delay);
 }
@@ -599,8 +606,7 @@ void SchedulerActor::expire_deadlines() {
   }
   for (const cache::SequenceId id : expired) {
     Sequence& s = *sequences_.at(id);
-    const bool in_plan = busy_ && std::any_of(plan_.begin(), plan_.end(), [&](const PlannedItem& p) { return p.id == id; });
-    if (in_plan) {
+    if (in_step(id)) {
       s.ending = FinishReason::timeout;
     } else {
       finish(id, FinishReason::timeout, "the request passed its deadline");

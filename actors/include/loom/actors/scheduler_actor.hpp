@@ -214,7 +214,6 @@ class SchedulerActor : public Actor<SchedulerActor, SchedulerProtocol> {
   void admit();
   void preempt(cache::SequenceId id);
   void run_step(ReserveResult&& result);
-  void end_plan();
   void deliver_step(StepDone&& done);
   void fail_plan(const std::string& error);
   void finish(cache::SequenceId id, proto::FinishReason reason, std::string error = {});
@@ -223,6 +222,8 @@ class SchedulerActor : public Actor<SchedulerActor, SchedulerProtocol> {
   const ThermalPolicy& policy() const noexcept;
   std::size_t step_cap() const noexcept;
   bool may_run(const Sequence& s) const noexcept;
+  bool in_step(cache::SequenceId id) const noexcept;
+  void forget_old_rates(Clock::time_point now);
 
   SchedulerConfig config_;
   Address<CacheManagerProtocol> cache_;
