@@ -1,0 +1,65 @@
+// GatewayConfig: everything loom-gateway can be told, from flags or a JSON config file (the same names,
+// with '-' in a flag written '_' in JSON: --kv-cache-mb and "kv_cache_mb"). Defaults suit one machine
+// serving itself: 127.0.0.1 only, no API key, limits that keep one client from taking the server.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace loom::net {
+
+struct GatewayConfig {
+  // ---- The model ----
+  std::string model;             // a GGUF (or llama2.c) file; empty: the built-in demo model
+  std::string tokenizer;         // optional separate tokenizer file (llama2.c checkpoints)
+  std::string model_id;          // the name in /v1/models and in responses; empty: the file's stem
+  std::string chat_template;     // a template name (chatml, llama2, llama3, ...); empty: from the model
+  std::string device = "cpu";    // cpu | vulkan
+  int compute_threads = 0;       // forward-pass threads; 0: the physical core count
+  std::int64_t kv_cache_mb = 0;  // KV cache budget; 0: room for kDefaultKvContexts model contexts
+  std::string demo_model_path;   // where the demo model is made; empty: $XDG_CACHE_HOME/loom or ~/.cache/loom
+
+  // ---- The listener ----
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  int threads = 0;  // I/O threads; 0: hardware threads, at least 1
+  std::string log_level = "info";
+
+  // ---- Security ----
+  std::string api_key;  // non-empty: every /v1 route wants "Authorization: Bearer KEY"
+  // Browser Origins a WebSocket upgrade may come from. A request with no Origin (not a browser) and one
+  // whose Origin names the host it was sent to (our own page) always pass; "*" allows any.
+  std::vector<std::string> allowed_origins;
+
+  // ---- Limits a client can reach ----
+  std::size_t max_body_bytes = 2u << 20;     // an HTTP request body (413 past it)
+  std::size_t max_frame_bytes = 4u << 20;    // one WebSocket message (closed with 1009 past it)
+  std::int32_t max_prompt_tokens = 0;        // a request's prompt after templating; 0: the model's context
+  std::int32_t max_tokens_limit = 4096;      // upper bound of max_tokens
+  std::size_t max_requests_per_connection = 16;  // in flight on one WebSocket
+  std::size_t max_requests_total = 256;      // in flight on the whole gateway (503 / overloaded past it)
+  std::size_t max_connections = 1024;        // open TCP connections
+  std::size_t ws_send_queue_bytes = 4u << 20;  // unsent frames of one WebSocket; past it its requests are cancelled
+  std::chrono::milliseconds request_timeout{0};  // per request; 0: none
+  std::chrono::milliseconds shutdown_grace{10000};  // SIGTERM: in-flight requests may finish this long
+  std::chrono::milliseconds ws_ping_interval{20000};  // idle WebSockets are pinged this often
+  std::chrono::milliseconds http_idle_timeout{60000};  // an idle keep-alive connection is closed
+
+  static constexpr std::int64_t kDefaultKvContexts = 4;
+
+  // Throws std::invalid_argument naming the field and the rule.
+  void validate() const;
+};
+
+// Applies a JSON object's fields to `config` (unknown keys are refused, naming the key). Throws
+// std::invalid_argument naming the key and what was expected.
+void apply_json(GatewayConfig& config, const nlohmann::json& object);
+// Reads FILE.json and applies it; throws std::invalid_argument naming the file.
+void apply_json_file(GatewayConfig& config, const std::string& path);
+
+}  // namespace loom::net

@@ -1,0 +1,43 @@
+// HTTP helpers shared by the routes: request/response types, JSON and OpenAI-style error responses, the
+// API key check, the path without its query.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gateway_context.hpp"
+
+namespace loom::net {
+
+namespace http = boost::beast::http;
+using HttpRequest = http::request<http::string_body>;
+using HttpResponse = http::response<http::string_body>;
+using TcpStream = boost::beast::tcp_stream;
+
+// "/v1/ws?x=1" -> "/v1/ws"
+std::string_view target_path(std::string_view target) noexcept;
+// The value of one query parameter ("access_token"), undecoded; nullopt when absent.
+std::optional<std::string> query_parameter(std::string_view target, std::string_view name);
+
+// Common headers (Server, keep-alive as the request asked), body and Content-Length set.
+HttpResponse make_response(const HttpRequest& request, http::status status, std::string content_type,
+                           std::string body);
+HttpResponse make_json_response(const HttpRequest& request, http::status status, const nlohmann::json& body);
+// OpenAI's error object: {"error":{"message":..,"type":..,"param":..,"code":..}}. `type` is
+// invalid_request_error, authentication_error, not_found_error, server_error, overloaded_error, ...
+HttpResponse make_openai_error(const HttpRequest& request, http::status status, std::string message,
+                               std::string type, std::optional<std::string> param = std::nullopt,
+                               std::optional<std::string> code = std::nullopt);
+
+// True when no API key is configured, or the request carries "Authorization: Bearer KEY" (or, on the
+// WebSocket upgrade only, where browsers cannot set headers, the query parameter access_token=KEY).
+// Compared in constant time.
+bool authorized(const GatewayContext& context, const HttpRequest& request, bool websocket_upgrade);
+
+}  // namespace loom::net

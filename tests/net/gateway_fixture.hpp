@@ -1,0 +1,88 @@
+// A gateway on 127.0.0.1 and a free port, serving a model from ../shared (aidreams260K by default), with
+// small blocking Beast clients for the tests: one HTTP request, one WebSocket connection. The gateway's
+// io_context runs on two threads of the fixture.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <nlohmann/json.hpp>
+
+#include "loom/net/gateway.hpp"
+#include "loom/net/gateway_config.hpp"
+
+namespace loom::net::test {
+
+// The shared data folder's path for `relative` ("models/aidreams260K.gguf"); fails the test (naming the
+// path) when the file is missing.
+std::string shared_file(const std::string& relative);
+
+// Config for tests: aidreams260K.gguf, port 0, small limits where a test wants them it sets them itself.
+GatewayConfig test_config();
+
+class GatewayUnderTest {
+ public:
+  // Starts the gateway and waits (up to 60 s) for the model to load; throws if it fails.
+  explicit GatewayUnderTest(GatewayConfig config = test_config());
+  ~GatewayUnderTest();  // graceful shutdown, then joins the threads
+
+  unsigned short port() const;
+  Gateway& gateway() { return *gateway_; }
+  // Starts the graceful shutdown and waits until it has completed (or `limit` passed: returns false).
+  bool shutdown(std::chrono::milliseconds limit = std::chrono::seconds(30));
+
+ private:
+  boost::asio::io_context io_;
+  std::unique_ptr<Gateway> gateway_;
+  std::vector<std::thread> threads_;
+  bool shut_down_ = false;
+};
+
+struct HttpResult {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  nlohmann::json json() const { return nlohmann::json::parse(body); }
+};
+
+// One request on a new connection (Connection: close); waits for the whole response (SSE too).
+HttpResult http_request(unsigned short port, const std::string& method, const std::string& target,
+                        const std::string& body = {}, const std::map<std::string, std::string>& headers = {});
+
+// The "data: ..." payloads of a text/event-stream body, in order ("[DONE]" included).
+std::vector<std::string> sse_data(const std::string& body);
+
+// A blocking WebSocket client on /v1/ws.
+class WsClient {
+ public:
+  explicit WsClient(unsigned short port, const std::map<std::string, std::string>& headers = {},
+                    const std::string& target = "/v1/ws");
+  void send(const std::string& text);
+  void send(const nlohmann::json& message) { send(message.dump()); }
+  // The next text frame as JSON; throws on close or after `limit`.
+  nlohmann::json receive(std::chrono::milliseconds limit = std::chrono::seconds(30));
+  // Frames until (and including) the done or error event of request `id`; frames of other requests
+  // are kept for later receive_until calls.
+  std::vector<nlohmann::json> receive_until_end(const std::string& id,
+                                                std::chrono::milliseconds limit = std::chrono::seconds(60));
+  // Reads until the server closes; returns the close code (or nullopt if the read failed otherwise).
+  std::optional<int> wait_close(std::chrono::milliseconds limit = std::chrono::seconds(30));
+  boost::beast::websocket::stream<boost::beast::tcp_stream>& stream() { return ws_; }
+
+ private:
+  boost::asio::io_context io_;
+  boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+  std::vector<nlohmann::json> pending_;
+};
+
+}  // namespace loom::net::test
