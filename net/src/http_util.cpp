@@ -1,0 +1,79 @@
+#include "http_util.hpp"
+
+#include <boost/beast/version.hpp>
+
+namespace loom::net {
+
+std::string_view target_path(std::string_view target) noexcept {
+  const auto query = target.find('?');
+  return query == std::string_view::npos ? target : target.substr(0, query);
+}
+
+std::optional<std::string> query_parameter(std::string_view target, std::string_view name) {
+  const auto query = target.find('?');
+  if (query == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(query + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) == name) return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (amp == std::string_view::npos) break;
+    rest.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+HttpResponse make_response(const HttpRequest& request, http::status status, std::string content_type,
+                           std::string body) {
+  HttpResponse response{status, request.version()};
+  response.set(http::field::server, "loom/" LOOM_NET_VERSION);
+  response.set(http::field::content_type, std::move(content_type));
+  response.keep_alive(request.keep_alive());
+  response.body() = std::move(body);
+  response.prepare_payload();
+  return response;
+}
+
+HttpResponse make_json_response(const HttpRequest& request, http::status status, const nlohmann::json& body) {
+  return make_response(request, status, "application/json",
+                       body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+HttpResponse make_openai_error(const HttpRequest& request, http::status status, std::string message,
+                               std::string type, std::optional<std::string> param, std::optional<std::string> code) {
+  nlohmann::json error = {{"message", std::move(message)}, {"type", std::move(type)}, {"param", nullptr},
+                          {"code", nullptr}};
+  if (param) error["param"] = *param;
+  if (code) error["code"] = *code;
+  return make_json_response(request, status, nlohmann::json{{"error", std::move(error)}});
+}
+
+namespace {
+// Equal strings in time that depends only on their lengths, so the key cannot be guessed byte by byte.
+bool constant_time_equal(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+}  // namespace
+
+bool authorized(const GatewayContext& context, const HttpRequest& request, bool websocket_upgrade) {
+  const std::string& key = context.config.api_key;
+  if (key.empty()) return true;
+  if (const auto header = request.find(http::field::authorization); header != request.end()) {
+    constexpr std::string_view kBearer = "Bearer ";
+    const std::string_view value = header->value();
+    if (value.size() > kBearer.size() && value.substr(0, kBearer.size()) == kBearer &&
+        constant_time_equal(value.substr(kBearer.size()), key)) {
+      return true;
+    }
+  }
+  if (websocket_upgrade) {
+    if (const auto token = query_parameter(request.target(), "access_token")) return constant_time_equal(*token, key);
+  }
+  return false;
+}
+
+}  // namespace loom::net
