@@ -5,6 +5,8 @@
 // translated back. The caller (the HTTP connection) has already checked the method, auth and body size.
 #pragma once
 
+#include <utility>  // before Asio: boost/asio/awaitable.hpp (Boost 1.81) uses std::exchange without it
+
 #include <boost/asio/awaitable.hpp>
 
 #include "http_util.hpp"

@@ -1,0 +1,297 @@
+#include "openai_routes.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include "openai_translate.hpp"
+
+namespace loom::net {
+
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+// How long one write may wait for a client that does not read; past it the client counts as gone.
+std::chrono::milliseconds write_limit(const GatewayContext& context) {
+  const auto idle = context.config.http_idle_timeout;
+  return idle.count() > 0 ? idle : std::chrono::milliseconds(60000);
+}
+
+void log_debug(std::string_view what, const std::string& id, const error_code& ec) {
+  if (auto log = spdlog::get("net")) log->debug("route=openai request={} {} error=\"{}\"", id, what, ec.message());
+}
+
+// One whole JSON response (a completion or an error), counted in the metrics. Returns keep-alive.
+asio::awaitable<bool> write_response(GatewayContext& context, TcpStream& stream, HttpResponse response) {
+  context.metrics.http_response(static_cast<int>(response.result_int()));
+  const bool keep_alive = response.keep_alive();
+  error_code ec;
+  stream.expires_after(write_limit(context));
+  co_await http::async_write(stream, response, asio::redirect_error(asio::use_awaitable, ec));
+  co_return keep_alive && !ec;
+}
+
+asio::awaitable<bool> write_error(GatewayContext& context, TcpStream& stream, const HttpRequest& request,
+                                  const openai::Error& error) {
+  return write_response(context, stream,
+                        make_openai_error(request, static_cast<http::status>(error.status), error.message, error.type,
+                                          error.param, error.code));
+}
+
+// A text/event-stream response: the header once, then SSE events. HTTP/1.1 gets chunked encoding so the
+// connection can be kept alive; HTTP/1.0 has no chunks, so the stream is the raw body and ends with the
+// connection.
+class EventStreamWriter {
+ public:
+  EventStreamWriter(GatewayContext& context, TcpStream& stream, const HttpRequest& request)
+      : context_(context), stream_(stream), chunked_(request.version() >= 11), keep_alive_(request.keep_alive()) {}
+
+  bool header_written() const { return header_written_; }
+  bool keep_alive() const { return chunked_ && keep_alive_; }
+
+  asio::awaitable<bool> write_header(int version) {
+    http::response<http::empty_body> response{http::status::ok, static_cast<unsigned>(version)};
+    response.set(http::field::server, "loom/" LOOM_NET_VERSION);
+    response.set(http::field::content_type, "text/event-stream");
+    response.set(http::field::cache_control, "no-cache");
+    response.set("X-Accel-Buffering", "no");  // a reverse proxy in front must not hold tokens back
+    response.keep_alive(keep_alive());
+    if (chunked_) response.chunked(true);
+    http::response_serializer<http::empty_body> serializer{response};
+    context_.metrics.http_response(200);
+    header_written_ = true;
+    error_code ec;
+    stream_.expires_after(write_limit(context_));
+    co_await http::async_write_header(stream_, serializer, asio::redirect_error(asio::use_awaitable, ec));
+    co_return !ec;
+  }
+
+  asio::awaitable<bool> write(const std::string& data) {
+    error_code ec;
+    stream_.expires_after(write_limit(context_));
+    if (chunked_) {
+      co_await asio::async_write(stream_, http::make_chunk(asio::buffer(data)),
+                                 asio::redirect_error(asio::use_awaitable, ec));
+    } else {
+      co_await asio::async_write(stream_, asio::buffer(data), asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return !ec;
+  }
+
+  // The last events ("data: [DONE]" among them) and the end of the body.
+  asio::awaitable<bool> finish(const std::string& data) {
+    if (!co_await write(data)) co_return false;
+    if (!chunked_) co_return true;
+    error_code ec;
+    stream_.expires_after(write_limit(context_));
+    co_await asio::async_write(stream_, http::make_chunk_last(), asio::redirect_error(asio::use_awaitable, ec));
+    co_return !ec;
+  }
+
+ private:
+  GatewayContext& context_;
+  TcpStream& stream_;
+  bool chunked_;
+  bool keep_alive_;
+  bool header_written_ = false;
+};
+
+// One request from the engine's first event to its last.
+class OpenAiExchange {
+ public:
+  OpenAiExchange(GatewayContext& context, TcpStream& stream, const HttpRequest& request, OpenAiRoute route,
+                 openai::Request translated)
+      : context_(context),
+        stream_(stream),
+        request_(request),
+        endpoint_(route == OpenAiRoute::completions ? Endpoint::completions : Endpoint::chat_completions),
+        translated_(std::move(translated)),
+        identity_{route, translated_.generate.id, unix_now(), context.model_id},
+        events_(start(context, std::move(translated_.generate))) {}
+
+  asio::awaitable<bool> run() { return translated_.stream ? run_streamed() : run_whole(); }
+
+ private:
+  static std::int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  static actors::EventStream start(GatewayContext& context, proto::GenerateRequest request) {
+    loom::Engine::GenerateOptions options;
+    if (context.config.request_timeout.count() > 0) options.timeout = context.config.request_timeout;
+    return context.engine.generate_stream(std::move(request), options);
+  }
+
+  void count(std::string_view outcome) { context_.metrics.request_finished(endpoint_, outcome); }
+
+  // stream:false: the text is gathered and answered at once. A request that was accepted but did not
+  // complete (timeout, error, cancelled by a shutdown) is answered with an HTTP error (504, 500, 503),
+  // even when it had produced some text: a client that asked for a whole answer must not take a cut one
+  // for complete, and OpenAI has no finish_reason for "failed".
+  asio::awaitable<bool> run_whole() {
+    std::string text;
+    while (auto event = co_await events_.async_next(asio::use_awaitable)) {
+      if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {
+        text += token->text;
+      } else if (const auto* refused = std::get_if<proto::ErrorEvent>(&*event)) {
+        count("refused");
+        co_return co_await write_error(context_, stream_, request_, openai::from_error_event(*refused));
+      } else if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) {
+        count(proto::to_string(done->finish_reason));
+        const auto reason = openai::finish_reason(done->finish_reason);
+        if (!reason) co_return co_await write_error(context_, stream_, request_, openai::from_failed_done(*done));
+        co_return co_await write_response(
+            context_, stream_,
+            make_json_response(request_, http::status::ok,
+                               openai::completion_object(identity_, text, *reason, done->usage)));
+      }
+    }
+    co_return co_await engine_gone();
+  }
+
+  // stream:true. The header waits for the engine's first event: until then a refusal or a failure can
+  // still be a proper HTTP status. Once the header is out, a failure can only be told inside the stream:
+  // a "data:" event holding OpenAI's error object, then [DONE] (what llama.cpp's server and others do, and
+  // what the official clients raise as an APIError).
+  asio::awaitable<bool> run_streamed() {
+    EventStreamWriter writer(context_, stream_, request_);
+    while (auto event = co_await events_.async_next(asio::use_awaitable)) {
+      if (const auto* refused = std::get_if<proto::ErrorEvent>(&*event)) {
+        // An error event comes only instead of acceptance, so nothing has been written yet.
+        count("refused");
+        co_return co_await write_error(context_, stream_, request_, openai::from_error_event(*refused));
+      }
+      if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {
+        if (!co_await open(writer)) co_return co_await client_gone();
+        // An empty text is half of a multi-byte character: the next token completes it.
+        if (!token->text.empty() && !co_await writer.write(openai::sse_event(openai::text_chunk(identity_, token->text)))) {
+          co_return co_await client_gone();
+        }
+      } else if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) {
+        count(proto::to_string(done->finish_reason));
+        const auto reason = openai::finish_reason(done->finish_reason);
+        if (!reason && !writer.header_written()) {
+          co_return co_await write_error(context_, stream_, request_, openai::from_failed_done(*done));
+        }
+        if (!co_await open(writer)) co_return false;
+        std::string last;
+        if (reason) {
+          last = openai::sse_event(openai::finish_chunk(identity_, *reason));
+          if (translated_.include_usage) last += openai::sse_event(openai::usage_chunk(identity_, done->usage));
+        } else {
+          last = openai::sse_event(openai::from_failed_done(*done).to_json());
+        }
+        last += openai::kSseDone;
+        const bool written = co_await writer.finish(last);
+        co_return written && writer.keep_alive();
+      }
+    }
+    if (!writer.header_written()) co_return co_await engine_gone();
+    // The engine went away under a running stream: say so in the stream, then end it.
+    count("error");
+    openai::Error error;
+    error.status = 500;
+    error.type = "server_error";
+    error.message = "the engine stopped before the request finished";
+    co_await writer.finish(openai::sse_event(error.to_json()) + std::string(openai::kSseDone));
+    co_return false;
+  }
+
+  // The header, and for chat the first chunk that names the role, before the first text.
+  asio::awaitable<bool> open(EventStreamWriter& writer) {
+    if (writer.header_written()) co_return true;
+    if (!co_await writer.write_header(static_cast<int>(request_.version()))) co_return false;
+    if (identity_.route == OpenAiRoute::chat_completions) {
+      co_return co_await writer.write(openai::sse_event(openai::role_chunk(identity_)));
+    }
+    co_return true;
+  }
+
+  // A write failed: the client is gone (or stopped reading). Its request is cancelled, and its events are
+  // taken to the end so that the budget slot is held until the engine has really let go of the request.
+  asio::awaitable<bool> client_gone() {
+    log_debug("client gone mid-stream, cancelling", identity_.id, {});
+    context_.engine.cancel(identity_.id);
+    while (auto event = co_await events_.async_next(asio::use_awaitable)) {
+      if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) count(proto::to_string(done->finish_reason));
+    }
+    co_return false;
+  }
+
+  // The stream ended with neither done nor error: the engine was torn down under the request.
+  asio::awaitable<bool> engine_gone() {
+    count("error");
+    openai::Error error;
+    error.status = 500;
+    error.type = "server_error";
+    error.message = "the engine stopped before the request finished";
+    co_return co_await write_error(context_, stream_, request_, error);
+  }
+
+  GatewayContext& context_;
+  TcpStream& stream_;
+  const HttpRequest& request_;
+  Endpoint endpoint_;
+  openai::Request translated_;
+  openai::ResponseIdentity identity_;
+  actors::EventStream events_;
+};
+
+openai::Error unavailable(std::string message, std::string type, std::string code) {
+  openai::Error error;
+  error.status = 503;
+  error.message = std::move(message);
+  error.type = std::move(type);
+  error.code = std::move(code);
+  return error;
+}
+
+}  // namespace
+
+asio::awaitable<bool> serve_openai(GatewayContext& context, TcpStream& stream, HttpRequest request,
+                                   OpenAiRoute route) {
+  const Endpoint endpoint = route == OpenAiRoute::completions ? Endpoint::completions : Endpoint::chat_completions;
+  const auto refuse = [&](const openai::Error& error) -> asio::awaitable<bool> {
+    context.metrics.request_finished(endpoint, "refused");
+    return write_error(context, stream, request, error);
+  };
+
+  if (context.shutdown.notified()) {
+    co_return co_await refuse(unavailable("the server is shutting down", "server_error", "unavailable"));
+  }
+  if (!context.ready()) {
+    co_return co_await refuse(unavailable(
+        "the server is not ready (" + std::string(to_string(context.phase.load())) + ")", "server_error",
+        "unavailable"));
+  }
+
+  const std::string id =
+      (route == OpenAiRoute::completions ? "cmpl-" : "chatcmpl-") + std::to_string(context.next_serial());
+  auto translated = openai::translate_request(request.body(), route, id, context.parse_options);
+  if (auto* error = std::get_if<openai::Error>(&translated)) co_return co_await refuse(*error);
+
+  // Held until the request's last event has been taken (the exchange ends only then).
+  auto slot = context.budget.try_acquire();
+  if (!slot) {
+    co_return co_await refuse(unavailable("the server is at capacity (" + std::to_string(context.budget.limit()) +
+                                              " requests in flight); retry later",
+                                          "overloaded_error", "overloaded"));
+  }
+  OpenAiExchange exchange(context, stream, request, route, std::get<openai::Request>(std::move(translated)));
+  co_return co_await exchange.run();
+}
+
+}  // namespace loom::net

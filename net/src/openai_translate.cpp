@@ -1,0 +1,462 @@
+#include "openai_translate.hpp"
+
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+namespace loom::net::openai {
+
+namespace {
+
+using nlohmann::json;
+
+// A field the client set: absent and null are the same, as in OpenAI's API and our protocol.
+const json* find(const json& object, std::string_view name) {
+  const auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Error invalid(std::string param, std::string rule, std::optional<std::string> code = std::nullopt) {
+  Error error;
+  error.status = 400;
+  error.message = param + ": " + std::move(rule);
+  error.param = std::move(param);
+  error.code = std::move(code);
+  return error;
+}
+
+Error unsupported(std::string param, std::string what) {
+  return invalid(std::move(param), "is not supported by this server (" + std::move(what) + ")", "unsupported");
+}
+
+// Client text quoted in a message is cut short (at a character boundary): an error must not echo a body.
+std::string cut(std::string text, std::size_t limit = 200) {
+  if (text.size() <= limit) return text;
+  std::size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  text.resize(end);
+  return text + "...";
+}
+
+// Thrown inside translate_request by the checks below; caught there and returned.
+struct Refused {
+  Error error;
+};
+
+// nlohmann builds the tree without recursion, but other operations on it recurse: a hostile
+// "[[[[..." body is stopped while it is parsed, at the same depth limit as a WebSocket frame.
+json parse_body(std::string_view body, std::size_t max_depth) {
+  struct TooDeep {};
+  const json::parser_callback_t depth_check = [max_depth](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        static_cast<std::size_t>(depth) >= max_depth) {
+      throw TooDeep{};
+    }
+    return true;
+  };
+  try {
+    return json::parse(body.begin(), body.end(), depth_check);
+  } catch (const TooDeep&) {
+    Error error;
+    error.message = "the request body must be nested at most " + std::to_string(max_depth) + " levels deep";
+    throw Refused{std::move(error)};
+  } catch (const json::exception& parse_error) {
+    Error error;
+    // nlohmann's text names the position and what it expected, and quotes the token it stopped in.
+    std::string_view what = parse_error.what();
+    if (const auto tag_end = what.find("] "); !what.empty() && what.front() == '[' && tag_end != std::string_view::npos) {
+      what.remove_prefix(tag_end + 2);  // "[json.exception.parse_error.101] " is nlohmann's, not the client's
+    }
+    error.message = cut("the request body is not valid JSON: " + std::string(what));
+    throw Refused{std::move(error)};
+  }
+}
+
+// ---- Fields of both routes ----
+
+void check_model(const json& body) {
+  // Any name is accepted (the server serves one model); responses name the model actually served.
+  if (const json* model = find(body, "model"); model != nullptr && !model->is_string()) {
+    throw Refused{invalid("model", "must be a string")};
+  }
+}
+
+void check_n(const json& body) {
+  if (const json* n = find(body, "n"); n != nullptr && !(n->is_number_integer() && *n == 1)) {
+    throw Refused{invalid("n", "only n=1 is supported (one choice per request)", "unsupported")};
+  }
+}
+
+bool read_stream(const json& body, bool& include_usage) {
+  bool stream = false;
+  if (const json* value = find(body, "stream")) {
+    if (!value->is_boolean()) throw Refused{invalid("stream", "must be a boolean")};
+    stream = value->get<bool>();
+  }
+  if (const json* options = find(body, "stream_options")) {
+    if (!options->is_object()) throw Refused{invalid("stream_options", "must be an object")};
+    if (const json* usage = find(*options, "include_usage")) {
+      if (!usage->is_boolean()) throw Refused{invalid("stream_options.include_usage", "must be a boolean")};
+      include_usage = usage->get<bool>();
+    }
+  }
+  return stream;
+}
+
+// The sampling fields, copied as the client wrote them into proto's params object so that proto's parser
+// checks their types and ranges exactly as it does for a WebSocket frame. `client_names` records the
+// fields whose OpenAI or llama.cpp name differs from proto's, so that an error names what the client sent.
+json sampling_params(const json& body, OpenAiRoute route, std::map<std::string, std::string>& client_names) {
+  json params = json::object();
+  const auto copy = [&](std::string_view from, const std::string& to) {
+    if (const json* value = find(body, from)) {
+      params[to] = *value;
+      if (from != to) client_names[to] = std::string(from);
+    }
+  };
+  copy("temperature", "temperature");
+  copy("top_p", "top_p");
+  copy("presence_penalty", "presence_penalty");
+  copy("frequency_penalty", "frequency_penalty");
+  // llama.cpp's extensions, and vLLM's name for the repetition penalty.
+  copy("top_k", "top_k");
+  copy("min_p", "min_p");
+  copy("repetition_penalty", "repetition_penalty");
+  copy("repeat_penalty", "repetition_penalty");  // llama.cpp's name wins when both are sent
+  copy("repeat_last_n", "repetition_last_n");
+  copy("ignore_eos", "ignore_eos");
+
+  if (const json* seed = find(body, "seed")) {
+    // llama.cpp's -1 means "random", which is what an absent seed means here.
+    if (!(seed->is_number_integer() && *seed == -1)) params["seed"] = *seed;
+  }
+
+  copy("max_tokens", "max_tokens");
+  // Chat's newer name for the same limit; it wins when both are sent, as it is the one OpenAI documents.
+  if (route == OpenAiRoute::chat_completions) copy("max_completion_tokens", "max_tokens");
+
+  if (const json* stop = find(body, "stop")) {
+    params["stop"] = stop->is_string() ? json::array({*stop}) : *stop;
+  }
+  return params;
+}
+
+// ---- /v1/completions ----
+
+std::string read_prompt(const json& body) {
+  const json* prompt = find(body, "prompt");
+  if (prompt == nullptr) throw Refused{invalid("prompt", "is required")};
+  if (prompt->is_string()) return prompt->get<std::string>();
+  if (prompt->is_array()) {
+    if (prompt->size() == 1 && (*prompt)[0].is_string()) return (*prompt)[0].get<std::string>();
+    const bool token_ids = !prompt->empty() && ((*prompt)[0].is_number() || (*prompt)[0].is_array());
+    if (token_ids) throw Refused{unsupported("prompt", "prompts of token ids; send the prompt as text")};
+    throw Refused{invalid("prompt", "must be a string or an array of exactly one string", "unsupported")};
+  }
+  throw Refused{invalid("prompt", "must be a string or an array of exactly one string")};
+}
+
+void refuse_completion_extras(const json& body) {
+  if (const json* echo = find(body, "echo"); echo != nullptr && *echo != false) {
+    throw Refused{unsupported("echo", "the prompt is not repeated in the answer")};
+  }
+  if (const json* suffix = find(body, "suffix"); suffix != nullptr && *suffix != "") {
+    throw Refused{unsupported("suffix", "no fill-in-the-middle")};
+  }
+  if (const json* best_of = find(body, "best_of"); best_of != nullptr && *best_of != 1) {
+    throw Refused{unsupported("best_of", "only 1")};
+  }
+  // Reporting log-probabilities needs the alternatives per token, which the engine does not give yet.
+  if (const json* logprobs = find(body, "logprobs"); logprobs != nullptr && *logprobs != 0 && *logprobs != false) {
+    throw Refused{unsupported("logprobs", "log-probabilities are not reported")};
+  }
+}
+
+// ---- /v1/chat/completions ----
+
+// One OpenAI message as proto's {role, content}. Values of the wrong type are passed on unchanged, so that
+// proto's parser reports them with the same words as on the WebSocket.
+json read_message(const json& message, std::size_t index) {
+  if (!message.is_object()) return message;
+  const std::string path = "messages[" + std::to_string(index) + "]";
+  json out = json::object();
+  if (const auto role = message.find("role"); role != message.end()) {
+    // OpenAI's newer name for the system role.
+    out["role"] = (*role == "developer") ? json("system") : *role;
+  }
+  const json* content = find(message, "content");
+  if (content == nullptr) {
+    // An assistant turn that only called tools has no content; it is an empty turn here.
+    if (out.value("role", json()) == "assistant") out["content"] = "";
+  } else if (content->is_array()) {
+    // Content parts: text parts are joined as they are; images, audio and files are not understood.
+    std::string text;
+    for (std::size_t part = 0; part < content->size(); ++part) {
+      const json& item = (*content)[part];
+      const std::string part_path = path + ".content[" + std::to_string(part) + "]";
+      if (!item.is_object()) throw Refused{invalid(part_path, "must be an object")};
+      const json* type = find(item, "type");
+      if (type == nullptr || *type != "text") {
+        throw Refused{unsupported(part_path + ".type", "only text content parts")};
+      }
+      const json* part_text = find(item, "text");
+      if (part_text == nullptr || !part_text->is_string()) {
+        throw Refused{invalid(part_path + ".text", "must be a string")};
+      }
+      text += part_text->get_ref<const std::string&>();
+    }
+    out["content"] = std::move(text);
+  } else {
+    out["content"] = *content;
+  }
+  return out;
+}
+
+json read_messages(const json& body, const proto::ParseOptions& options) {
+  const json* messages = find(body, "messages");
+  if (messages == nullptr) throw Refused{invalid("messages", "is required")};
+  // Anything but a plain list is left to proto's parser (wrong type, empty, too many entries).
+  if (!messages->is_array() || messages->size() > options.max_messages) return *messages;
+  json out = json::array();
+  for (std::size_t i = 0; i < messages->size(); ++i) out.push_back(read_message((*messages)[i], i));
+  return out;
+}
+
+void refuse_chat_extras(const json& body) {
+  if (const json* logprobs = find(body, "logprobs"); logprobs != nullptr && *logprobs != false) {
+    throw Refused{unsupported("logprobs", "log-probabilities are not reported")};
+  }
+  if (const json* top = find(body, "top_logprobs"); top != nullptr && *top != 0) {
+    throw Refused{unsupported("top_logprobs", "log-probabilities are not reported")};
+  }
+  // Ignoring tools would answer in prose a client that waits for a tool call: refuse instead.
+  for (const char* name : {"tools", "functions"}) {
+    if (const json* tools = find(body, name); tools != nullptr && !(tools->is_array() && tools->empty())) {
+      throw Refused{unsupported(name, "no tool calling")};
+    }
+  }
+  if (const json* format = find(body, "response_format")) {
+    if (!format->is_object() || format->value("type", json()) != "text") {
+      throw Refused{unsupported("response_format", "only {\"type\": \"text\"}")};
+    }
+  }
+}
+
+// proto's path of a refused value ("params.repetition_penalty", "params.stop[1]", "messages[0].role") in
+// the client's spelling ("repeat_penalty", "stop[1]", "messages[0].role").
+std::string client_field(const std::string& field, const std::map<std::string, std::string>& client_names) {
+  constexpr std::string_view kParams = "params.";
+  if (field.rfind(kParams, 0) != 0) return field;
+  const std::string rest = field.substr(kParams.size());
+  const auto name_end = rest.find_first_of(".[");
+  const std::string name = rest.substr(0, name_end);
+  const auto renamed = client_names.find(name);
+  const std::string suffix = name_end == std::string::npos ? "" : rest.substr(name_end);
+  return (renamed == client_names.end() ? name : renamed->second) + suffix;
+}
+
+Error from_validation_error(const proto::ValidationError& error,
+                            const std::map<std::string, std::string>& client_names) {
+  if (error.field.empty()) {
+    Error out;
+    out.message = error.message;
+    return out;
+  }
+  return invalid(client_field(error.field, client_names), error.message);
+}
+
+}  // namespace
+
+nlohmann::json Error::to_json() const {
+  json error = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+  if (param) error["param"] = *param;
+  if (code) error["code"] = *code;
+  return json{{"error", std::move(error)}};
+}
+
+std::variant<Request, Error> translate_request(std::string_view body_text, OpenAiRoute route, std::string request_id,
+                                               const proto::ParseOptions& options) {
+  try {
+    const json body = parse_body(body_text, options.max_json_depth);
+    if (!body.is_object()) {
+      Error error;
+      error.message = "the request body must be a JSON object";
+      return error;
+    }
+    check_model(body);
+    check_n(body);
+    Request request;
+    request.stream = read_stream(body, request.include_usage);
+    if (route == OpenAiRoute::completions) {
+      refuse_completion_extras(body);
+    } else {
+      refuse_chat_extras(body);
+    }
+    // Unknown fields (user, metadata, service_tier, llama.cpp's cache_prompt, ...) are ignored: OpenAI's
+    // clients send fields this server has no use for, and refusing them would break those clients.
+
+    std::map<std::string, std::string> client_names;
+    json generate = {{"id", std::move(request_id)},
+                     {"params", sampling_params(body, route, client_names)},
+                     {"stream", true}};
+    if (route == OpenAiRoute::completions) {
+      generate["prompt"] = read_prompt(body);
+    } else {
+      generate["messages"] = read_messages(body, options);
+    }
+    auto parsed = proto::parse_generate_request(generate, options);
+    if (!parsed) return from_validation_error(parsed.error(), client_names);
+    request.generate = std::move(parsed).value();
+    return request;
+  } catch (Refused& refused) {
+    return std::move(refused.error);
+  }
+}
+
+Error from_error_event(const proto::ErrorEvent& event) {
+  Error error;
+  error.message = event.message;
+  error.code = std::string(proto::to_string(event.code));
+  switch (event.code) {
+    case proto::ErrorCode::invalid_request:
+      error.status = 400;
+      if (!event.field.empty()) {
+        error.param = client_field(event.field, {});
+        error.message = *error.param + ": " + event.message;
+      }
+      break;
+    case proto::ErrorCode::unsupported:  // well formed, but not offered: the client's to change
+      error.status = 400;
+      break;
+    case proto::ErrorCode::not_found:
+      error.status = 404;
+      error.type = "not_found_error";
+      break;
+    case proto::ErrorCode::conflict:
+      error.status = 409;
+      break;
+    case proto::ErrorCode::overloaded:
+      error.status = 503;
+      error.type = "overloaded_error";
+      break;
+    case proto::ErrorCode::unavailable:
+      error.status = 503;
+      error.type = "server_error";
+      break;
+    case proto::ErrorCode::internal:
+      error.status = 500;
+      error.type = "server_error";
+      break;
+  }
+  return error;
+}
+
+std::optional<std::string> finish_reason(proto::FinishReason reason) {
+  switch (reason) {
+    case proto::FinishReason::eos:
+    case proto::FinishReason::stop: return "stop";
+    case proto::FinishReason::length: return "length";
+    case proto::FinishReason::cancelled:
+    case proto::FinishReason::error:
+    case proto::FinishReason::timeout: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Error from_failed_done(const proto::DoneEvent& done) {
+  Error error;
+  error.type = "server_error";
+  const std::string generated = " (after " + std::to_string(done.usage.completion_tokens) + " generated tokens)";
+  switch (done.finish_reason) {
+    case proto::FinishReason::timeout:
+      error.status = 504;
+      error.code = "timeout";
+      error.message = done.error_message.value_or("the request exceeded its time limit") + generated;
+      break;
+    case proto::FinishReason::cancelled:
+      // Nobody but the server cancels an HTTP request that is still connected: it is shutting down.
+      error.status = 503;
+      error.code = "cancelled";
+      error.message = "the request was cancelled by the server" + generated;
+      break;
+    default:
+      error.status = 500;
+      error.code = "internal";
+      error.message = done.error_message.value_or("the request failed") + generated;
+      break;
+  }
+  return error;
+}
+
+nlohmann::json usage_json(const proto::Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+namespace {
+json envelope(const ResponseIdentity& identity, std::string_view object) {
+  return {{"id", identity.id}, {"object", object}, {"created", identity.created}, {"model", identity.model}};
+}
+bool is_chat(const ResponseIdentity& identity) { return identity.route == OpenAiRoute::chat_completions; }
+std::string_view chunk_object(const ResponseIdentity& identity) {
+  return is_chat(identity) ? "chat.completion.chunk" : "text_completion";
+}
+json chunk_choice(const ResponseIdentity& identity, const std::string& text, const json& finish_reason) {
+  if (is_chat(identity)) {
+    const json delta = text.empty() ? json::object() : json{{"content", text}};
+    return {{"index", 0}, {"delta", delta}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+  }
+  return {{"index", 0}, {"text", text}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+}
+}  // namespace
+
+nlohmann::json completion_object(const ResponseIdentity& identity, const std::string& text,
+                                 const std::string& finish_reason, const proto::Usage& usage) {
+  json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+  if (is_chat(identity)) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  json object = envelope(identity, is_chat(identity) ? "chat.completion" : "text_completion");
+  object["choices"] = json::array({std::move(choice)});
+  object["usage"] = usage_json(usage);
+  return object;
+}
+
+nlohmann::json role_chunk(const ResponseIdentity& identity) {
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array({{{"index", 0},
+                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                   {"finish_reason", nullptr},
+                                   {"logprobs", nullptr}}});
+  return chunk;
+}
+
+nlohmann::json text_chunk(const ResponseIdentity& identity, const std::string& text) {
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array({chunk_choice(identity, text, nullptr)});
+  return chunk;
+}
+
+nlohmann::json finish_chunk(const ResponseIdentity& identity, const std::string& finish_reason) {
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array({chunk_choice(identity, "", finish_reason)});
+  return chunk;
+}
+
+nlohmann::json usage_chunk(const ResponseIdentity& identity, const proto::Usage& usage) {
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array();
+  chunk["usage"] = usage_json(usage);
+  return chunk;
+}
+
+std::string sse_event(const nlohmann::json& payload) {
+  return "data: " + payload.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+}  // namespace loom::net::openai

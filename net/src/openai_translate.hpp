@@ -1,0 +1,85 @@
+// The OpenAI-compatible routes' pure part: an OpenAI request body turned into a proto::GenerateRequest
+// (validated by proto's own parser, so every bound is the WebSocket's), and the engine's events turned into
+// OpenAI's response objects and stream chunks. No I/O here, so all of it is unit tested on its own
+// (tests/net/openai_test.cpp); openai_routes.cpp does the HTTP and the engine.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "loom/proto/done_event.hpp"
+#include "loom/proto/error_event.hpp"
+#include "loom/proto/finish_reason.hpp"
+#include "loom/proto/generate_request.hpp"
+#include "loom/proto/parse_options.hpp"
+#include "loom/proto/usage.hpp"
+#include "openai_routes.hpp"
+
+namespace loom::net::openai {
+
+// A request as the route runs it.
+struct Request {
+  proto::GenerateRequest generate;  // id set, stream false/true as asked
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+};
+
+// An answer that is not a completion: an HTTP status and OpenAI's error object.
+struct Error {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::optional<std::string> param;  // the request field at fault, in the client's own spelling
+  std::optional<std::string> code;
+
+  nlohmann::json to_json() const;  // {"error":{"message","type","param","code"}}
+};
+
+// Parses and validates an OpenAI body for `route`. `request_id` becomes the GenerateRequest's id.
+// Sampling fields the body leaves out take loom's own defaults (those of the WebSocket protocol), not
+// OpenAI's temperature 1 with no top-k/min-p: a local model is far more coherent with them, and it is
+// what llama.cpp's server does too, so users of OpenAI-compatible servers expect it.
+std::variant<Request, Error> translate_request(std::string_view body, OpenAiRoute route, std::string request_id,
+                                               const proto::ParseOptions& options);
+
+// An error event the engine sent instead of accepting the request, as an HTTP error.
+Error from_error_event(const proto::ErrorEvent& event);
+
+// OpenAI's finish_reason for a request that completed: eos and stop are "stop", length is "length".
+// nullopt for cancelled, error and timeout, which the route answers as errors instead.
+std::optional<std::string> finish_reason(proto::FinishReason reason);
+
+// The error for a request that was accepted but ended cancelled, timed out or failed.
+Error from_failed_done(const proto::DoneEvent& done);
+
+// The identity every object of one response repeats.
+struct ResponseIdentity {
+  OpenAiRoute route = OpenAiRoute::completions;
+  std::string id;
+  std::int64_t created = 0;  // unix seconds
+  std::string model;
+};
+
+nlohmann::json usage_json(const proto::Usage& usage);
+
+// stream:false: the whole answer.
+nlohmann::json completion_object(const ResponseIdentity& identity, const std::string& text,
+                                 const std::string& finish_reason, const proto::Usage& usage);
+
+// stream:true, one chunk each. For chat, the first chunk carries the role (OpenAI sends
+// delta {role:"assistant", content:""} before any text).
+nlohmann::json role_chunk(const ResponseIdentity& identity);  // chat only
+nlohmann::json text_chunk(const ResponseIdentity& identity, const std::string& text);
+nlohmann::json finish_chunk(const ResponseIdentity& identity, const std::string& finish_reason);
+nlohmann::json usage_chunk(const ResponseIdentity& identity, const proto::Usage& usage);  // choices: []
+
+// "data: JSON\n\n", the JSON written with invalid UTF-8 replaced (never throws on a bad byte).
+std::string sse_event(const nlohmann::json& payload);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+}  // namespace loom::net::openai

@@ -1,0 +1,190 @@
+// loom-gateway driven by the official OpenAI JavaScript client, unchanged but for baseURL: completions and
+// chat completions, whole and streamed, the model list, a refused request and a wrong API key. Then the
+// gateway is stopped with SIGTERM and must exit 0.
+//
+//   node openai_client_test.mjs PATH/TO/loom-gateway PATH/TO/aidreams260K.gguf
+//
+// Run by ctest through openai_js.cmake (label net_clients), which installs the pinned client first.
+import { spawn } from "node:child_process";
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+
+const [gatewayPath, modelPath] = process.argv.slice(2);
+if (!gatewayPath || !modelPath) {
+  console.error("usage: node openai_client_test.mjs LOOM_GATEWAY MODEL.gguf");
+  process.exit(2);
+}
+
+const API_KEY = "test-key";
+const READY = /loom-gateway: ready to serve on http:\/\/([^\s:]+):(\d+)/;
+
+// Starts the gateway on a free port and resolves with { child, port } once it says it is ready.
+function startGateway() {
+  const child = spawn(
+    gatewayPath,
+    ["--model", modelPath, "--host", "127.0.0.1", "--port", "0", "--api-key", API_KEY],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let log = "";
+  const exited = new Promise((resolve) => {
+    child.on("exit", (code, signal) => resolve({ code, signal }));
+    child.on("error", () => resolve({ code: null, signal: null }));  // it never started
+  });
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the gateway was not ready within 60 s; its output:\n${log}`)), 60000);
+    const scan = (data) => {
+      log += data.toString();
+      const match = READY.exec(log);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[2]));
+      }
+    };
+    child.stdout.on("data", scan);
+    child.stderr.on("data", scan);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${gatewayPath}: ${error.message}`));
+    });
+    exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`the gateway exited (code ${code}, signal ${signal}) before it was ready; its output:\n${log}`));
+    });
+  });
+  return { child, ready, exited, output: () => log };
+}
+
+function client(port, apiKey = API_KEY) {
+  return new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey, maxRetries: 0, timeout: 60000 });
+}
+
+function checkUsage(usage, what) {
+  assert.ok(usage, `${what}: usage is missing`);
+  assert.ok(usage.prompt_tokens > 0, `${what}: prompt_tokens ${usage.prompt_tokens}`);
+  assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens, `${what}: total_tokens`);
+}
+
+const greedy = { model: "aidreams260K", temperature: 0, max_tokens: 24 };
+
+async function completions(openai) {
+  const whole = await openai.completions.create({ ...greedy, prompt: "Once upon a time" });
+  assert.equal(whole.object, "text_completion");
+  assert.match(whole.id, /^cmpl-/);
+  assert.equal(whole.choices.length, 1);
+  const text = whole.choices[0].text;
+  assert.equal(typeof text, "string");
+  assert.ok(text.length > 0, "the completion is empty");
+  assert.ok(["stop", "length"].includes(whole.choices[0].finish_reason), whole.choices[0].finish_reason);
+  checkUsage(whole.usage, "completion");
+
+  const stream = await openai.completions.create({ ...greedy, prompt: "Once upon a time", stream: true });
+  let streamed = "";
+  let finished = 0;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, "text_completion");
+    for (const choice of chunk.choices) {
+      streamed += choice.text;
+      if (choice.finish_reason) finished += 1;
+    }
+  }
+  assert.equal(streamed, text, "the streamed completion differs from the whole one");
+  assert.equal(finished, 1, "chunks with a finish_reason");
+  console.log(`completions: ${JSON.stringify(text)}`);
+}
+
+async function chat(openai) {
+  const messages = [
+    { role: "system", content: "You tell stories." },
+    { role: "user", content: [{ type: "text", text: "Once upon a time" }] },
+  ];
+  const whole = await openai.chat.completions.create({ ...greedy, messages });
+  assert.equal(whole.object, "chat.completion");
+  assert.match(whole.id, /^chatcmpl-/);
+  assert.equal(whole.choices[0].message.role, "assistant");
+  const text = whole.choices[0].message.content;
+  assert.equal(typeof text, "string");
+  assert.ok(["stop", "length"].includes(whole.choices[0].finish_reason), whole.choices[0].finish_reason);
+  checkUsage(whole.usage, "chat");
+
+  const stream = await openai.chat.completions.create({
+    ...greedy,
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let streamed = "";
+  let role = null;
+  let finished = 0;
+  let usage = null;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, "chat.completion.chunk");
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      if (choice.delta.role) role = choice.delta.role;
+      if (choice.delta.content) streamed += choice.delta.content;
+      if (choice.finish_reason) finished += 1;
+    }
+  }
+  assert.equal(role, "assistant");
+  assert.equal(streamed, text, "the streamed chat answer differs from the whole one");
+  assert.equal(finished, 1, "chunks with a finish_reason");
+  checkUsage(usage, "chat stream usage");
+  assert.equal(usage.completion_tokens, whole.usage.completion_tokens);
+  console.log(`chat: ${JSON.stringify(text)}`);
+}
+
+async function models(openai) {
+  const list = await openai.models.list();
+  assert.ok(list.data.length >= 1, "no models listed");
+  for (const model of list.data) assert.equal(typeof model.id, "string");
+  console.log(`models: ${list.data.map((model) => model.id).join(", ")}`);
+}
+
+async function refusals(openai, port) {
+  await assert.rejects(
+    openai.completions.create({ ...greedy, prompt: "x", temperature: 1000 }),
+    (error) => {
+      assert.ok(error instanceof OpenAI.BadRequestError, `expected BadRequestError, got ${error}`);
+      assert.equal(error.status, 400);
+      assert.equal(error.param, "temperature");
+      return true;
+    },
+  );
+  await assert.rejects(
+    client(port, "wrong-key").chat.completions.create({ ...greedy, messages: [{ role: "user", content: "hi" }] }),
+    (error) => {
+      assert.ok(error instanceof OpenAI.AuthenticationError, `expected AuthenticationError, got ${error}`);
+      assert.equal(error.status, 401);
+      return true;
+    },
+  );
+  console.log("refusals: 400 BadRequestError, 401 AuthenticationError");
+}
+
+const gateway = startGateway();
+let failed = false;
+try {
+  const port = await gateway.ready;
+  const openai = client(port);
+  await completions(openai);
+  await chat(openai);
+  await models(openai);
+  await refusals(openai, port);
+} catch (error) {
+  failed = true;
+  console.error("FAILED:", error);
+}
+
+const exitTimer = setTimeout(() => {
+  console.error("the gateway did not exit within 30 s of SIGTERM; killing it");
+  gateway.child.kill("SIGKILL");
+}, 30000);
+if (gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGTERM");
+const { code, signal } = await gateway.exited;
+clearTimeout(exitTimer);
+if (code !== 0) {
+  failed = true;
+  console.error(`the gateway exited with code ${code} (signal ${signal}) after SIGTERM; its output:\n${gateway.output()}`);
+}
+if (failed) process.exit(1);
+console.log("PASSED: the official OpenAI client works against loom-gateway");
