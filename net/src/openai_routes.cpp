@@ -78,7 +78,8 @@ class EventStreamWriter {
     co_return !ec;
   }
 
-  asio::awaitable<bool> write(const std::string& data) {
+  // Parameters by value: a coroutine keeps its own copy in its frame.
+  asio::awaitable<bool> write(std::string data) {
     error_code ec;
     stream_.expires_after(write_limit(context_));
     if (chunked_) {
@@ -91,8 +92,9 @@ class EventStreamWriter {
   }
 
   // The last events ("data: [DONE]" among them) and the end of the body.
-  asio::awaitable<bool> finish(const std::string& data) {
-    if (!co_await write(data)) co_return false;
+  asio::awaitable<bool> finish(std::string data) {
+    const bool written = co_await write(std::move(data));
+    if (!written) co_return false;
     if (!chunked_) co_return true;
     error_code ec;
     stream_.expires_after(write_limit(context_));
@@ -143,23 +145,31 @@ class OpenAiExchange {
   // for complete, and OpenAI has no finish_reason for "failed".
   asio::awaitable<bool> run_whole() {
     std::string text;
-    while (auto event = co_await events_.async_next(asio::use_awaitable)) {
+    for (;;) {
+      std::optional<proto::ServerMessage> event = co_await events_.async_next(asio::use_awaitable);
+      if (!event) break;
       if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {
         text += token->text;
-      } else if (const auto* refused = std::get_if<proto::ErrorEvent>(&*event)) {
+        continue;
+      }
+      std::optional<HttpResponse> response;
+      if (const auto* refused = std::get_if<proto::ErrorEvent>(&*event)) {
         count("refused");
-        co_return co_await write_error(context_, stream_, request_, openai::from_error_event(*refused));
+        response = error_response(openai::from_error_event(*refused));
       } else if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) {
         count(proto::to_string(done->finish_reason));
         const auto reason = openai::finish_reason(done->finish_reason);
-        if (!reason) co_return co_await write_error(context_, stream_, request_, openai::from_failed_done(*done));
-        co_return co_await write_response(
-            context_, stream_,
-            make_json_response(request_, http::status::ok,
-                               openai::completion_object(identity_, text, *reason, done->usage)));
+        response = reason ? make_json_response(request_, http::status::ok,
+                                               openai::completion_object(identity_, text, *reason, done->usage))
+                          : error_response(openai::from_failed_done(*done));
+      }
+      if (response) {
+        const bool keep_alive = co_await write_response(context_, stream_, std::move(*response));
+        co_return keep_alive;
       }
     }
-    co_return co_await engine_gone();
+    const bool keep_alive = co_await engine_gone();
+    co_return keep_alive;
   }
 
   // stream:true. The header waits for the engine's first event: until then a refusal or a failure can
@@ -168,77 +178,99 @@ class OpenAiExchange {
   // what the official clients raise as an APIError).
   asio::awaitable<bool> run_streamed() {
     EventStreamWriter writer(context_, stream_, request_);
-    while (auto event = co_await events_.async_next(asio::use_awaitable)) {
+    for (;;) {
+      std::optional<proto::ServerMessage> event = co_await events_.async_next(asio::use_awaitable);
+      if (!event) break;
       if (const auto* refused = std::get_if<proto::ErrorEvent>(&*event)) {
         // An error event comes only instead of acceptance, so nothing has been written yet.
         count("refused");
-        co_return co_await write_error(context_, stream_, request_, openai::from_error_event(*refused));
+        const bool keep_alive =
+            co_await write_response(context_, stream_, error_response(openai::from_error_event(*refused)));
+        co_return keep_alive;
       }
       if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {
-        if (!co_await open(writer)) co_return co_await client_gone();
+        bool written = co_await open(writer);
         // An empty text is half of a multi-byte character: the next token completes it.
-        if (!token->text.empty() && !co_await writer.write(openai::sse_event(openai::text_chunk(identity_, token->text)))) {
-          co_return co_await client_gone();
+        if (written && !token->text.empty()) {
+          written = co_await writer.write(openai::sse_event(openai::text_chunk(identity_, token->text)));
         }
-      } else if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) {
-        count(proto::to_string(done->finish_reason));
-        const auto reason = openai::finish_reason(done->finish_reason);
-        if (!reason && !writer.header_written()) {
-          co_return co_await write_error(context_, stream_, request_, openai::from_failed_done(*done));
+        if (!written) {
+          co_await client_gone();
+          co_return false;
         }
-        if (!co_await open(writer)) co_return false;
-        std::string last;
-        if (reason) {
-          last = openai::sse_event(openai::finish_chunk(identity_, *reason));
-          if (translated_.include_usage) last += openai::sse_event(openai::usage_chunk(identity_, done->usage));
-        } else {
-          last = openai::sse_event(openai::from_failed_done(*done).to_json());
-        }
-        last += openai::kSseDone;
-        const bool written = co_await writer.finish(last);
-        co_return written && writer.keep_alive();
+        continue;
       }
+      const auto* done = std::get_if<proto::DoneEvent>(&*event);
+      if (done == nullptr) continue;  // session.opened: not about a stand-alone request
+      count(proto::to_string(done->finish_reason));
+      const auto reason = openai::finish_reason(done->finish_reason);
+      if (!reason && !writer.header_written()) {
+        const bool keep_alive =
+            co_await write_response(context_, stream_, error_response(openai::from_failed_done(*done)));
+        co_return keep_alive;
+      }
+      std::string last;
+      if (reason) {
+        last = openai::sse_event(openai::finish_chunk(identity_, *reason));
+        if (translated_.include_usage) last += openai::sse_event(openai::usage_chunk(identity_, done->usage));
+      } else {
+        last = openai::sse_event(openai::from_failed_done(*done).to_json());
+      }
+      last += openai::kSseDone;
+      const bool opened = co_await open(writer);
+      if (!opened) co_return false;
+      const bool written = co_await writer.finish(std::move(last));
+      co_return written && writer.keep_alive();
     }
-    if (!writer.header_written()) co_return co_await engine_gone();
+    if (!writer.header_written()) {
+      const bool keep_alive = co_await engine_gone();
+      co_return keep_alive;
+    }
     // The engine went away under a running stream: say so in the stream, then end it.
     count("error");
-    openai::Error error;
-    error.status = 500;
-    error.type = "server_error";
-    error.message = "the engine stopped before the request finished";
-    co_await writer.finish(openai::sse_event(error.to_json()) + std::string(openai::kSseDone));
+    co_await writer.finish(openai::sse_event(engine_gone_error().to_json()) + std::string(openai::kSseDone));
     co_return false;
   }
 
   // The header, and for chat the first chunk that names the role, before the first text.
   asio::awaitable<bool> open(EventStreamWriter& writer) {
     if (writer.header_written()) co_return true;
-    if (!co_await writer.write_header(static_cast<int>(request_.version()))) co_return false;
-    if (identity_.route == OpenAiRoute::chat_completions) {
-      co_return co_await writer.write(openai::sse_event(openai::role_chunk(identity_)));
-    }
-    co_return true;
+    const bool written = co_await writer.write_header(static_cast<int>(request_.version()));
+    if (!written || identity_.route != OpenAiRoute::chat_completions) co_return written;
+    const bool role_written = co_await writer.write(openai::sse_event(openai::role_chunk(identity_)));
+    co_return role_written;
   }
 
   // A write failed: the client is gone (or stopped reading). Its request is cancelled, and its events are
   // taken to the end so that the budget slot is held until the engine has really let go of the request.
-  asio::awaitable<bool> client_gone() {
+  asio::awaitable<void> client_gone() {
     log_debug("client gone mid-stream, cancelling", identity_.id, {});
     context_.engine.cancel(identity_.id);
-    while (auto event = co_await events_.async_next(asio::use_awaitable)) {
+    for (;;) {
+      std::optional<proto::ServerMessage> event = co_await events_.async_next(asio::use_awaitable);
+      if (!event) break;
       if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) count(proto::to_string(done->finish_reason));
     }
-    co_return false;
+  }
+
+  static openai::Error engine_gone_error() {
+    openai::Error error;
+    error.status = 500;
+    error.type = "server_error";
+    error.message = "the engine stopped before the request finished";
+    return error;
   }
 
   // The stream ended with neither done nor error: the engine was torn down under the request.
   asio::awaitable<bool> engine_gone() {
     count("error");
-    openai::Error error;
-    error.status = 500;
-    error.type = "server_error";
-    error.message = "the engine stopped before the request finished";
-    co_return co_await write_error(context_, stream_, request_, error);
+    const bool keep_alive = co_await write_response(context_, stream_, error_response(engine_gone_error()));
+    co_return keep_alive;
+  }
+
+  HttpResponse error_response(const openai::Error& error) const {
+    return make_openai_error(request_, static_cast<http::status>(error.status), error.message, error.type,
+                             error.param, error.code);
   }
 
   GatewayContext& context_;
@@ -264,34 +296,41 @@ openai::Error unavailable(std::string message, std::string type, std::string cod
 asio::awaitable<bool> serve_openai(GatewayContext& context, TcpStream& stream, HttpRequest request,
                                    OpenAiRoute route) {
   const Endpoint endpoint = route == OpenAiRoute::completions ? Endpoint::completions : Endpoint::chat_completions;
-  const auto refuse = [&](const openai::Error& error) -> asio::awaitable<bool> {
-    context.metrics.request_finished(endpoint, "refused");
-    return write_error(context, stream, request, error);
-  };
-
-  if (context.shutdown.notified()) {
-    co_return co_await refuse(unavailable("the server is shutting down", "server_error", "unavailable"));
-  }
-  if (!context.ready()) {
-    co_return co_await refuse(unavailable(
-        "the server is not ready (" + std::string(to_string(context.phase.load())) + ")", "server_error",
-        "unavailable"));
-  }
-
   const std::string id =
       (route == OpenAiRoute::completions ? "cmpl-" : "chatcmpl-") + std::to_string(context.next_serial());
-  auto translated = openai::translate_request(request.body(), route, id, context.parse_options);
-  if (auto* error = std::get_if<openai::Error>(&translated)) co_return co_await refuse(*error);
 
-  // Held until the request's last event has been taken (the exchange ends only then).
-  auto slot = context.budget.try_acquire();
-  if (!slot) {
-    co_return co_await refuse(unavailable("the server is at capacity (" + std::to_string(context.budget.limit()) +
-                                              " requests in flight); retry later",
-                                          "overloaded_error", "overloaded"));
+  std::optional<openai::Error> refusal;
+  std::optional<RequestBudget::Slot> slot;
+  std::variant<openai::Request, openai::Error> translated = openai::Error{};
+  if (context.shutdown.notified()) {
+    refusal = unavailable("the server is shutting down", "server_error", "unavailable");
+  } else if (!context.ready()) {
+    refusal = unavailable("the server is not ready (" + std::string(to_string(context.phase.load())) + ")",
+                          "server_error", "unavailable");
+  } else {
+    translated = openai::translate_request(request.body(), route, id, context.parse_options);
+    if (auto* error = std::get_if<openai::Error>(&translated)) {
+      refusal = std::move(*error);
+    } else {
+      // Held until the request's last event has been taken (the exchange ends only then).
+      if (auto acquired = context.budget.try_acquire()) {
+        slot.emplace(std::move(*acquired));
+      } else {
+        refusal = unavailable("the server is at capacity (" + std::to_string(context.budget.limit()) +
+                                  " requests in flight); retry later",
+                              "overloaded_error", "overloaded");
+      }
+    }
   }
+  if (refusal) {
+    context.metrics.request_finished(endpoint, "refused");
+    const bool keep_alive = co_await write_error(context, stream, request, *refusal);
+    co_return keep_alive;
+  }
+
   OpenAiExchange exchange(context, stream, request, route, std::get<openai::Request>(std::move(translated)));
-  co_return co_await exchange.run();
+  const bool keep_alive = co_await exchange.run();
+  co_return keep_alive;
 }
 
 }  // namespace loom::net

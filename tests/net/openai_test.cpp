@@ -283,7 +283,12 @@ TEST(OpenAiTranslate, SseEventsAreOneDataLineAndSurviveBadUtf8) {
 
 class OpenAiRoutes : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { gateway_ = new GatewayUnderTest(); }
+  // aidreams260K has no chat template of its own; chat requests need one.
+  static void SetUpTestSuite() {
+    GatewayConfig config = test_config();
+    config.chat_template = "chatml";
+    gateway_ = new GatewayUnderTest(config);
+  }
   static void TearDownTestSuite() {
     delete gateway_;
     gateway_ = nullptr;

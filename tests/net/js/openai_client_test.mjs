@@ -22,7 +22,7 @@ const READY = /loom-gateway: ready to serve on http:\/\/([^\s:]+):(\d+)/;
 function startGateway() {
   const child = spawn(
     gatewayPath,
-    ["--model", modelPath, "--host", "127.0.0.1", "--port", "0", "--api-key", API_KEY],
+    ["--model", modelPath, "--chat-template", "chatml", "--host", "127.0.0.1", "--port", "0", "--api-key", API_KEY],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let log = "";
