@@ -5,7 +5,7 @@
 // translated back. The caller (the HTTP connection) has already checked the method, auth and body size.
 #pragma once
 
-#include <utility>  // before Asio: boost/asio/awaitable.hpp (Boost 1.81) uses std::exchange without it
+#include <utility>  // before awaitable.hpp: Boost 1.74 uses std::exchange without including it
 
 #include <boost/asio/awaitable.hpp>
 
