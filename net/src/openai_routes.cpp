@@ -12,8 +12,9 @@
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/write.hpp>
-#include <spdlog/spdlog.h>
+#include <spdlog/logger.h>
 
+#include "net_logger.hpp"
 #include "openai_translate.hpp"
 
 namespace loom::net {
@@ -29,9 +30,6 @@ std::chrono::milliseconds write_limit(const GatewayContext& context) {
   return idle.count() > 0 ? idle : std::chrono::milliseconds(60000);
 }
 
-void log_debug(std::string_view what, const std::string& id, const error_code& ec) {
-  if (auto log = spdlog::get("net")) log->debug("route=openai request={} {} error=\"{}\"", id, what, ec.message());
-}
 
 // One whole JSON response (a completion or an error), counted in the metrics. Returns keep-alive.
 asio::awaitable<bool> write_response(GatewayContext& context, TcpStream& stream, HttpResponse response) {
@@ -244,7 +242,7 @@ class OpenAiExchange {
   // A write failed: the client is gone (or stopped reading). Its request is cancelled, and its events are
   // taken to the end so that the budget slot is held until the engine has really let go of the request.
   asio::awaitable<void> client_gone() {
-    log_debug("client gone mid-stream, cancelling", identity_.id, {});
+    logger().debug("route=openai request={} the client went away mid-stream: cancelled", identity_.id);
     context_.engine.cancel(identity_.id);
     for (;;) {
       std::optional<proto::ServerMessage> event = co_await events_.async_next(asio::use_awaitable);
