@@ -549,5 +549,49 @@ TEST_F(OpenAiRoutes, AStreamLeavesTheConnectionUsable) {
   EXPECT_EQ(json::parse(second.body())["object"], "text_completion");
 }
 
+// The engine's own refusal (a prompt longer than the context) is an HTTP status with OpenAI's error
+// object, streamed or not: nothing was sent before the engine answered.
+TEST_F(OpenAiRoutes, AnEngineRefusalIsA400BeforeAnyStream) {
+  std::string long_prompt;
+  for (int i = 0; i < 200; ++i) long_prompt += "Once upon a time ";
+  for (const bool stream : {false, true}) {
+    const json request = {{"prompt", long_prompt}, {"max_tokens", 4}, {"stream", stream}};
+    const auto result = post(kCompletions, request);
+    EXPECT_EQ(result.status, 400) << result.body;
+    EXPECT_EQ(result.headers.at("content-type"), "application/json");
+    EXPECT_EQ(result.json()["error"]["type"], "invalid_request_error") << result.body;
+    EXPECT_EQ(result.json()["error"]["param"], "prompt") << result.body;
+  }
+}
+
+// HTTP/1.0 has no chunked encoding: the event stream is the raw body, ended by closing the connection.
+TEST_F(OpenAiRoutes, AnHttp10StreamEndsWithTheConnection) {
+  namespace asio = boost::asio;
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(30));
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port()));
+  json body = greedy_completion(8);
+  body["stream"] = true;
+  http::request<http::string_body> request{http::verb::post, kCompletions, 10};
+  request.set(http::field::content_type, "application/json");
+  request.body() = body.dump();
+  request.prepare_payload();
+  http::write(stream, request);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  beast::error_code ec;
+  http::read(stream, buffer, response, ec);
+  ASSERT_TRUE(!ec || ec == http::error::end_of_stream) << ec.message();
+  EXPECT_EQ(response.result_int(), 200u);
+  EXPECT_FALSE(response.chunked());
+  EXPECT_FALSE(response.keep_alive());
+  const auto payloads = sse_data(response.body());
+  ASSERT_GE(payloads.size(), 2u) << response.body();
+  EXPECT_EQ(payloads.back(), "[DONE]");
+}
+
 }  // namespace
 }  // namespace loom::net::test
