@@ -30,7 +30,6 @@ std::chrono::milliseconds write_limit(const GatewayContext& context) {
   return idle.count() > 0 ? idle : std::chrono::milliseconds(60000);
 }
 
-
 // One whole JSON response (a completion or an error), counted in the metrics. Returns keep-alive.
 asio::awaitable<bool> write_response(GatewayContext& context, TcpStream& stream, HttpResponse response) {
   context.metrics.http_response(static_cast<int>(response.result_int()));
