@@ -593,5 +593,53 @@ TEST_F(OpenAiRoutes, AnHttp10StreamEndsWithTheConnection) {
   EXPECT_EQ(payloads.back(), "[DONE]");
 }
 
+// A gateway with room for one request: a second one is refused with 503 while the first streams, and a
+// client that leaves mid-stream has its request cancelled, which gives its place back at once. synth11M
+// takes milliseconds per token, so the 2000 tokens asked for would hold the place for seconds if the
+// request ran on; the place must come back well before that.
+TEST(OpenAiLimits, AFullGatewayRefusesAndALeavingClientGivesItsPlaceBack) {
+  namespace asio = boost::asio;
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  GatewayConfig config = test_config();
+  config.model = shared_file("models/synth11M-f16.gguf");
+  config.max_requests_total = 1;
+  GatewayUnderTest gateway(config);
+  const json small = {{"prompt", "Once"}, {"max_tokens", 2}};
+
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(30));
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), gateway.port()));
+  const json long_request = {{"prompt", "Once"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}};
+  http::request<http::string_body> request{http::verb::post, kCompletions, 11};
+  request.set(http::field::host, "127.0.0.1");
+  request.set(http::field::content_type, "application/json");
+  request.body() = long_request.dump();
+  request.prepare_payload();
+  http::write(stream, request);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64u << 20);
+  http::read_header(stream, buffer, parser);
+  ASSERT_EQ(parser.get().result_int(), 200u);
+  while (parser.get().body().find("data:") == std::string::npos) http::read_some(stream, buffer, parser);
+
+  const auto refused = http_request(gateway.port(), "POST", kCompletions, small.dump());
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["code"], "overloaded") << refused.body;
+
+  beast::error_code ignored;
+  stream.socket().close(ignored);
+  const auto left = std::chrono::steady_clock::now();
+  HttpResult after;
+  while (std::chrono::steady_clock::now() - left < std::chrono::seconds(3)) {
+    after = http_request(gateway.port(), "POST", kCompletions, small.dump());
+    if (after.status != 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling: nothing to wait on from outside
+  }
+  EXPECT_EQ(after.status, 200) << "the place did not come back within 3 s of the client leaving: " << after.body;
+}
+
 }  // namespace
 }  // namespace loom::net::test
