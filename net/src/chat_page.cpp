@@ -70,6 +70,7 @@ main { flex: 1; overflow-y: auto; }
 .msg.assistant[data-state="streaming"] .text::after { content: "\258D"; color: var(--accent); animation: blink 1s steps(1) infinite; }
 .msg.assistant[data-state="streaming"] .text:empty::after { content: "\2026"; animation: none; }
 @keyframes blink { 50% { opacity: 0; } }
+.msg.assistant:not([data-state="streaming"]) .text:empty { display: none; }
 .msg .meta { font-size: .75rem; color: var(--muted); padding: 0 .3rem; }
 .msg.system { align-self: center; max-width: 95%; }
 .msg.system .text { background: transparent; border-style: dashed; color: var(--muted); font-size: .85rem; }
@@ -221,7 +222,8 @@ textarea {
           const parts = [(usage.completion_tokens ?? 0) + " tokens"];
           if (timings.tokens_per_second > 0) parts.push(timings.tokens_per_second.toFixed(1) + " tok/s");
           if (timings.first_token_ms > 0) parts.push("first token " + Math.round(timings.first_token_ms) + " ms");
-          if (message.finish_reason && message.finish_reason !== "eos") parts.push(message.finish_reason);
+          const reasons = { cancelled: "stopped", length: "length limit", stop: "stop sequence" };
+          if (reasons[message.finish_reason]) parts.push(reasons[message.finish_reason]);
           const failed = message.finish_reason === "error" || message.finish_reason === "timeout";
           history.push({ role: "assistant", content: current.text });
           finish(failed ? message.finish_reason + ": " + (message.error_message || "no reason given") : parts.join(" · "), failed);
@@ -231,13 +233,17 @@ textarea {
         if (current && (message.id === current.id || message.id === "") && !sessionPending) {
           history.pop();  // the turn was refused: the server did not keep it
           replayHistory = current.replay;
-          finish(message.code + ": " + message.message, true);
+          finish(describeError(message), true);
         } else {
-          addMessage("system error", message.code + ": " + message.message);
+          addMessage("system error", describeError(message));
           if (sessionPending) { sessionPending = false; setStatus("offline", "no session"); }
         }
         break;
     }
+  }
+
+  function describeError(message) {
+    return message.code + (message.field ? " (" + message.field + ")" : "") + ": " + message.message;
   }
 
   function finish(text, isError) {

@@ -117,21 +117,30 @@ async function sendPrompt(page, text) {
 
 const lastAssistant = (page) => page.locator(".msg.assistant").last();
 
+// Waits until the reply bubble has ended (done, or an error shown in it) and checks that it ended well.
+async function waitForDone(page, what) {
+  const reply = lastAssistant(page);
+  await reply.and(page.locator('[data-state="done"], [data-state="error"]')).waitFor({ timeout: 30000 });
+  if ((await reply.getAttribute("data-state")) === "error") {
+    throw new Error(`${what} ended with an error in the page: ${await reply.locator(".error").textContent()}`);
+  }
+  return reply;
+}
+
 async function chatTest(baseUrl) {
   const page = await browser.newPage();
   page.on("console", (message) => { if (message.type() === "error") console.error("page console:", message.text()); });
   const frames = recordFrames(page);
-  await page.goto(baseUrl + "?max_tokens=60");
+  await page.goto(baseUrl + "?max_tokens=40");
   await sendPrompt(page, "Once upon a time");
-  const reply = lastAssistant(page);
-  await reply.and(page.locator('[data-state="done"]')).waitFor({ timeout: 30000 });
+  const reply = await waitForDone(page, "the first reply");
   await page.locator("#stop:disabled").waitFor({ timeout: 5000 });
   const text = (await reply.locator(".text").textContent()).trim();
   check(text, "the assistant's reply is empty");
   const streamed = frames.received.filter((f) => f.type === "token").map((f) => f.text).join("");
   check(streamed.trim() === text, `the page shows ${JSON.stringify(text)}, the server streamed ${JSON.stringify(streamed)}`);
   const generate = frames.sent.find((f) => f.type === "generate");
-  check(generate && generate.params.max_tokens === 60 && generate.messages[0].content === "Once upon a time",
+  check(generate && generate.params.max_tokens === 40 && generate.messages[0].content === "Once upon a time",
         "the page sent no generate frame with the prompt and max_tokens from the URL: " + JSON.stringify(frames.sent));
   const meta = await reply.locator(".meta").textContent();
   check(/tokens/.test(meta), `the done stats are missing: ${JSON.stringify(meta)}`);
@@ -144,7 +153,7 @@ async function chatTest(baseUrl) {
   // A second turn in the same session, in a narrow window.
   await page.setViewportSize({ width: 380, height: 640 });
   await sendPrompt(page, "And then?");
-  await lastAssistant(page).and(page.locator('[data-state="done"]')).waitFor({ timeout: 30000 });
+  await waitForDone(page, "the second turn");
   const second = frames.sent.filter((f) => f.type === "generate")[1];
   check(second.session_id === generate.session_id, "the second turn left the session");
   const narrow = path.resolve(args.artifacts, "chat_page_narrow.png");
@@ -173,7 +182,7 @@ async function stopTest(baseUrl, key) {
   const reply = lastAssistant(page);
   await reply.locator(".text").filter({ hasText: /\S/ }).waitFor({ timeout: 30000 });
   await page.locator("#stop").click();
-  await reply.and(page.locator('[data-state="done"]')).waitFor({ timeout: 30000 });
+  await waitForDone(page, "the stopped request");
   const generate = frames.sent.find((f) => f.type === "generate");
   check(frames.sent.some((f) => f.type === "cancel" && f.id === generate.id), "Stop sent no cancel frame");
   const done = frames.received.find((f) => f.type === "done" && f.id === generate.id);
@@ -190,6 +199,7 @@ try {
   if (args.url) {
     await chatTest(args.url);
     await demoNoticeTest(args.url);
+    await stopTest(args.url, "");  // needs a server slow enough that 1900 tokens outlast a click
   } else {
     check(args.gateway && args.models, "give --gateway and --models (or --url)");
     const tiny = await startGateway(["--model", modelFile("aidreams260K.gguf")]);
