@@ -150,7 +150,7 @@ void render_gateway(Exposition& out, const GatewayContext& context, const Gatewa
   // model_id and the other model facts are written once before the phase becomes ready: read them only then.
   if (phase == GatewayPhase::ready) {
     out.family("model_info", "gauge", "The model being served (always 1); demo is true for random weights.");
-    out.sample("model_info", {{"model", context.model_id}, {"demo", context.demo_model ? "true" : "false"}},
+    out.sample("model_info", {{"model", context.model_id}, {"demo", context.config.model_is_demo ? "true" : "false"}},
                std::uint64_t{1});
     out.gauge("model_context_length_tokens", "The model's context length in tokens.",
               static_cast<double>(context.context_length));

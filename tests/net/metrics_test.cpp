@@ -256,12 +256,17 @@ std::string joined(const std::vector<std::string>& problems) {
 
 // A context needs an engine; this one never loads a model.
 struct RenderFixture : ::testing::Test {
+  static GatewayConfig demo_config() {
+    GatewayConfig config;
+    config.model_is_demo = true;
+    return config;
+  }
   loom::Engine engine{[] {
     loom::Engine::Config config;
     config.io_threads = 1;
     return config;
   }()};
-  GatewayContext context{engine, GatewayConfig{}};
+  GatewayContext context{engine, demo_config()};
 };
 
 TEST(PrometheusParser, FindsTheProblemsItChecksFor) {
@@ -291,7 +296,6 @@ TEST(PrometheusParser, FindsTheProblemsItChecksFor) {
 TEST_F(RenderFixture, HandMadeStatsRenderAsValidExpositionWithTheirValues) {
   context.model_id = "tiny \"quoted\" \\ model\nname";  // every character a label value must escape
   context.context_length = 128;
-  context.demo_model = true;
   context.phase.store(GatewayPhase::ready);
 
   actors::EngineStats engine_stats;
@@ -486,6 +490,34 @@ TEST_F(MetricsEndToEnd, ARequestOverTheWebSocketIsCounted) {
   EXPECT_GE(parsed.value("loom_websocket_frames_total", {{"direction", "out"}}).value_or(0), completion_tokens + 1);
   EXPECT_GE(parsed.value("loom_http_responses_total", {{"code", "101"}}).value_or(0), 1);
   EXPECT_GE(parsed.value("loom_connections_total").value_or(0), 2);
+}
+
+TEST_F(MetricsEndToEnd, ACompletionOverHttpIsCounted) {
+  const test::HttpResult result =
+      test::http_request(gateway.port(), "POST", "/v1/completions",
+                         R"({"model":"any","prompt":"Once upon a time","max_tokens":8,"temperature":0})",
+                         {{"content-type", "application/json"}});
+  ASSERT_EQ(result.status, 200) << result.body;
+  const nlohmann::json body = result.json();
+  const std::string finish_reason = body["choices"][0]["finish_reason"];
+  const std::int64_t completion_tokens = body["usage"]["completion_tokens"];
+  // OpenAI's "length" and "stop" are our outcomes of the same names; eos is reported as "stop" there.
+  const std::string outcome = finish_reason == "stop" ? "eos" : finish_reason;
+
+  const std::map<std::string, std::string> completions_outcome{{"endpoint", "completions"}, {"outcome", outcome}};
+  Exposition parsed;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  do {
+    parsed = scrape();
+  } while ((parsed.value("loom_gateway_requests_total", completions_outcome).value_or(0) < 1 ||
+            parsed.value("loom_engine_requests_completed_total").value_or(0) < 1) &&
+           std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(parsed.value("loom_gateway_requests_total", completions_outcome), 1);
+  EXPECT_GE(parsed.value("loom_generated_tokens_total").value_or(0), completion_tokens);
+  EXPECT_EQ(parsed.value("loom_engine_requests_completed_total"), 1);
+  EXPECT_EQ(parsed.value("loom_time_to_first_token_seconds_count"), 1);
+  EXPECT_GE(parsed.value("loom_http_responses_total", {{"code", "200"}}).value_or(0), 1);
+  EXPECT_EQ(parsed.value("loom_sequences_running"), 0);
 }
 
 }  // namespace
