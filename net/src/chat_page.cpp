@@ -13,7 +13,6 @@ constexpr std::string_view kChatPage = R"html(<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>loom chat</title>
-<link rel="icon" href="data:,">
 <style>
 :root {
   --bg: #f5f6f8; --panel: #ffffff; --text: #1d2330; --muted: #667085; --border: #dde1e7;
