@@ -4,7 +4,7 @@
 // gateway that wants an API key (the page passes ?access_token= on to the WebSocket), and SIGTERM ends
 // each gateway with exit status 0.
 //
-//   node chat_page_test.mjs --gateway PATH --models DIR --artifacts DIR
+//   node chat_page_test.mjs --gateway PATH --models DIR --artifacts DIR   (ctest runs it so, after npm ci)
 //   node chat_page_test.mjs --url http://127.0.0.1:PORT/ --artifacts DIR   (a server already running)
 import { spawn } from "node:child_process";
 import fs from "node:fs";
