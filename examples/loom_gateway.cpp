@@ -13,6 +13,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "command_line.hpp"
@@ -187,6 +188,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loom-gateway: %s\nRun 'loom-gateway --help' for the options.\n", e.what());
     return 2;
   }
+  // Every log line goes to stderr, like the libraries' own loggers.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("gateway"));
   spdlog::set_level(spdlog::level::from_str(config.log_level));
 
   try {

@@ -269,6 +269,10 @@ std::optional<HttpResponse> Gateway::State::immediate_route(const HttpRequest& r
     return response;
   }
 
+  if (path == "/favicon.ico") {  // browsers ask for it; there is none, and a 404 in their console alarms people
+    return make_response(request, http::status::no_content, "image/x-icon", {});
+  }
+
   if (path == "/health") {
     if (method != http::verb::get) return method_not_allowed("GET");
     const auto phase = ctx.phase.load(std::memory_order_acquire);

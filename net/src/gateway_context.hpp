@@ -86,7 +86,6 @@ struct GatewayContext {
   std::string model_id;
   std::int64_t context_length = 0;
   std::int64_t created_unix = 0;  // when the model was loaded, for /v1/models
-  bool demo_model = false;        // random weights: say so
 
   bool ready() const noexcept { return phase.load(std::memory_order_acquire) == GatewayPhase::ready; }
   // Engine-wide unique ids: request and session ids are per connection on the wire, so the gateway

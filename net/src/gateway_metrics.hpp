@@ -19,7 +19,7 @@ inline constexpr std::array<std::string_view, 3> kEndpointNames{"websocket", "co
 inline constexpr std::array<std::string_view, 7> kOutcomeNames{"eos",   "length",  "stop",   "cancelled",
                                                                "error", "timeout", "refused"};
 // HTTP statuses counted one by one; anything else counts as "other".
-inline constexpr std::array<int, 12> kCountedStatuses{101, 200, 400, 401, 403, 404, 405, 413, 429, 500, 503, 504};
+inline constexpr std::array<int, 13> kCountedStatuses{101, 200, 204, 400, 401, 403, 404, 405, 413, 429, 500, 503, 504};
 
 class GatewayMetrics {
  public:

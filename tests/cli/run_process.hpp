@@ -25,12 +25,12 @@ struct ProcessResult {
   std::string err;
 };
 
-[[noreturn]] inline void exec_loom(const std::vector<std::string>& args) {
+[[noreturn]] inline void exec_loom(const std::vector<std::string>& args, const char* binary = loom_binary()) {
   std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(loom_binary()));
+  argv.push_back(const_cast<char*>(binary));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  ::execv(loom_binary(), argv.data());
+  ::execv(binary, argv.data());
   ::_exit(127);
 }
 
@@ -40,8 +40,8 @@ inline int decode_status(int status) {
   return -1;
 }
 
-// Runs loom with `args` (stdin: /dev/null) and waits for it.
-inline ProcessResult run_loom(const std::vector<std::string>& args) {
+// Runs loom (or another of our binaries) with `args` (stdin: /dev/null) and waits for it.
+inline ProcessResult run_loom(const std::vector<std::string>& args, const char* binary = loom_binary()) {
   int out_pipe[2], err_pipe[2];
   if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = ::fork();
@@ -53,7 +53,7 @@ inline ProcessResult run_loom(const std::vector<std::string>& args) {
     ::close(err_pipe[0]);
     const int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    exec_loom(args);
+    exec_loom(args, binary);
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);

@@ -13,6 +13,8 @@
 #include "loom/compute/llama_model.hpp"
 #include "loom/compute/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
+#include "loom/compute/tokenizer.hpp"
+#include "loom/compute/vocabulary.hpp"
 #include "test_files.hpp"
 
 namespace {
@@ -147,6 +149,27 @@ std::vector<Vec> reference_logits(const GgufFile& file, const ModelConfig& c, co
 
 std::string temp_model(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("loom_test_" + name + ".gguf")).string();
+}
+
+// The gateway's demo model carries loom's own vocabulary: text goes in and comes back out unchanged (ASCII
+// pieces, byte fallback for the rest), with no file from elsewhere.
+TEST(ModelSynth, TheBuiltInVocabularyRoundTripsText) {
+  SynthSpec spec;
+  spec.builtin_vocabulary = true;
+  spec.context_length = 32;
+  const std::string path = temp_model("builtin_vocab");
+  write_synthetic_model(spec, path);
+  auto loaded = LoadedModel::open(path);
+  ASSERT_NE(loaded->gguf(), nullptr);
+  Tokenizer tokenizer(Vocabulary::from_gguf(*loaded->gguf()));
+  EXPECT_EQ(loaded->config().vocab_size, static_cast<std::int64_t>(tokenizer.vocabulary().size()));
+  for (const std::string text : {"Once upon a time, the cat said hello!", "naïve café — 日本", "tabs\tand\nlines"}) {
+    const auto ids = tokenizer.encode(text, {.add_special = false});
+    EXPECT_EQ(tokenizer.decode(ids), " " + std::string(text)) << "SentencePiece's space prefix, then the text";
+  }
+  // Whole words are single pieces ("the" with its space prefix), so the demo's output reads as words.
+  EXPECT_EQ(tokenizer.encode("the", {.add_special = false}).size(), 1u);
+  std::filesystem::remove(path);
 }
 
 struct ArchCase {

@@ -615,3 +615,77 @@ TEST_F(EngineTest, RunsOnAnApplicationsExecutor) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom::engine_test_limits {
+using namespace loom;
+
+// A prompt longer than max_prompt_tokens is refused naming the field; one within it runs.
+TEST(EngineLimits, APromptOverMaxPromptTokensIsRefusedNamingTheLimit) {
+  auto config = engine_config();
+  config.max_prompt_tokens = 24;
+  Engine engine(config);
+  expect_loaded(engine);
+  auto long_request = greedy_request("long");
+  long_request.input = std::string(
+      "Once upon a time there was a little girl who liked to play in the sun with her friends every day");
+  auto refused = generate(engine, long_request);
+  ASSERT_TRUE(refused->wait());
+  ASSERT_NE(refused->error(), nullptr);
+  EXPECT_EQ(refused->error()->code, proto::ErrorCode::invalid_request);
+  EXPECT_EQ(refused->error()->field, "prompt");
+  EXPECT_NE(refused->error()->message.find("prompt limit"), std::string::npos) << refused->error()->message;
+  auto short_request = greedy_request("short");
+  short_request.params.max_tokens = 2;
+  auto accepted = generate(engine, short_request);  // "Once upon a time": fewer than 24 tokens
+  ASSERT_TRUE(accepted->wait());
+  ASSERT_NE(accepted->done(), nullptr) << (accepted->error() ? accepted->error()->message : "");
+  EXPECT_LE(accepted->done()->usage.prompt_tokens, 24);
+}
+
+TEST(EngineLimits, ANegativeMaxPromptTokensIsRefusedAtConstruction) {
+  auto config = engine_config();
+  config.max_prompt_tokens = -1;
+  EXPECT_THROW({ Engine engine(config); }, std::invalid_argument);
+}
+
+// aidreams260K has no chat template: chat requests are unsupported, unless a fallback is configured.
+TEST(EngineChatTemplate, AFallbackTemplateLetsAModelWithoutOneChat) {
+  auto chat = greedy_request("chat");
+  chat.input = std::vector<proto::ChatMessage>{{proto::ChatRole::user, "Hello"}};
+  chat.params.max_tokens = 3;
+  {
+    Engine engine(engine_config());
+    expect_loaded(engine);
+    auto events = generate(engine, chat);
+    ASSERT_TRUE(events->wait());
+    ASSERT_NE(events->error(), nullptr);
+    EXPECT_EQ(events->error()->code, proto::ErrorCode::unsupported);
+  }
+  auto config = engine_config();
+  config.fallback_chat_template = "chatml";
+  Engine engine(config);
+  expect_loaded(engine);
+  auto events = generate(engine, chat);
+  ASSERT_TRUE(events->wait());
+  ASSERT_NE(events->done(), nullptr);
+  // "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n" is far more than the 2 tokens of "Hello".
+  EXPECT_GT(events->done()->usage.prompt_tokens, 10);
+  auto bad = engine_config();
+  bad.fallback_chat_template = "nope";
+  EXPECT_THROW({ Engine refused(bad); }, std::invalid_argument);
+}
+
+// Without kv_tokens, kv_contexts sizes the cache in whole model contexts.
+TEST(EngineKvSizing, KvContextsSizeTheCacheInModelContexts) {
+  auto config = engine_config();
+  config.model.kv_tokens = 0;
+  config.model.kv_contexts = 3;
+  Engine engine(config);
+  const auto loaded = load(engine);
+  ASSERT_TRUE(loaded.value.loaded()) << loaded.value.error;
+  const auto& info = loaded.value.info;
+  EXPECT_GE(info.kv_blocks * info.kv_block_size, 3 * info.config.context_length);
+  EXPECT_LT(info.kv_blocks * info.kv_block_size, 3 * info.config.context_length + info.kv_block_size);
+}
+
+}  // namespace loom::engine_test_limits
