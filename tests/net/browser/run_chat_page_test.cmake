@@ -4,8 +4,8 @@
 # Variables: SOURCE_DIR (this folder), WORK_DIR, GATEWAY (the binary), MODELS (the models folder), ARTIFACTS.
 cmake_minimum_required(VERSION 3.20)
 
-set(install_hint "install Node.js 20 or newer with npm (Debian 12's nodejs is 18, too old for playwright-core: \
-use NodeSource's nodejs 20+ packages, or Debian 13's `apt-get install nodejs npm`)")
+set(install_hint "install Node.js 18 or newer with npm (Debian 12: apt-get install nodejs npm; \
+the pinned packages support Node 18, Debian 12's own)")
 find_program(NODE node)
 find_program(NPM npm)
 if(NOT NODE OR NOT NPM)
@@ -13,7 +13,7 @@ if(NOT NODE OR NOT NPM)
 endif()
 execute_process(COMMAND ${NODE} --version OUTPUT_VARIABLE node_version OUTPUT_STRIP_TRAILING_WHITESPACE)
 string(REGEX MATCH "^v([0-9]+)" _ "${node_version}")
-if(NOT CMAKE_MATCH_1 OR CMAKE_MATCH_1 LESS 20)
+if(NOT CMAKE_MATCH_1 OR CMAKE_MATCH_1 LESS 18)
   message(FATAL_ERROR "node ${node_version} is too old for playwright-core: ${install_hint}")
 endif()
 if(NOT EXISTS /usr/bin/chromium AND NOT DEFINED ENV{LOOM_CHROMIUM})
