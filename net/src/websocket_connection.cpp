@@ -132,26 +132,43 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     ws_.set_option(timeouts);
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& response) { response.set(beast::http::field::server, "loom-gateway"); }));
-    // An oversize message fails the read with message_too_big, and Beast closes with 1009 (too big).
-    ws_.read_message_max(context_.config.max_frame_bytes);
+    // No limit in Beast: read_loop enforces config.max_frame_bytes itself (see there).
+    ws_.read_message_max(0);
     ws_.text(true);
   }
 
+  // Reads messages piecewise so that the size limit is ours: Beast's own limit (read_message_max) fails the
+  // read at once, and Beast 1.74's teardown then closes the socket before the rest of the oversize frame is
+  // read, so the client gets a reset instead of our close frame. Here an oversize message is drained, the
+  // writer closes with 1009, and the client's close reply ends the loop.
   asio::awaitable<void> read_loop() {
     beast::flat_buffer buffer;
+    const std::size_t limit = context_.config.max_frame_bytes;
     for (;;) {
       buffer.consume(buffer.size());
-      beast::error_code ec;
-      co_await ws_.async_read(buffer, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) {
-        if (ec == websocket::error::closed) {
-          net_log().debug("websocket {}: closed ({})", prefix_, static_cast<int>(ws_.reason().code));
-        } else {
-          net_log().debug("websocket {}: read ended: {}", prefix_, ec.message());
+      bool oversize = false;
+      do {
+        beast::error_code ec;
+        const std::size_t room = oversize ? kReadChunk : std::min(kReadChunk, limit + 1 - buffer.size());
+        co_await ws_.async_read_some(buffer, room, asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+          if (ec == websocket::error::closed) {
+            net_log().debug("websocket {}: closed ({})", prefix_, static_cast<int>(ws_.reason().code));
+          } else {
+            net_log().debug("websocket {}: read ended: {}", prefix_, ec.message());
+          }
+          co_return;
         }
-        co_return;
-      }
-      if (closed_) co_return;
+        if (closed_) co_return;
+        if (!oversize && buffer.size() > limit) {
+          oversize = true;
+          net_log().info("websocket {}: a message over {} bytes: closing with 1009", prefix_, limit);
+          ignoring_input_ = true;
+          begin_close(websocket::close_code::too_big, /*drop_queued=*/true);
+        }
+        if (oversize) buffer.consume(buffer.size());
+      } while (!ws_.is_message_done());
+      if (ignoring_input_) continue;  // closing: drain until the client answers the close
       context_.metrics.websocket_frame_in();
       if (!ws_.got_text()) {
         send_error("", ErrorCode::invalid_request,
@@ -366,8 +383,13 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   }
 
   // The writer sends what is queued, then the close frame; the read loop ends when the client answers.
-  void begin_close(websocket::close_code code) {
+  // With drop_queued (the client broke a limit) what is still queued is not sent.
+  void begin_close(websocket::close_code code, bool drop_queued = false) {
     if (closed_ || close_code_) return;
+    if (drop_queued) {
+      for (const auto& frame : send_queue_) queued_bytes_ -= frame.size();
+      send_queue_.clear();
+    }
     close_code_ = websocket::close_reason(code);
     writer_wake_.cancel();
   }
@@ -392,6 +414,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   }
 
   static constexpr std::size_t kHardLimitMargin = 64u << 10;
+  static constexpr std::size_t kReadChunk = 64u << 10;
 
   GatewayContext& context_;
   Strand strand_;
@@ -410,6 +433,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
 
   ShutdownNotifier::Id shutdown_registration_ = 0;
   bool draining_ = false;
+  bool ignoring_input_ = false;  // closing because the client broke a limit: its messages are dropped
   bool closed_ = false;
 };
 
