@@ -1,46 +1,134 @@
-// loom-gateway: the loom server. For now it parses and logs its configuration, runs its io_context
-// and exits cleanly on SIGINT or SIGTERM; the engine and the HTTP/WebSocket routes arrive with later issues.
+// loom-gateway: the loom server. Flags (or a JSON config file) become a net::GatewayConfig; the Gateway
+// serves the WebSocket protocol, the OpenAI-compatible API, /health, /metrics and the web chat page.
+// Without --model it serves a demo model with random weights, made on first run, so that the Quick-start
+// command works on a machine that has nothing but the repository.
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <spdlog/spdlog.h>
 
 #include "command_line.hpp"
+#include "loom/compute/model_synth.hpp"
+#include "loom/net/gateway.hpp"
+#include "loom/net/gateway_config.hpp"
 
 namespace {
 
 constexpr const char* kUsage = R"(loom-gateway: the loom LLM inference server.
 
-Usage: loom-gateway [options]
+Usage: loom-gateway [--model FILE.gguf] [options]
 
-Options:
-  --host ADDRESS     address to listen on (default 127.0.0.1; use 0.0.0.0 to accept remote clients)
-  --port N           TCP port, 1-65535 (default 8080)
-  --threads N        I/O threads, 1-256 (default: the number of hardware threads, at least 1)
-  --log-level LEVEL  trace, debug, info, warn, error, critical or off (default info)
-  --help             print this help and exit
-  --version          print the version and exit
+Serves, on http://HOST:PORT:
+  /                      a web chat page (streams over the WebSocket)
+  /v1/ws                 the WebSocket protocol (proto/PROTOCOL.md)
+  /v1/completions        OpenAI-compatible, with stream: true for server-sent events
+  /v1/chat/completions   OpenAI-compatible, with stream: true for server-sent events
+  /v1/models             the model served
+  /health, /metrics      readiness (200 ready, 503 loading) and Prometheus metrics
 
-The gateway stops cleanly on SIGINT (Ctrl-C) or SIGTERM.
+Model:
+  --model PATH           a GGUF model (llama, qwen2, qwen3) or a llama2.c checkpoint (default: a demo model
+                         with random weights, made on first run: it streams gibberish)
+  --tokenizer PATH       a separate tokenizer file (llama2.c checkpoints)
+  --model-id NAME        the model's name in the API (default: the file name without extension)
+  --chat-template NAME   chatml, llama2, llama3, mistral, gemma, phi3, zephyr, alpaca or vicuna
+                         (default: the model's own; chatml when it has none loom recognises)
+  --device cpu|vulkan    where the forward pass runs (default cpu; vulkan is not built yet)
+  --compute-threads N    forward-pass threads (default: the physical cores)
+  --kv-cache-mb M        KV cache size in MiB (default: room for 4 full model contexts)
+  --demo-model-path P    where the demo model is made (default: $XDG_CACHE_HOME/loom or ~/.cache/loom)
+
+Network:
+  --host ADDRESS         address to listen on (default 127.0.0.1; 0.0.0.0 accepts remote clients)
+  --port N               TCP port, 0-65535 (default 8080; 0 picks a free one, printed when ready)
+  --threads N            network I/O threads, 1-256 (default: the hardware threads)
+  --api-key KEY          require "Authorization: Bearer KEY" on /v1 routes (the web page and WebSocket
+                         clients may pass ?access_token=KEY instead); also read from $LOOM_API_KEY
+  --allowed-origins LIST comma-separated browser Origins allowed to open WebSockets, or * for any
+                         (default: none besides the server's own page)
+
+Limits:
+  --max-body-bytes N     HTTP request body (default 2097152; 413 past it)
+  --max-frame-bytes N    one WebSocket message (default 4194304; closed with 1009 past it)
+  --max-prompt-tokens N  a prompt after templating (default 0: the model's context)
+  --max-tokens N         the largest max_tokens a request may ask for (default 4096)
+  --max-requests-per-connection N   in flight on one WebSocket (default 16)
+  --max-requests N       in flight on the whole server (default 256; 503 / overloaded past it)
+  --max-connections N    open connections (default 1024)
+  --ws-send-queue-bytes N  unsent bytes of one WebSocket before its requests are cancelled (default 4194304)
+  --request-timeout-ms N   per request; 0: none (default 0)
+  --shutdown-grace-ms N    on SIGTERM/SIGINT, in-flight requests may finish this long (default 10000)
+  --ws-ping-interval-ms N  ping idle WebSockets this often (default 20000)
+  --http-idle-timeout-ms N close idle keep-alive connections after this long (default 60000)
+
+Other:
+  --config FILE.json     read every option above from a JSON object ("kv_cache_mb": 512, ...); flags
+                         given as well take precedence
+  --log-level LEVEL      trace, debug, info, warn, error, critical or off (default info)
+  --help, --version
+
+On SIGTERM or SIGINT the gateway stops accepting, lets running requests finish within the grace period
+(then cancels them), closes WebSockets with 1001, and exits 0.
 )";
 
-struct GatewayConfig {
-  std::string host;
-  int port = 0;
-  int threads = 0;
-  std::string log_level;
-};
+std::string default_demo_path() {
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache != nullptr && *cache != '\0') {
+    return std::string(cache) + "/loom/demo-model-v1.gguf";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::string(home) + "/.cache/loom/demo-model-v1.gguf";
+  }
+  return "loom-demo-model-v1.gguf";
+}
+
+// The demo: a small llama with random weights and loom's own byte-level vocabulary, written once.
+void make_demo_model(const std::string& path) {
+  if (std::filesystem::exists(path)) return;
+  spdlog::info("making the demo model (random weights, about 10 MB) at {}", path);
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
+                                          ? std::filesystem::path(".")
+                                          : std::filesystem::path(path).parent_path());
+  loom::compute::SynthSpec spec;
+  spec.dim = 256;
+  spec.ffn_dim = 688;
+  spec.layers = 4;
+  spec.heads = 8;
+  spec.kv_heads = 4;
+  spec.context_length = 2048;
+  spec.type = loom::compute::TensorType::f16;
+  spec.builtin_vocabulary = true;
+  spec.seed = 2026;
+  // Written next to its final name, then renamed: a half-written file is never mistaken for the model.
+  const std::string partial = path + ".partial";
+  loom::compute::write_synthetic_model(spec, partial);
+  std::filesystem::rename(partial, path);
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) items.push_back(std::move(item));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  GatewayConfig config;
+  loom::net::GatewayConfig config;
   try {
     loom::cli::CommandLine args(argc, argv, {"help", "version"});
     if (args.flag("help")) {
@@ -51,48 +139,102 @@ int main(int argc, char** argv) {
       std::printf("loom-gateway %s\n", LOOM_VERSION);
       return 0;
     }
-    const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    config.host = args.text("host", "127.0.0.1");
-    config.port = static_cast<int>(args.integer("port", 8080, 1, 65535));
-    config.threads = static_cast<int>(args.integer("threads", hardware, 1, 256));
-    config.log_level = args.text("log-level", "info");
+    const std::string config_file = args.text("config", "");
+    if (!config_file.empty()) loom::net::apply_json_file(config, config_file);
+    if (const char* key = std::getenv("LOOM_API_KEY"); key != nullptr && config.api_key.empty()) config.api_key = key;
+
+    const auto count = [&](const char* name, auto& field, std::int64_t low, std::int64_t high) {
+      using T = std::remove_reference_t<decltype(field)>;
+      field = static_cast<T>(args.integer(name, static_cast<std::int64_t>(field), low, high));
+    };
+    const auto millis = [&](const char* name, std::chrono::milliseconds& field, std::int64_t low) {
+      field = std::chrono::milliseconds(args.integer(name, field.count(), low, std::int64_t{1} << 40));
+    };
+    config.model = args.text("model", config.model);
+    config.tokenizer = args.text("tokenizer", config.tokenizer);
+    config.model_id = args.text("model-id", config.model_id);
+    config.chat_template = args.text("chat-template", config.chat_template);
+    config.device = args.text("device", config.device);
+    count("compute-threads", config.compute_threads, 0, 1024);
+    count("kv-cache-mb", config.kv_cache_mb, 0, 1 << 20);
+    config.demo_model_path = args.text("demo-model-path", config.demo_model_path);
+    config.host = args.text("host", config.host);
+    count("port", config.port, 0, 65535);
+    count("threads", config.threads, 0, 256);
+    config.api_key = args.text("api-key", config.api_key);
+    if (auto origins = args.text("allowed-origins", ""); !origins.empty()) config.allowed_origins = split_commas(origins);
+    count("max-body-bytes", config.max_body_bytes, 1024, std::int64_t{1} << 30);
+    count("max-frame-bytes", config.max_frame_bytes, 1024, std::int64_t{1} << 30);
+    count("max-prompt-tokens", config.max_prompt_tokens, 0, 1 << 24);
+    count("max-tokens", config.max_tokens_limit, 1, 1 << 20);
+    count("max-requests-per-connection", config.max_requests_per_connection, 1, 1 << 16);
+    count("max-requests", config.max_requests_total, 1, 1 << 20);
+    count("max-connections", config.max_connections, 1, 1 << 20);
+    count("ws-send-queue-bytes", config.ws_send_queue_bytes, 1024, std::int64_t{1} << 30);
+    millis("request-timeout-ms", config.request_timeout, 0);
+    millis("shutdown-grace-ms", config.shutdown_grace, 0);
+    millis("ws-ping-interval-ms", config.ws_ping_interval, 100);
+    millis("http-idle-timeout-ms", config.http_idle_timeout, 100);
+    config.log_level = args.text("log-level", config.log_level);
     args.reject_unknown();
     if (!args.positional().empty()) throw loom::cli::UsageError("unexpected argument '" + args.positional()[0] + "'");
-
-    boost::system::error_code ec;
-    boost::asio::ip::make_address(config.host, ec);
-    if (ec) throw loom::cli::UsageError("option --host expects an IP address, got '" + config.host + "'");
-    const auto level = spdlog::level::from_str(config.log_level);
-    if (level == spdlog::level::off && config.log_level != "off") {
-      throw loom::cli::UsageError("option --log-level expects trace, debug, info, warn, error, critical or off, got '" +
-                                  config.log_level + "'");
-    }
-    spdlog::set_level(level);
+    if (config.threads == 0) config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    config.validate();
   } catch (const loom::cli::UsageError& e) {
     std::fprintf(stderr, "loom-gateway: %s\nRun 'loom-gateway --help' for the options.\n", e.what());
     return 2;
+  } catch (const std::invalid_argument& e) {  // the config file's and the config's own checks
+    std::fprintf(stderr, "loom-gateway: %s\nRun 'loom-gateway --help' for the options.\n", e.what());
+    return 2;
   }
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
 
   try {
-    boost::asio::io_context io(config.threads);
+    if (config.model.empty()) {
+      if (config.demo_model_path.empty()) config.demo_model_path = default_demo_path();
+      make_demo_model(config.demo_model_path);
+      config.model = config.demo_model_path;
+      config.model_is_demo = true;
+      spdlog::warn("no --model given: serving the DEMO model (random weights: it streams gibberish). "
+                   "Serve a real model with --model FILE.gguf");
+    } else if (!std::filesystem::exists(config.model)) {
+      std::fprintf(stderr, "loom-gateway: the model file %s does not exist\n", config.model.c_str());
+      return 2;
+    }
+
+    boost::asio::io_context io;
+    loom::net::Gateway gateway(io, config);
+    int exit_code = 0;
+    gateway.start([&gateway, &config, &exit_code, &io](const std::string& error) {
+      if (!error.empty()) {
+        spdlog::critical("loom-gateway: the model failed to load: {}", error);
+        exit_code = 1;
+        gateway.async_shutdown([&io] { io.stop(); });
+        return;
+      }
+      const auto endpoint = gateway.local_endpoint();
+      // The one line that says the server is up (scripts and tests wait for it).
+      std::fprintf(stderr, "loom-gateway: ready to serve on http://%s:%u%s\n", config.host.c_str(),
+                   static_cast<unsigned>(endpoint.port()), config.model_is_demo ? " (demo model: random weights)" : "");
+      std::fflush(stderr);
+    });
+    spdlog::info("listening on {}:{} threads={} (the model is loading)", config.host, gateway.local_endpoint().port(),
+                 config.threads);
+
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& error, int signal) {
       if (error) return;
-      spdlog::info("gateway stopping signal={}", signal == SIGINT ? "SIGINT" : "SIGTERM");
-      io.stop();
+      spdlog::info("{} received: shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
+      gateway.async_shutdown([&io] { io.stop(); });
     });
-    spdlog::info("gateway starting version={} host={} port={} threads={} log_level={}", LOOM_VERSION, config.host,
-                 config.port, config.threads, config.log_level);
-    spdlog::info("gateway ready: no routes are served yet (the engine and HTTP/WebSocket routes come next)");
 
     std::vector<std::thread> workers;
     for (int i = 1; i < config.threads; ++i) workers.emplace_back([&io] { io.run(); });
     io.run();
     for (auto& worker : workers) worker.join();
-    spdlog::info("gateway stopped");
-    return 0;
+    return exit_code;
   } catch (const std::exception& e) {
-    spdlog::critical("gateway failed error=\"{}\"", e.what());
+    spdlog::critical("loom-gateway failed: {}", e.what());
     return 1;
   }
 }

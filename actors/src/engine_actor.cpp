@@ -89,8 +89,13 @@ proto::ErrorEvent error_event(const std::string& request_id, proto::ErrorCode co
 void EngineConfig::validate() const {
   if (io_threads < 1) throw std::invalid_argument("engine config: io_threads must be at least 1");
   if (default_timeout.count() < 0) throw std::invalid_argument("engine config: default_timeout must not be negative");
+  if (max_prompt_tokens < 0) throw std::invalid_argument("engine config: max_prompt_tokens must not be negative");
   if (!chat_template.empty() && !compute::find_chat_template(chat_template)) {
     throw std::invalid_argument("engine config: chat_template '" + chat_template + "' is not a known template");
+  }
+  if (!fallback_chat_template.empty() && !compute::find_chat_template(fallback_chat_template)) {
+    throw std::invalid_argument("engine config: fallback_chat_template '" + fallback_chat_template +
+                                "' is not a known template");
   }
   // context_length comes from the model at load; any positive value stands in for it here.
   SchedulerConfig scheduler_check = scheduler;
@@ -232,6 +237,11 @@ void EngineActor::on_loaded(LoadResult result) {
     } else if (!info.chat_template_source.empty()) {
       chat_template = compute::detect_chat_template(info.chat_template_source);
     }
+    if (!chat_template && !s.config.fallback_chat_template.empty()) {
+      chat_template = compute::find_chat_template(s.config.fallback_chat_template);
+      logger().warn("actor={} the model has no chat template loom recognises; chat requests use {}", name(),
+                    s.config.fallback_chat_template);
+    }
 
     cache::BlockManagerConfig blocks;
     blocks.block_count = static_cast<std::size_t>(info.kv_blocks);
@@ -249,7 +259,8 @@ void EngineActor::on_loaded(LoadResult result) {
                                              s.config.thermal);
     }
     s.context = std::make_shared<const SessionContext>(
-        SessionContext{result.tokenizer, chat_template, context_length, s.scheduler.address()});
+        SessionContext{result.tokenizer, chat_template, context_length, s.scheduler.address(),
+                       s.config.max_prompt_tokens});
     s.model = State::Model::loaded;
     logger().info("actor={} engine ready context_length={} kv_blocks={} kv_block_size={} chat_template={}", name(),
                   context_length, info.kv_blocks, info.kv_block_size,

@@ -29,6 +29,7 @@ void check_options(const LoadOptions& o) {
   out_of_range("threads", o.threads, 0, LoadOptions::kMaxThreads);
   out_of_range("max_batch_tokens", o.max_batch_tokens, 1, LoadOptions::kMaxBatchTokens);
   out_of_range("kv_tokens", o.kv_tokens, 0, LoadOptions::kMaxKvTokens);
+  out_of_range("kv_contexts", o.kv_contexts, 1, LoadOptions::kMaxKvContexts);
   out_of_range("kv.block_size", o.kv.block_size, 1, compute::PagedKvCache::kMaxBlockSize);
 }
 
@@ -76,7 +77,8 @@ LlamaBackend::LlamaBackend(std::unique_ptr<compute::LoadedModel> loaded,
       tokenizer_(std::move(tokenizer)),
       pool_(std::make_unique<compute::ThreadPool>(options.threads > 0 ? options.threads : compute::physical_core_count())),
       model_(std::make_unique<compute::LlamaModel>(loaded_->config(), loaded_->weights(), *pool_, options.max_batch_tokens)),
-      cache_(model_->make_paged_cache(options.kv, options.kv_tokens)) {
+      cache_(model_->make_paged_cache(options.kv, options.kv_tokens > 0 ? options.kv_tokens
+                                                                        : options.kv_contexts * loaded_->config().context_length)) {
   if (loaded_->gguf() != nullptr) {
     if (auto source = loaded_->gguf()->find_string("tokenizer.chat_template")) chat_template_source_ = std::string(*source);
   }

@@ -19,6 +19,14 @@ using proto::ErrorCode;
 using proto::ErrorEvent;
 using proto::FinishReason;
 
+// Why prompts are bounded where they are, for the refusal's message.
+std::string capacity_reason(const SessionContext& context) {
+  if (context.max_prompt_tokens > 0 && context.max_prompt_tokens < context.context_length - 1) {
+    return " (the server's prompt limit)";
+  }
+  return " (the context holds " + std::to_string(context.context_length) + " and one more is needed to generate)";
+}
+
 ErrorEvent invalid(const std::string& request_id, std::string field, std::string message) {
   return ErrorEvent{request_id, ErrorCode::invalid_request, std::move(message), std::move(field)};
 }
@@ -210,11 +218,11 @@ std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_raw(const
   if (p.tokens.empty()) {
     return invalid(request.id, "prompt", "the prompt is empty and the vocabulary adds no BOS: nothing to generate after");
   }
-  if (static_cast<std::int64_t>(p.tokens.size()) >= context_->context_length) {
+  if (static_cast<std::int64_t>(p.tokens.size()) > context_->prompt_capacity()) {
     return invalid(request.id, "prompt",
                    "the prompt is " + std::to_string(p.tokens.size()) +
-                       " tokens (with the session's earlier text); the context holds " +
-                       std::to_string(context_->context_length) + " and one more is needed to generate");
+                       " tokens (with the session's earlier text); at most " +
+                       std::to_string(context_->prompt_capacity()) + " fit" + capacity_reason(*context_));
   }
   return p;
 }
@@ -262,11 +270,11 @@ std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_chat(cons
     turns = system;
     turns.insert(turns.end(), conversation.begin() + static_cast<std::ptrdiff_t>(first), conversation.end());
     p.tokens = compute::encode_prompt(*context_->tokenizer, compute::render_chat(chat_template, turns, true), true);
-    if (static_cast<std::int64_t>(p.tokens.size()) < context_->context_length) break;
+    if (static_cast<std::int64_t>(p.tokens.size()) <= context_->prompt_capacity()) break;
     if (first >= droppable) {
       return invalid(request.id, "messages",
-                     "the prompt is " + std::to_string(p.tokens.size()) + " tokens with the chat template; the context holds " +
-                         std::to_string(context_->context_length));
+                     "the prompt is " + std::to_string(p.tokens.size()) + " tokens with the chat template; at most " +
+                         std::to_string(context_->prompt_capacity()) + " fit" + capacity_reason(*context_));
     }
     // A user turn goes with the assistant's reply to it, so the history never starts with a lone reply.
     const bool pair = conversation[first].role == compute::ChatTurnRole::user && first + 1 < droppable &&

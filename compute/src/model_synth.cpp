@@ -1,6 +1,8 @@
 #include "loom/compute/model_synth.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -64,6 +66,55 @@ class Builder {
 
 }  // namespace
 
+namespace {
+
+// A SentencePiece ("llama") vocabulary: <unk> <s> </s>, the 256 byte-fallback tokens, every printable ASCII
+// character, and common English words with the word-start marker U+2581 (with every prefix of each, so the
+// merges that build a word exist). Scores favour longer pieces. Returns the token count.
+std::int64_t add_builtin_vocabulary(GgufWriter& writer) {
+  static constexpr const char* kWords[] = {
+      "the", "and", "that", "was", "his", "with", "for", "had", "you", "not", "but", "her", "she", "they", "have",
+      "what", "were", "there", "one", "all", "when", "from", "said", "this", "would", "could", "time", "little",
+      "once", "upon", "day", "sun", "cat", "dog", "tree", "house", "happy", "play", "friend", "went", "saw",
+      "big", "small", "good", "very", "like", "went", "home", "water", "light", "story", "world", "model", "token",
+      "loom", "random", "weights", "hello", "is", "in", "it", "of", "to", "a", "he", "on", "at", "be", "we", "so"};
+  const std::string marker = "\xE2\x96\x81";  // U+2581, SentencePiece's word start
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<std::int32_t> types = {2, 3, 3};  // unknown, control, control
+  std::vector<float> scores = {0.0f, 0.0f, 0.0f};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    tokens.emplace_back(name);
+    types.push_back(6);  // byte
+    scores.push_back(0.0f);
+  }
+  std::set<std::string> seen;
+  const auto piece = [&](const std::string& text) {
+    if (!seen.insert(text).second) return;
+    tokens.push_back(text);
+    types.push_back(1);  // normal
+    scores.push_back(-1000.0f + static_cast<float>(text.size()));
+  };
+  piece(marker);
+  for (char c = '!'; c <= '~'; ++c) piece(std::string(1, c));
+  for (char c = 'a'; c <= 'z'; ++c) piece(marker + c);
+  for (const char* word : kWords) {
+    const std::string full = marker + word;
+    for (std::size_t n = marker.size() + 1; n <= full.size(); ++n) piece(full.substr(0, n));
+  }
+  writer.add_string("tokenizer.ggml.model", "llama");
+  writer.add_array("tokenizer.ggml.tokens", GgufArray(tokens));
+  writer.add_array("tokenizer.ggml.scores", GgufArray(scores));
+  writer.add_array("tokenizer.ggml.token_type", GgufArray(types));
+  writer.add_u32("tokenizer.ggml.bos_token_id", 1);
+  writer.add_u32("tokenizer.ggml.eos_token_id", 2);
+  writer.add_u32("tokenizer.ggml.unknown_token_id", 0);
+  return static_cast<std::int64_t>(tokens.size());
+}
+
+}  // namespace
+
 void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   require(s.dim > 0 && s.ffn_dim > 0 && s.layers > 0 && s.heads > 0 && s.kv_heads > 0 && s.context_length > 0,
           "dim, ffn, layers, heads, kv-heads and context must be positive");
@@ -85,6 +136,7 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
       if (kv.key.rfind("tokenizer.", 0) == 0) writer.add(kv.key, kv.value);
     }
   }
+  if (s.vocab_from.empty() && s.builtin_vocabulary) vocab = add_builtin_vocabulary(writer);
   require(vocab > 0, "the vocabulary must not be empty");
 
   const std::string arch = to_string(s.architecture);
@@ -100,7 +152,7 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   writer.add_u32(arch + ".attention.head_count_kv", static_cast<std::uint32_t>(s.kv_heads));
   writer.add_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_epsilon);
   writer.add_f32(arch + ".rope.freq_base", s.rope_freq_base);
-  if (s.vocab_from.empty()) writer.add_u32(arch + ".vocab_size", static_cast<std::uint32_t>(vocab));
+  if (s.vocab_from.empty() && !s.builtin_vocabulary) writer.add_u32(arch + ".vocab_size", static_cast<std::uint32_t>(vocab));
 
   // Uniform weights scaled by 1/sqrt(fan-in) keep activations of order one through the layers.
   Random random(s.seed);

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "gateway_metrics.hpp"
 #include "loom/actors/engine.hpp"

@@ -5,6 +5,8 @@
 // translated back. The caller (the HTTP connection) has already checked the method, auth and body size.
 #pragma once
 
+#include <utility>  // before awaitable.hpp: Boost 1.74 uses std::exchange without including it
+
 #include <boost/asio/awaitable.hpp>
 
 #include "http_util.hpp"

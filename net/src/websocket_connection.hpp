@@ -6,6 +6,8 @@
 // shutdown it refuses new requests, lets running ones finish, and closes with 1001.
 #pragma once
 
+#include <utility>  // before awaitable.hpp: Boost 1.74 uses std::exchange without including it
+
 #include <boost/asio/awaitable.hpp>
 
 #include "http_util.hpp"

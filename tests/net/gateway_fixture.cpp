@@ -11,6 +11,8 @@
 #include <stdexcept>
 
 #include <boost/asio/connect.hpp>
+#include <spdlog/spdlog.h>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
 namespace loom::net::test {
@@ -43,6 +45,7 @@ GatewayConfig test_config() {
 }
 
 GatewayUnderTest::GatewayUnderTest(GatewayConfig config) {
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
   gateway_ = std::make_unique<Gateway>(io_, config);
   std::promise<std::string> loaded;
   auto loaded_future = loaded.get_future();

@@ -33,11 +33,14 @@ struct EngineConfig {
   LoadOptions model;                          // what async_load loads
   SchedulerConfig scheduler;                  // context_length is filled in from the model at load
   std::string chat_template;                  // a template name (chat_template.hpp); empty: from the model
+  std::string fallback_chat_template;         // used when the model has none loom recognises; empty: chat
+                                              // requests are then refused as unsupported
   // Thermal monitoring: none (always nominal) unless a provider is given.
   std::shared_ptr<const ThermalProvider> thermal_provider;
   ThermalMonitorConfig thermal;
   std::size_t max_sessions = 1024;            // open sessions at most (stand-alone requests not counted)
   std::chrono::milliseconds default_timeout{0};  // per request when GenerateOptions gives none; 0: none
+  std::int64_t max_prompt_tokens = 0;         // a prompt after templating, at most; 0: the context bounds it
   int io_threads = 2;                         // threads of the Engine's own pool (Engine(Config) only)
   BackendFactory backend_factory;             // empty: the CPU LlamaBackend (tests inject faults here)
 

@@ -22,12 +22,15 @@ struct LoadOptions {
   std::string tokenizer_path;  // empty: the GGUF's own vocabulary; else a GGUF or llama2.c tokenizer file
   int threads = 0;             // compute threads, the calling one included; 0: the physical core count
   compute::KvCacheOptions kv;  // block size, F16/F32, and a budget in bytes (0: sized by kv_tokens)
-  std::int64_t kv_tokens = 0;  // without a budget: room for this many positions (0: the model's context length)
+  std::int64_t kv_tokens = 0;  // without a budget: room for this many positions (0: kv_contexts full contexts)
+  std::int64_t kv_contexts = 1;  // without a budget or kv_tokens: room for this many model contexts (a server
+                                 // batching several requests wants more than one)
   std::int64_t max_batch_tokens = 512;  // tokens of all sequences in one step, at most
 
   static constexpr int kMaxThreads = 1024;
   static constexpr std::int64_t kMaxBatchTokens = 1 << 16;
   static constexpr std::int64_t kMaxKvTokens = std::int64_t{1} << 26;
+  static constexpr std::int64_t kMaxKvContexts = 1024;
 };
 
 // The loaded model as the engine sees it: its shape, and the KV storage the cache manager must mirror

@@ -78,6 +78,15 @@ struct SessionContext {
   std::optional<compute::ChatTemplate> chat_template;  // none: chat requests are `unsupported`
   std::int64_t context_length = 0;                     // positions one sequence may use
   Address<SchedulerProtocol> scheduler;                // a submit it refuses (it is gone): `unavailable`
+  // A request's prompt (after templating, with the session's history) has at most this many tokens; longer
+  // raw prompts are refused, chat history is trimmed to fit. 0: only the context bounds it.
+  std::int64_t max_prompt_tokens = 0;
+
+  // Prompts may have at most this many tokens: room for one generated token in the context, and the limit.
+  std::int64_t prompt_capacity() const noexcept {
+    const std::int64_t by_context = context_length - 1;
+    return max_prompt_tokens > 0 && max_prompt_tokens < by_context ? max_prompt_tokens : by_context;
+  }                // a submit it refuses (it is gone): `unavailable`
 };
 
 struct SessionOptions {

@@ -22,6 +22,10 @@ struct SynthSpec {
   std::int64_t vocab_size = 512;  // ignored when vocab_from is set: the vocabulary file decides
   TensorType type = TensorType::f32;  // of the matrices and the embedding: f32 f16 bf16 q8_0 q4_0 q4_K q5_K q6_K
   std::string vocab_from;         // a GGUF whose tokenizer.* metadata is copied (e.g. ../shared/vocab/...)
+  // Without vocab_from: true writes a small SentencePiece vocabulary of loom's own (byte fallback, ASCII
+  // characters and common English words), so the model needs no other file to take and produce text (the
+  // gateway's demo model); false writes no tokenizer (vocab_size tokens, for the maths only).
+  bool builtin_vocabulary = false;
   std::uint64_t seed = 1;
   float rope_freq_base = 10000.0f;
   float rms_epsilon = 1e-5f;

@@ -1,5 +1,6 @@
 // GatewayConfig: everything loom-gateway can be told, from flags or a JSON config file (the same names,
-// with '-' in a flag written '_' in JSON: --kv-cache-mb and "kv_cache_mb"). Defaults suit one machine
+// with '-' in a flag written '_' in JSON: --kv-cache-mb and "kv_cache_mb"; durations are milliseconds, named
+// with _ms in both: --shutdown-grace-ms and "shutdown_grace_ms"). Defaults suit one machine
 // serving itself: 127.0.0.1 only, no API key, limits that keep one client from taking the server.
 #pragma once
 
@@ -23,6 +24,7 @@ struct GatewayConfig {
   int compute_threads = 0;       // forward-pass threads; 0: the physical core count
   std::int64_t kv_cache_mb = 0;  // KV cache budget; 0: room for kDefaultKvContexts model contexts
   std::string demo_model_path;   // where the demo model is made; empty: $XDG_CACHE_HOME/loom or ~/.cache/loom
+  bool model_is_demo = false;    // set by loom-gateway (not a flag): `model` is the random-weight demo
 
   // ---- The listener ----
   std::string host = "127.0.0.1";

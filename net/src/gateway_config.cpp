@@ -1,0 +1,131 @@
+#include "loom/net/gateway_config.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <boost/asio/ip/address.hpp>
+#include <nlohmann/json.hpp>
+
+namespace loom::net {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& field, const std::string& rule) {
+  throw std::invalid_argument(field + " " + rule);
+}
+
+template <class T>
+void within(const std::string& field, T value, T low, T high) {
+  if (value < low || value > high) {
+    refuse(field, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + std::to_string(value));
+  }
+}
+
+}  // namespace
+
+void GatewayConfig::validate() const {
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  if (ec) refuse("host", "must be an IP address (such as 127.0.0.1 or 0.0.0.0), got '" + host + "'");
+  if (device != "cpu" && device != "vulkan") refuse("device", "must be cpu or vulkan, got '" + device + "'");
+  within<int>("threads", threads, 0, 256);
+  within<int>("compute_threads", compute_threads, 0, 1024);
+  within<std::int64_t>("kv_cache_mb", kv_cache_mb, 0, std::int64_t{1} << 20);
+  within<std::size_t>("max_body_bytes", max_body_bytes, 1024, std::size_t{1} << 30);
+  within<std::size_t>("max_frame_bytes", max_frame_bytes, 1024, std::size_t{1} << 30);
+  within<std::int32_t>("max_prompt_tokens", max_prompt_tokens, 0, 1 << 24);
+  within<std::int32_t>("max_tokens_limit", max_tokens_limit, 1, 1 << 20);
+  within<std::size_t>("max_requests_per_connection", max_requests_per_connection, 1, 1 << 16);
+  within<std::size_t>("max_requests_total", max_requests_total, 1, 1 << 20);
+  within<std::size_t>("max_connections", max_connections, 1, 1 << 20);
+  within<std::size_t>("ws_send_queue_bytes", ws_send_queue_bytes, 1024, std::size_t{1} << 30);
+  within<std::int64_t>("request_timeout_ms", request_timeout.count(), 0, std::int64_t{1} << 40);
+  within<std::int64_t>("shutdown_grace_ms", shutdown_grace.count(), 0, std::int64_t{1} << 40);
+  within<std::int64_t>("ws_ping_interval_ms", ws_ping_interval.count(), 100, std::int64_t{1} << 40);
+  within<std::int64_t>("http_idle_timeout_ms", http_idle_timeout.count(), 100, std::int64_t{1} << 40);
+  static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  bool level_known = false;
+  for (const char* level : kLevels) level_known = level_known || log_level == level;
+  if (!level_known) refuse("log_level", "must be trace, debug, info, warn, error, critical or off, got '" + log_level + "'");
+}
+
+void apply_json(GatewayConfig& c, const nlohmann::json& object) {
+  if (!object.is_object()) throw std::invalid_argument("the configuration must be a JSON object");
+  for (const auto& [key, value] : object.items()) {
+    const auto text = [&](std::string& out) {
+      if (!value.is_string()) refuse(key, "must be a string");
+      out = value.get<std::string>();
+    };
+    const auto integer = [&](auto& out) {
+      if (!value.is_number_integer()) refuse(key, "must be an integer");
+      const auto v = value.get<std::int64_t>();
+      using T = std::remove_reference_t<decltype(out)>;
+      if (v < 0 && !std::is_signed_v<T>) refuse(key, "must not be negative");
+      out = static_cast<T>(v);
+      if (static_cast<std::int64_t>(out) != v) refuse(key, "is out of range");
+    };
+    const auto millis = [&](std::chrono::milliseconds& out) {
+      std::int64_t v = 0;
+      integer(v);
+      out = std::chrono::milliseconds(v);
+    };
+    if (key == "model") text(c.model);
+    else if (key == "tokenizer") text(c.tokenizer);
+    else if (key == "model_id") text(c.model_id);
+    else if (key == "chat_template") text(c.chat_template);
+    else if (key == "device") text(c.device);
+    else if (key == "compute_threads") integer(c.compute_threads);
+    else if (key == "kv_cache_mb") integer(c.kv_cache_mb);
+    else if (key == "demo_model_path") text(c.demo_model_path);
+    else if (key == "host") text(c.host);
+    else if (key == "port") {
+      std::int64_t port = 0;
+      integer(port);
+      within<std::int64_t>("port", port, 0, 65535);
+      c.port = static_cast<std::uint16_t>(port);
+    } else if (key == "threads") integer(c.threads);
+    else if (key == "log_level") text(c.log_level);
+    else if (key == "api_key") text(c.api_key);
+    else if (key == "allowed_origins") {
+      if (!value.is_array()) refuse(key, "must be an array of strings");
+      c.allowed_origins.clear();
+      for (const auto& origin : value) {
+        if (!origin.is_string()) refuse(key, "must be an array of strings");
+        c.allowed_origins.push_back(origin.get<std::string>());
+      }
+    } else if (key == "max_body_bytes") integer(c.max_body_bytes);
+    else if (key == "max_frame_bytes") integer(c.max_frame_bytes);
+    else if (key == "max_prompt_tokens") integer(c.max_prompt_tokens);
+    else if (key == "max_tokens_limit") integer(c.max_tokens_limit);
+    else if (key == "max_requests_per_connection") integer(c.max_requests_per_connection);
+    else if (key == "max_requests_total") integer(c.max_requests_total);
+    else if (key == "max_connections") integer(c.max_connections);
+    else if (key == "ws_send_queue_bytes") integer(c.ws_send_queue_bytes);
+    else if (key == "request_timeout_ms") millis(c.request_timeout);
+    else if (key == "shutdown_grace_ms") millis(c.shutdown_grace);
+    else if (key == "ws_ping_interval_ms") millis(c.ws_ping_interval);
+    else if (key == "http_idle_timeout_ms") millis(c.http_idle_timeout);
+    else throw std::invalid_argument("unknown key '" + key + "'");
+  }
+}
+
+void apply_json_file(GatewayConfig& config, const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::invalid_argument("cannot read the config file " + path);
+  std::stringstream text;
+  text << file.rdbuf();
+  nlohmann::json object;
+  try {
+    object = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument("the config file " + path + " is not valid JSON: " + e.what());
+  }
+  try {
+    apply_json(config, object);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("the config file " + path + ": " + e.what());
+  }
+}
+
+}  // namespace loom::net
