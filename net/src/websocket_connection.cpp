@@ -1,6 +1,3 @@
-// Boost 1.74's awaitable.hpp uses std::exchange without including <utility>.
-#include <utility>
-
 #include "websocket_connection.hpp"
 
 #include <algorithm>
@@ -26,12 +23,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/websocket.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "loom/proto/client_message.hpp"
 #include "loom/proto/error_event.hpp"
 #include "loom/proto/server_message.hpp"
+#include "net_logger.hpp"
 
 namespace loom::net {
 
@@ -42,21 +39,6 @@ namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using Strand = asio::strand<asio::any_io_executor>;
 using proto::ErrorCode;
-
-spdlog::logger& net_log() {
-  static const std::shared_ptr<spdlog::logger> instance = [] {
-    if (auto existing = spdlog::get("net")) return existing;
-    try {
-      auto created = spdlog::stderr_color_mt("net");
-      created->set_level(spdlog::default_logger()->level());
-      return created;
-    } catch (const spdlog::spdlog_ex&) {
-      // Another part registered it between the two calls.
-      return spdlog::get("net");
-    }
-  }();
-  return *instance;
-}
 
 // Removes every occurrence of the connection's prefix from an engine message, so that errors name the ids
 // the client chose ("no open session 'chat'", not "'c7:chat'").
@@ -90,11 +72,10 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     beast::error_code ec;
     co_await ws_.async_accept(upgrade, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
-      net_log().debug("websocket: the upgrade failed: {}", ec.message());
+      logger().debug("websocket: the upgrade failed: {}", ec.message());
       close_socket();
       co_return;
     }
-    context_.metrics.http_response(101);
     prefix_ = "c" + std::to_string(context_.next_serial()) + ":";
 
     std::weak_ptr<WebSocketConnection> weak = self;
@@ -109,7 +90,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       co_await read_loop();
     } catch (const std::exception& error) {
       // Nothing in the loop should throw but memory exhaustion; end this connection, not the gateway.
-      net_log().error("websocket {}: {}", prefix_, error.what());
+      logger().error("websocket {}: {}", prefix_, error.what());
     }
     finish();
   }
@@ -153,16 +134,16 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
         co_await ws_.async_read_some(buffer, room, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
           if (ec == websocket::error::closed) {
-            net_log().debug("websocket {}: closed ({})", prefix_, static_cast<int>(ws_.reason().code));
+            logger().debug("websocket {}: closed ({})", prefix_, static_cast<int>(ws_.reason().code));
           } else {
-            net_log().debug("websocket {}: read ended: {}", prefix_, ec.message());
+            logger().debug("websocket {}: read ended: {}", prefix_, ec.message());
           }
           co_return;
         }
         if (closed_) co_return;
         if (!oversize && buffer.size() > limit) {
           oversize = true;
-          net_log().info("websocket {}: a message over {} bytes: closing with 1009", prefix_, limit);
+          logger().info("websocket {}: a message over {} bytes: closing with 1009", prefix_, limit);
           ignoring_input_ = true;
           begin_close(websocket::close_code::too_big, /*drop_queued=*/true);
         }
@@ -333,7 +314,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     if (queued_bytes_ > limit && !send_queue_full_) {
       send_queue_full_ = true;
       context_.metrics.slow_client_cancelled();
-      net_log().info("websocket {}: {} bytes unsent, the client is not reading: cancelling its {} requests",
+      logger().info("websocket {}: {} bytes unsent, the client is not reading: cancelling its {} requests",
                      prefix_, queued_bytes_, requests_.size());
       for (auto& [id, in_flight] : requests_) {
         if (in_flight.dropping_tokens) continue;
@@ -342,7 +323,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       }
     }
     if (queued_bytes_ > 2 * limit + kHardLimitMargin) {
-      net_log().warn("websocket {}: {} bytes unsent: dropping the connection", prefix_, queued_bytes_);
+      logger().warn("websocket {}: {} bytes unsent: dropping the connection", prefix_, queued_bytes_);
       close_socket();
     }
   }
@@ -355,7 +336,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       if (send_queue_.empty()) {
         if (close_code_) {
           co_await ws_.async_close(*close_code_, asio::redirect_error(asio::use_awaitable, ec));
-          if (ec) net_log().debug("websocket {}: close: {}", prefix_, ec.message());
+          if (ec) logger().debug("websocket {}: close: {}", prefix_, ec.message());
           break;
         }
         writer_wake_.expires_at(asio::steady_timer::time_point::max());
@@ -367,7 +348,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       co_await ws_.async_write(asio::buffer(frame), asio::redirect_error(asio::use_awaitable, ec));
       queued_bytes_ -= frame.size();
       if (ec) {
-        net_log().debug("websocket {}: write failed: {}", prefix_, ec.message());
+        logger().debug("websocket {}: write failed: {}", prefix_, ec.message());
         close_socket();  // ends the read loop too
         break;
       }
@@ -453,7 +434,7 @@ asio::awaitable<void> run_websocket(GatewayContext& context, TcpStream stream, H
   stream.expires_never();
   const auto native = socket.release(ec);
   if (ec) {
-    net_log().warn("websocket: cannot move the socket to its strand: {}", ec.message());
+    logger().warn("websocket: cannot move the socket to its strand: {}", ec.message());
     co_return;
   }
   asio::ip::tcp::socket socket_on_strand(strand, protocol, native);
