@@ -344,7 +344,10 @@ PreTokenizer::PreTokenizer(std::string_view name) {
   constexpr std::size_t kMaxShown = 64;  // the name comes from a file
   std::string message = "unknown pre-tokenizer \"" + std::string(name.substr(0, kMaxShown)) +
                         (name.size() > kMaxShown ? "...\"" : "\"") + " (tokenizer.ggml.pre); known:";
-  for (const std::string_view known : kKnownNames) message += " " + std::string(known);
+  for (const std::string_view known : kKnownNames) {
+    message += ' ';  // appended piecewise: GCC 12 warns (-Wrestrict, falsely) on " " + std::string(...)
+    message += known;
+  }
   throw std::invalid_argument(message);
 }
 

@@ -700,8 +700,9 @@ TEST_F(SessionActorTest, AMessageTooLongForTheContextAloneIsRefusedAndTheHistory
   const auto error = error_of(probe_->finished("t2"));
   EXPECT_EQ(error.code, ErrorCode::invalid_request);
   EXPECT_EQ(error.field, "messages");
-  EXPECT_EQ(error.message, "the prompt is " + std::to_string(alone) + " tokens with the chat template; the context holds " +
-                               std::to_string(context_length));
+  EXPECT_EQ(error.message, "the prompt is " + std::to_string(alone) + " tokens with the chat template; at most " +
+                               std::to_string(context_length - 1) + " fit (the context holds " +
+                               std::to_string(context_length) + " and one more is needed to generate)");
   EXPECT_EQ(probe_->submit_count(), 1u);
   const auto after = info(session);
   EXPECT_EQ(after.history_messages, 2u) << "a refused request changes nothing";

@@ -86,7 +86,7 @@ struct SessionContext {
   std::int64_t prompt_capacity() const noexcept {
     const std::int64_t by_context = context_length - 1;
     return max_prompt_tokens > 0 && max_prompt_tokens < by_context ? max_prompt_tokens : by_context;
-  }                // a submit it refuses (it is gone): `unavailable`
+  }
 };
 
 struct SessionOptions {
