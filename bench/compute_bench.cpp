@@ -20,6 +20,7 @@
 
 #include "loom/compute/attention.hpp"
 #include "loom/compute/half.hpp"
+#include "loom/compute/kernel_path.hpp"
 #include "loom/compute/llama_model.hpp"
 #include "loom/compute/matmul.hpp"
 #include "loom/compute/model_loader.hpp"
@@ -27,6 +28,7 @@
 #include "loom/compute/paged_kv_cache.hpp"
 #include "loom/compute/quantize.hpp"
 #include "loom/compute/thread_pool.hpp"
+#include "loom/compute/vec_dot.hpp"
 #include "stream_read.hpp"
 
 namespace {
@@ -100,6 +102,52 @@ void BM_Matvec(benchmark::State& state, TensorType type) {
   // (bytes per call / seconds per call) / bandwidth
   state.counters["of_bandwidth"] = benchmark::Counter(static_cast<double>(data.size()) / measure_bandwidth(),
                                                        benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The same matrix through one kernel path's rows_cols on the pool (tasks of 128 rows, as matmul splits
+// them), with Arg activation columns: 1 is decode's matrix-vector shape, 16 a batch, where the kernels are
+// compute-bound rather than memory-bound. The AVX-512 and AVX2 paths give the same bits (vec_dot.hpp), so
+// their ratio in one run is what VNNI buys; the activations are quantized once, outside the timing.
+void BM_KernelPath(benchmark::State& state, TensorType type, KernelPath path) {
+  if (!kernel_path_supported(path)) {
+    state.SkipWithError(("this CPU cannot run the " + std::string(name(path)) + " path").c_str());
+    return;
+  }
+  const std::int64_t n = 4096, rows = 16384;
+  const int cols = static_cast<int>(state.range(0));
+  std::uint64_t x = 88172645463325252ull;
+  auto next = [&] {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return static_cast<float>(static_cast<double>(x >> 11) * 0x1.0p-53 - 0.5);
+  };
+  const std::uint64_t row_bytes = *tensor_bytes(type, n);
+  std::vector<std::byte> data(row_bytes * rows);
+  std::vector<float> values(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (auto& v : values) v = next();
+    quantize_row(type, values.data(), &data[row_bytes * r], n);
+  }
+  const VecDotKernel kernel = vec_dot_kernel(type, path);
+  const std::uint64_t act_row_bytes = *tensor_bytes(kernel.activation_type(), n);
+  std::vector<std::byte> activations(act_row_bytes * static_cast<std::uint64_t>(cols));
+  for (int c = 0; c < cols; ++c) {
+    for (auto& v : values) v = next();
+    quantize_row(kernel.activation_type(), values.data(), &activations[act_row_bytes * c], n);
+  }
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  constexpr std::int64_t kRows = 128;
+  for (auto _ : state) {
+    pool().parallel_for(rows / kRows, [&](std::int64_t task) {
+      const std::int64_t first = task * kRows;
+      kernel.rows_cols(&data[row_bytes * first], row_bytes, kRows, activations.data(), act_row_bytes, cols, n,
+                       &out[static_cast<std::size_t>(first)], static_cast<std::size_t>(rows));
+    });
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["of_bandwidth"] = benchmark::Counter(static_cast<double>(data.size()) / measure_bandwidth(),
+                                                       benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(rows * n * cols) / 1e9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // A model of 110M-parameter shape (dim 768, ffn 2048, 12 layers, 12 heads, Llama-2 vocabulary), written
@@ -275,6 +323,14 @@ BENCHMARK_CAPTURE(BM_Matvec, f16, TensorType::f16)->UseRealTime()->Unit(benchmar
 BENCHMARK_CAPTURE(BM_Matvec, q8_0, TensorType::q8_0)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matvec, q4_0, TensorType::q4_0)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matvec, q4_k, TensorType::q4_k)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q8_0_avx2, TensorType::q8_0, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q8_0_avx512, TensorType::q8_0, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q4_0_avx2, TensorType::q4_0, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q4_0_avx512, TensorType::q4_0, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q4_k_avx2, TensorType::q4_k, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q4_k_avx512, TensorType::q4_k, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q6_k_avx2, TensorType::q6_k, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q6_k_avx512, TensorType::q6_k, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, f16_110M, "f16")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q8_0_110M, "q8_0")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q4_0_110M, "q4_0")->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -8,11 +8,23 @@
 namespace loom::compute {
 namespace {
 
+// LOOM_MAX_KERNEL_PATH's cap; an unset, empty or unknown value caps nothing.
+KernelPath widest_allowed() noexcept {
+  const char* cap = std::getenv("LOOM_MAX_KERNEL_PATH");
+  if (cap == nullptr) return KernelPath::avx512;
+  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2, KernelPath::avx512}) {
+    if (name(path) == cap) return path;
+  }
+  return KernelPath::avx512;
+}
+
 KernelPath choose_default() noexcept {
   const char* force = std::getenv("LOOM_FORCE_SCALAR");
   if (force != nullptr && force[0] != '\0' && std::strcmp(force, "0") != 0) return KernelPath::scalar;
-  if (kernel_path_supported(KernelPath::avx512)) return KernelPath::avx512;
-  if (kernel_path_supported(KernelPath::avx2)) return KernelPath::avx2;
+  const KernelPath cap = widest_allowed();
+  for (KernelPath path : {KernelPath::avx512, KernelPath::avx2}) {
+    if (path <= cap && kernel_path_supported(path)) return path;
+  }
   return KernelPath::scalar;
 }
 

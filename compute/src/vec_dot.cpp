@@ -227,7 +227,14 @@ VecDotKernel vec_dot_kernel(TensorType weight_type, KernelPath path) {
   kernel.weight_type_ = weight_type;
   kernel.activation_type_ = activation_type(weight_type);  // throws for unsupported types
   kernel.block_elements_ = static_cast<std::int64_t>(traits(weight_type).block_elements);
-  // Widest implementation at or below the requested path (there are no AVX-512 kernels yet).
+  // Widest implementation at or below the requested path.
+  if (path >= KernelPath::avx512) {
+    if (detail::VecDotFn fn = detail::table_entry(detail::avx512_vec_dot_table(), weight_type)) {
+      kernel.fn_ = fn;
+      kernel.path_ = KernelPath::avx512;
+      return kernel;
+    }
+  }
   if (path >= KernelPath::avx2) {
     if (detail::VecDotFn fn = detail::table_entry(detail::avx2_vec_dot_table(), weight_type)) {
       kernel.fn_ = fn;

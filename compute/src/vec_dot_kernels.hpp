@@ -23,5 +23,6 @@ struct VecDotTable {
 
 const VecDotTable& scalar_vec_dot_table() noexcept;
 const VecDotTable& avx2_vec_dot_table() noexcept;
+const VecDotTable& avx512_vec_dot_table() noexcept;
 
 }  // namespace loom::compute::detail

@@ -97,5 +97,34 @@ TEST(CpuFeaturesKernelPath, ForceScalarEnvironmentVariable) {
       ::testing::ExitedWithCode(0), "");
 }
 
+TEST(CpuFeaturesKernelPath, MaxKernelPathCapsTheDefault) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("LOOM_MAX_KERNEL_PATH", "scalar", 1);
+        std::exit(default_kernel_path() == KernelPath::scalar ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        setenv("LOOM_MAX_KERNEL_PATH", "avx2", 1);
+        std::exit(default_kernel_path() == (kernel_path_supported(KernelPath::avx2) ? KernelPath::avx2
+                                                                                    : KernelPath::scalar)
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        setenv("LOOM_MAX_KERNEL_PATH", "no-such-path", 1);  // ignored: the widest supported
+        std::exit(default_kernel_path() == (kernel_path_supported(KernelPath::avx512) ? KernelPath::avx512
+                                            : kernel_path_supported(KernelPath::avx2) ? KernelPath::avx2
+                                                                                      : KernelPath::scalar)
+                      ? 0
+                      : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 }  // namespace
 }  // namespace loom::compute

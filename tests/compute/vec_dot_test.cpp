@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/compute/cpu_features.hpp"
 #include "loom/compute/dequantize.hpp"
 #include "loom/compute/half.hpp"
 #include "loom/compute/kernel_path.hpp"
@@ -208,7 +209,7 @@ TEST_P(VecDotTypes, RowsColsHonoursStrides) {
       2 * static_cast<std::int64_t>(traits(type).block_elements) * (traits(type).block_elements == 1 ? 32 : 1);
   const Problem p = make_problem(type, n, 6, 5, false, 5);
   const std::size_t stride = 11;  // output columns padded
-  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
+  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2, KernelPath::avx512}) {
     if (!kernel_path_supported(path)) continue;
     const VecDotKernel kernel = vec_dot_kernel(type, path);
     std::vector<float> out(stride * p.cols, -7.0f);
@@ -229,6 +230,35 @@ TEST_P(VecDotTypes, RowsColsHonoursStrides) {
     vec_dot_rows_cols(type, p.weights.data(), p.row_bytes, p.rows, p.activations.data(), p.act_row_bytes, p.cols, n,
                       via_free.data(), stride);
     for (std::size_t i = 0; i < via_free.size(); ++i) EXPECT_NEAR(via_free[i], out[i], 1e-5 * (std::fabs(out[i]) + 1));
+  }
+}
+
+// The AVX-512 kernels differ from the AVX2 ones only in how the exact integer sums are formed (VNNI), so
+// they must give the same bits, for one column (decode's order) and for batches of every remainder.
+TEST_P(VecDotTypes, Avx512GivesTheAvx2PathsBits) {
+  if (!kernel_path_supported(KernelPath::avx512)) {
+    GTEST_SKIP() << "this CPU has no AVX-512 F/BW/VL/DQ with VNNI (" << to_string(cpu_features())
+                 << "): the AVX-512 kernels cannot run here";
+  }
+  const TensorType type = GetParam();
+  const VecDotKernel wide = vec_dot_kernel(type, KernelPath::avx512);
+  const VecDotKernel avx2 = vec_dot_kernel(type, KernelPath::avx2);
+  ASSERT_EQ(wide.path(), KernelPath::avx512) << name(type) << " has no AVX-512 kernel";
+  for (bool random_bits : {false, true}) {
+    for (std::int64_t n : lengths_for(type)) {
+      for (int cols : {1, 2, 3, 4, 5, 9}) {
+        const int rows = 11;  // tiles of 4 and 2 rows with leftovers
+        const Problem p = make_problem(type, n, rows, cols, random_bits, static_cast<unsigned>(n * 7 + cols) + random_bits);
+        std::vector<float> got(static_cast<std::size_t>(rows) * cols), want(got.size());
+        wide.rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, got.data(),
+                       rows);
+        avx2.rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, want.data(),
+                       rows);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(got[i], want[i]) << name(type) << " n=" << n << " cols=" << cols << " output " << i;
+        }
+      }
+    }
   }
 }
 
@@ -310,7 +340,7 @@ TEST(VecDot, KernelReportsWhatRuns) {
 // Saturation corners of the byte products: |w| = 128 (a Q8_0 weight of -128) against +-127 activations,
 // and all-maximum nibbles, where an int16 overflow in the SIMD pairs would show.
 TEST(VecDot, ExtremeQuantsDoNotOverflow) {
-  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
+  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2, KernelPath::avx512}) {
     if (!kernel_path_supported(path)) continue;
     std::vector<BlockQ8_0> w(4), a(4);
     for (int b = 0; b < 4; ++b) {

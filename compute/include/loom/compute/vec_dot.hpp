@@ -16,8 +16,11 @@
 // scales and one for the mins; Q5_K/Q6_K 8 integer lanes per superblock into an 8-lane accumulator.
 // F16/BF16 differ from it anyway (it rounds their activations to F16/BF16; we keep F32).
 //
+// The AVX-512 kernels are the AVX2 ones with VNNI's one-instruction integer multiply-adds (vpdpbusd,
+// vpdpwssd) and the same 8-lane float order, so they give the AVX2 kernels' bits, faster.
+//
 // Supported weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k. Every type has a scalar kernel; AVX2
-// kernels cover all of them too. `n` is the row length in values and must be a whole number of weight blocks.
+// and AVX-512 kernels cover all of them too. `n` is the row length in values and must be a whole number of weight blocks.
 #pragma once
 
 #include <cstddef>

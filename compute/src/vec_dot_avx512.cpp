@@ -1,0 +1,33 @@
+// AVX-512 vec_dot kernels (compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni on top of
+// the AVX2 set; only reached when cpu_features().has_avx512_set()). The kernels are those of
+// vec_dot_x86.inc, shared with the AVX2 file; VNNI gives each of their two integer primitives as one
+// instruction where AVX2 needs two or three, which shortens the inner loops of the quantized kernels.
+//
+// The vectors stay 256 bits wide on purpose: the reference implementation's summation order is 8 float
+// lanes per accumulator, and matching it bit for bit is what keeps logits at its print precision
+// (compute/README.md). Wider float accumulators would change every product's rounding; VNNI's integer
+// sums are exact, so this path gives exactly the AVX2 path's bits.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "loom/compute/quant_blocks.hpp"
+#include "vec_dot_kernels.hpp"
+
+namespace loom::compute::detail {
+namespace {
+
+// acc + per int32 lane the four products of unsigned and signed bytes (vpdpbusd, no saturation).
+inline __m256i add_byte_quads(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_epi32(acc, u8, s8); }
+
+// acc + per int32 lane the two products of int16 words (vpdpwssd).
+inline __m256i add_word_pairs(__m256i acc, __m256i s16, __m256i t16) { return _mm256_dpwssd_epi32(acc, s16, t16); }
+
+#include "vec_dot_x86.inc"
+
+}  // namespace
+
+const VecDotTable& avx512_vec_dot_table() noexcept { return kX86Table; }
+
+}  // namespace loom::compute::detail
