@@ -169,8 +169,21 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     }
     proto::ClientMessage& message = parsed.value();
     if (auto* open = std::get_if<proto::SessionOpen>(&message)) {
-      co_await open_session(std::move(*open));
+      std::string no_request;
+      co_await open_session(std::move(*open), std::move(no_request));
     } else if (auto* request = std::get_if<proto::GenerateRequest>(&message)) {
+      // Named with `session` rather than `session_id`: the first request opens it (no system prompt).
+      if (request->open_session && request->session_id && !sessions_.contains(*request->session_id) &&
+          !requests_.contains(request->id)) {
+        // Named first: GCC 12 mishandles aggregate temporaries built inside a co_await (actors/README.md).
+        proto::SessionOpen implicit_open{request->session_id, std::nullopt};
+        std::string for_request = request->id;
+        const bool opened = co_await open_session(std::move(implicit_open), std::move(for_request));
+        if (!opened) {
+          context_.metrics.request_finished(Endpoint::websocket, "refused");
+          co_return;
+        }
+      }
       generate(std::move(*request));
     } else if (auto* cancel = std::get_if<proto::CancelRequest>(&message)) {
       // Unknown and finished ids are ignored, by us and by the engine.
@@ -179,36 +192,49 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   }
 
   // Awaited in the read loop, so a generate pipelined right behind its session.open finds the session.
-  asio::awaitable<void> open_session(proto::SessionOpen open) {
+  // `for_request` empty: a session.open, answered with session.opened or an error with an empty id. Else
+  // the implicit open of a generate's `session`: nothing is sent when it opens, and a refusal is that
+  // request's error. Whether the session is open afterwards is the result.
+  asio::awaitable<bool> open_session(proto::SessionOpen open, std::string for_request) {
+    const bool implicit = !for_request.empty();
     if (!context_.ready() || draining_) {
-      send_error("", ErrorCode::unavailable, unavailable_reason());
-      co_return;
+      send_error(for_request, ErrorCode::unavailable, unavailable_reason());
+      co_return false;
     }
     const std::string client_id = open.session_id ? *open.session_id : pick_session_id();
     if (sessions_.contains(client_id)) {
-      send_error("", ErrorCode::conflict, "session '" + client_id + "' is already open", "session_id");
-      co_return;
+      // Appended, not "a" + b + "c": GCC 12 warns falsely (-Wrestrict) on that inside this coroutine.
+      std::string message = "session '";
+      message.append(client_id).append("' is already open");
+      send_error("", ErrorCode::conflict, std::move(message), "session_id");
+      co_return false;
     }
     open.session_id = prefix_ + client_id;
     beast::error_code ec;
     proto::ServerMessage reply =
         co_await context_.engine.async_open_session(std::move(open), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
-      send_error("", ErrorCode::internal, "the engine did not answer session.open: " + ec.message());
-      co_return;
+      std::string message = "the engine did not answer session.open: ";
+      message.append(ec.message());
+      send_error(for_request, ErrorCode::internal, std::move(message));
+      co_return false;
     }
     if (std::holds_alternative<proto::SessionOpened>(reply)) {
       if (closed_) {
         context_.engine.close_session(prefix_ + client_id);
-        co_return;
+        co_return false;
       }
       sessions_.insert(client_id);
-      queue_event(proto::SessionOpened{client_id});
-    } else if (auto* error = std::get_if<proto::ErrorEvent>(&reply)) {
-      error->request_id.clear();
+      if (!implicit) queue_event(proto::SessionOpened{client_id});
+      co_return true;
+    }
+    if (auto* error = std::get_if<proto::ErrorEvent>(&reply)) {
+      error->request_id = for_request;
+      if (implicit && error->field == "session_id") error->field = "session";
       error->message = without_prefix(std::move(error->message), prefix_);
       queue_event(std::move(*error));
     }
+    co_return false;
   }
 
   std::string pick_session_id() {

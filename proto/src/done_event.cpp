@@ -5,8 +5,10 @@
 namespace loom::proto {
 
 void to_json(nlohmann::json& j, const DoneEvent& event) {
+  // `reason` repeats `finish_reason` under the short name that clients of the WebSocket API expect.
   j = nlohmann::json{{"id", event.request_id},
                      {"finish_reason", to_string(event.finish_reason)},
+                     {"reason", to_string(event.finish_reason)},
                      {"usage", event.usage},
                      {"timings", event.timings}};
   if (event.stop) j["stop"] = *event.stop;
@@ -22,14 +24,21 @@ namespace detail {
 DoneEvent read_done_event(const Json& j, const std::string& path, const ParseOptions& options,
                           std::string_view envelope_key) {
   ObjectReader r(j, path, options);
-  r.check_known({"id", "finish_reason", "usage", "timings", "stop", "error_message"}, envelope_key);
+  r.check_known({"id", "finish_reason", "reason", "usage", "timings", "stop", "error_message"}, envelope_key);
   DoneEvent event;
   event.request_id = read_id(r.require("id"), r.path("id"), options);
-  const std::string reason_path = r.path("finish_reason");
-  const std::string reason = read_string(r.require("finish_reason"), reason_path);
+  // Either name, or both when they agree.
+  const Json* long_name = r.find("finish_reason");
+  const Json* short_name = r.find("reason");
+  const bool by_short_name = long_name == nullptr && short_name != nullptr;
+  const std::string reason_path = r.path(by_short_name ? "reason" : "finish_reason");
+  const std::string reason = read_string(by_short_name ? *short_name : r.require("finish_reason"), reason_path);
   const auto parsed_reason = parse_finish_reason(reason);
   if (!parsed_reason) {
     fail(reason_path, "must be one of eos, length, stop, cancelled, error, timeout, got " + echo_text(reason));
+  }
+  if (!by_short_name && short_name != nullptr && read_string(*short_name, r.path("reason")) != reason) {
+    fail(r.path("reason"), "must equal finish_reason (" + reason + ") when both are given");
   }
   event.finish_reason = *parsed_reason;
   event.usage = read_usage(r.require("usage"), r.path("usage"), options);

@@ -6,7 +6,7 @@ namespace loom::proto {
 
 void to_json(nlohmann::json& j, const GenerateRequest& request) {
   j = nlohmann::json{{"id", request.id}};
-  if (request.session_id) j["session_id"] = *request.session_id;
+  if (request.session_id) j[request.open_session ? "session" : "session_id"] = *request.session_id;
   if (const auto* prompt = std::get_if<std::string>(&request.input)) {
     j["prompt"] = *prompt;
   } else {
@@ -52,10 +52,20 @@ std::vector<ChatMessage> read_messages(const Json& value, const std::string& pat
 GenerateRequest read_generate_request(const Json& j, const std::string& path, const ParseOptions& options,
                                       std::string_view envelope_key) {
   ObjectReader r(j, path, options);
-  r.check_known({"id", "session_id", "prompt", "messages", "params", "priority", "stream"}, envelope_key);
+  r.check_known({"id", "session_id", "session", "prompt", "messages", "params", "priority", "stream"}, envelope_key);
   GenerateRequest request;
   request.id = read_id(r.require("id"), r.path("id"), options);
-  if (const Json* v = r.find("session_id")) request.session_id = read_id(*v, r.path("session_id"), options);
+  const Json* session_id = r.find("session_id");
+  const Json* session = r.find("session");
+  if (session_id != nullptr && session != nullptr) {
+    fail(r.path("session"), "give the session as session (opened on first use) or as session_id (opened with "
+                            "session.open), not both");
+  }
+  if (session_id != nullptr) request.session_id = read_id(*session_id, r.path("session_id"), options);
+  if (session != nullptr) {
+    request.session_id = read_id(*session, r.path("session"), options);
+    request.open_session = true;
+  }
 
   const Json* prompt = r.find("prompt");
   const Json* messages = r.find("messages");

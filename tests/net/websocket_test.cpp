@@ -92,6 +92,13 @@ class WebSocketTest : public ::testing::Test {
   GatewayUnderTest gateway_{};
 };
 
+// "r7" from 'r' and 7 (appended: GCC 12 warns falsely, -Wrestrict, on "r" + std::to_string(i) here).
+std::string request_id(char letter, int i) {
+  std::string id(1, letter);
+  id += std::to_string(i);
+  return id;
+}
+
 TEST_F(WebSocketTest, StreamsAGreedyCompletionToItsDone) {
   WsClient client(gateway_.port());
   client.send(generate_message("r1", "Once upon a time", {{"temperature", 0}, {"max_tokens", 24}}));
@@ -204,6 +211,39 @@ TEST_F(WebSocketTest, ASessionKeepsTheConversation) {
   EXPECT_EQ(refused.value("id", ""), "x");
 }
 
+// The short form: `"session":"s1"` on generate opens s1 the first time (no session.open, no
+// session.opened) and continues it afterwards; the done event carries the reason under both names.
+TEST_F(WebSocketTest, ASessionNamedOnGenerateIsOpenedOnFirstUse) {
+  WsClient client(gateway_.port());
+  auto turn = [&](const std::string& id, const std::string& prompt) {
+    json message = generate_message(id, prompt, {{"temperature", 0}, {"max_tokens", 8}});
+    message["session"] = "s1";
+    client.send(message);
+    const auto frames = client.receive_until_end(id);
+    for (const json& frame : frames) EXPECT_NE(frame.value("type", ""), "session.opened") << frame.dump();
+    EXPECT_EQ(frames.back().value("type", ""), "done") << frames.back().dump();
+    return frames.back();
+  };
+  const json first = turn("t1", "Once upon a time");
+  EXPECT_EQ(first.value("reason", ""), first.value("finish_reason", "-")) << first.dump();
+  const json second = turn("t2", " and then");
+  const int first_prompt = first.at("usage").at("prompt_tokens");
+  EXPECT_GT(second.at("usage").at("prompt_tokens").get<int>(),
+            first_prompt + first.at("usage").at("completion_tokens").get<int>() - 1)
+      << "the second turn continues the first: " << first.dump() << "\n" << second.dump();
+  // The session it opened is this connection's like any other: session.open of the same id conflicts.
+  client.send(json{{"type", "session.open"}, {"session_id", "s1"}});
+  EXPECT_EQ(client.receive().value("code", ""), "conflict");
+  // Both names at once is refused, naming the field.
+  json both = generate_message("t3", "x", {{"max_tokens", 1}});
+  both["session"] = "s1";
+  both["session_id"] = "s1";
+  client.send(both);
+  const json refused = client.receive();
+  EXPECT_EQ(refused.value("code", ""), "invalid_request") << refused.dump();
+  EXPECT_EQ(refused.value("field", ""), "session") << refused.dump();
+}
+
 TEST_F(WebSocketTest, MalformedJsonIsAnsweredAndTheConnectionStaysOpen) {
   WsClient client(gateway_.port());
   client.send(std::string(R"({"type":"cancel","id":"r5")"));
@@ -303,7 +343,7 @@ TEST_F(WebSocketTest, ClosingTheConnectionCancelsItsRequests) {
   {
     WsClient client(gateway_.port());
     // Several long requests, so that some are still running or waiting when the connection goes.
-    for (int i = 0; i < 8; ++i) client.send(generate_message("r" + std::to_string(i), "Once upon a time", long_params()));
+    for (int i = 0; i < 8; ++i) client.send(generate_message(request_id('r', i), "Once upon a time", long_params()));
     ASSERT_EQ(client.receive().value("type", ""), "token");
     client.stream().close(websocket::close_code::normal);
   }
@@ -329,7 +369,7 @@ TEST(WebSocketSlowClient, AClientThatStopsReadingHasItsRequestsCancelled) {
   constexpr int kRequests = 16;
   for (int i = 0; i < kRequests; ++i) {
     const std::string frame =
-        generate_message("s" + std::to_string(i), "Once upon a time", long_params()).dump();
+        generate_message(request_id('s', i), "Once upon a time", long_params()).dump();
     ws.write(asio::buffer(frame));
   }
   // Not reading: every request would stream ~115 tokens, far more than the socket and the queue hold.

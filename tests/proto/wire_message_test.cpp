@@ -40,6 +40,7 @@ TEST(ServerMessages, DoneIsWrittenWithUsageAndTimings) {
       {"type", "done"},
       {"id", "r1"},
       {"finish_reason", "stop"},
+      {"reason", "stop"},
       {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 3}, {"cached_tokens", 8}}},
       {"timings",
        {{"queue_ms", 0.5},
@@ -125,6 +126,46 @@ TEST(ClientMessages, GenerateParsesIntoARequest) {
   EXPECT_EQ(r.params.top_k, 40);  // unspecified params keep their defaults
   EXPECT_EQ(r.priority, 2);
   EXPECT_EQ(message_type(*parsed), "generate");
+}
+
+TEST(ClientMessages, GenerateTakesTheSessionUnderEitherName) {
+  const auto by_id = parse_client_message(R"({"type":"generate","id":"r1","session_id":"a","prompt":"x"})");
+  ASSERT_TRUE(by_id.ok()) << to_string(by_id.error());
+  EXPECT_EQ(std::get<GenerateRequest>(*by_id).session_id, "a");
+  EXPECT_FALSE(std::get<GenerateRequest>(*by_id).open_session);
+
+  const auto short_form = parse_client_message(R"({"type":"generate","id":"r1","session":"b","prompt":"x"})");
+  ASSERT_TRUE(short_form.ok()) << to_string(short_form.error());
+  EXPECT_EQ(std::get<GenerateRequest>(*short_form).session_id, "b");
+  EXPECT_TRUE(std::get<GenerateRequest>(*short_form).open_session);
+  // Written back under the name it came with.
+  EXPECT_EQ(json::parse(serialize(*short_form)).value("session", ""), "b");
+  EXPECT_FALSE(json::parse(serialize(*short_form)).contains("session_id"));
+
+  const auto both = parse_client_message(R"({"type":"generate","id":"r1","session":"b","session_id":"b","prompt":"x"})");
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error().field, "session");
+  const auto bad = parse_client_message(R"({"type":"generate","id":"r1","session":"","prompt":"x"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().field, "session");
+}
+
+TEST(ServerMessages, DoneIsReadUnderEitherNameOfItsReason) {
+  const std::string rest = R"("usage":{"prompt_tokens":1,"completion_tokens":1,"cached_tokens":0},)"
+                           R"("timings":{"queue_ms":0,"prefill_ms":0,"decode_ms":0,"first_token_ms":0,"tokens_per_second":0}})";
+  const auto short_only = parse_server_message(R"({"type":"done","id":"r1","reason":"eos",)" + rest);
+  ASSERT_TRUE(short_only.ok()) << to_string(short_only.error());
+  EXPECT_EQ(std::get<DoneEvent>(*short_only).finish_reason, FinishReason::eos);
+  const auto long_only = parse_server_message(R"({"type":"done","id":"r1","finish_reason":"length",)" + rest);
+  ASSERT_TRUE(long_only.ok()) << to_string(long_only.error());
+  EXPECT_EQ(std::get<DoneEvent>(*long_only).finish_reason, FinishReason::length);
+  const auto disagree =
+      parse_server_message(R"({"type":"done","id":"r1","finish_reason":"length","reason":"eos",)" + rest);
+  ASSERT_FALSE(disagree.ok());
+  EXPECT_EQ(disagree.error().field, "reason");
+  const auto neither = parse_server_message(R"({"type":"done","id":"r1",)" + rest);
+  ASSERT_FALSE(neither.ok());
+  EXPECT_EQ(neither.error().field, "finish_reason");
 }
 
 TEST(ClientMessages, CancelParses) {

@@ -28,6 +28,10 @@ struct GenerateRequest {
   std::string id;
   // The session (conversation) this request belongs to; absent = a stand-alone request. Same rules as id.
   std::optional<std::string> session_id;
+  // true when the client named the session with the short field `session` instead of `session_id`: the
+  // gateway then opens it (no system prompt) the first time a request names it, where `session_id` needs
+  // an earlier `session.open`.
+  bool open_session = false;
   // Exactly one of: a raw prompt continued as-is (may be empty), or chat messages (at least one) rendered
   // with the model's chat template. A variant, so "both" and "neither" cannot be represented.
   std::variant<std::string, std::vector<ChatMessage>> input;
@@ -43,7 +47,8 @@ struct GenerateRequest {
   bool operator==(const GenerateRequest&) const = default;
 };
 
-// Writes `prompt` or `messages` according to the variant; `session_id` only when present.
+// Writes `prompt` or `messages` according to the variant; the session only when present, as `session` when
+// open_session is set and as `session_id` otherwise.
 void to_json(nlohmann::json& j, const GenerateRequest& request);
 // On failure the error's request_id holds the request's id when that was well formed.
 Parsed<GenerateRequest> parse_generate_request(const nlohmann::json& j, const ParseOptions& options = {});
