@@ -75,55 +75,37 @@ TEST(CpuFeaturesKernelPath, DefaultIsTheWidestSupported) {
   EXPECT_EQ(name(KernelPath::avx512), "avx512");
 }
 
-// The variable is read once per process, so the check runs in a fresh process (the "threadsafe" death-test
-// style re-executes this binary for just this test).
-TEST(CpuFeaturesKernelPath, ForceScalarEnvironmentVariable) {
+KernelPath widest_supported_up_to(KernelPath cap) {
+  for (KernelPath path : {KernelPath::avx512, KernelPath::avx2}) {
+    if (path <= cap && kernel_path_supported(path)) return path;
+  }
+  return KernelPath::scalar;
+}
+
+// The environment is read once per process, so each check runs in a fresh one (the "threadsafe"
+// death-test style re-executes this binary for just that statement).
+void expect_default_path_with(const char* variable, const char* value, KernelPath expected) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        setenv("LOOM_FORCE_SCALAR", "1", 1);
-        std::exit(default_kernel_path() == KernelPath::scalar ? 0 : 1);
+        setenv(variable, value, 1);
+        std::exit(default_kernel_path() == expected ? 0 : 1);
       },
-      ::testing::ExitedWithCode(0), "");
-  EXPECT_EXIT(
-      {
-        setenv("LOOM_FORCE_SCALAR", "0", 1);
-        std::exit(default_kernel_path() == (kernel_path_supported(KernelPath::avx512) ? KernelPath::avx512
-                                            : kernel_path_supported(KernelPath::avx2) ? KernelPath::avx2
-                                                                                      : KernelPath::scalar)
-                      ? 0
-                      : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
+      ::testing::ExitedWithCode(0), "")
+      << variable << "=" << value << " should give " << name(expected);
+}
+
+TEST(CpuFeaturesKernelPath, ForceScalarEnvironmentVariable) {
+  expect_default_path_with("LOOM_FORCE_SCALAR", "1", KernelPath::scalar);
+  expect_default_path_with("LOOM_FORCE_SCALAR", "0", widest_supported_up_to(KernelPath::avx512));
 }
 
 TEST(CpuFeaturesKernelPath, MaxKernelPathCapsTheDefault) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        setenv("LOOM_MAX_KERNEL_PATH", "scalar", 1);
-        std::exit(default_kernel_path() == KernelPath::scalar ? 0 : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
-  EXPECT_EXIT(
-      {
-        setenv("LOOM_MAX_KERNEL_PATH", "avx2", 1);
-        std::exit(default_kernel_path() == (kernel_path_supported(KernelPath::avx2) ? KernelPath::avx2
-                                                                                    : KernelPath::scalar)
-                      ? 0
-                      : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
-  EXPECT_EXIT(
-      {
-        setenv("LOOM_MAX_KERNEL_PATH", "no-such-path", 1);  // ignored: the widest supported
-        std::exit(default_kernel_path() == (kernel_path_supported(KernelPath::avx512) ? KernelPath::avx512
-                                            : kernel_path_supported(KernelPath::avx2) ? KernelPath::avx2
-                                                                                      : KernelPath::scalar)
-                      ? 0
-                      : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
+  expect_default_path_with("LOOM_MAX_KERNEL_PATH", "scalar", KernelPath::scalar);
+  expect_default_path_with("LOOM_MAX_KERNEL_PATH", "avx2", widest_supported_up_to(KernelPath::avx2));
+  expect_default_path_with("LOOM_MAX_KERNEL_PATH", "avx512", widest_supported_up_to(KernelPath::avx512));
+  // Anything else is ignored: the widest supported.
+  expect_default_path_with("LOOM_MAX_KERNEL_PATH", "no-such-path", widest_supported_up_to(KernelPath::avx512));
 }
 
 }  // namespace
