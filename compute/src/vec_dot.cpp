@@ -227,18 +227,17 @@ VecDotKernel vec_dot_kernel(TensorType weight_type, KernelPath path) {
   kernel.weight_type_ = weight_type;
   kernel.activation_type_ = activation_type(weight_type);  // throws for unsupported types
   kernel.block_elements_ = static_cast<std::int64_t>(traits(weight_type).block_elements);
-  // Widest implementation at or below the requested path.
-  if (path >= KernelPath::avx512) {
-    if (detail::VecDotFn fn = detail::table_entry(detail::avx512_vec_dot_table(), weight_type)) {
+  // Widest implementation at or below the requested path; every type has a scalar kernel.
+  struct PathTable {
+    KernelPath path;
+    const detail::VecDotTable& table;
+  };
+  for (const PathTable& candidate : {PathTable{KernelPath::avx512, detail::avx512_vec_dot_table()},
+                                     PathTable{KernelPath::avx2, detail::avx2_vec_dot_table()}}) {
+    if (path < candidate.path) continue;
+    if (detail::VecDotFn fn = detail::table_entry(candidate.table, weight_type)) {
       kernel.fn_ = fn;
-      kernel.path_ = KernelPath::avx512;
-      return kernel;
-    }
-  }
-  if (path >= KernelPath::avx2) {
-    if (detail::VecDotFn fn = detail::table_entry(detail::avx2_vec_dot_table(), weight_type)) {
-      kernel.fn_ = fn;
-      kernel.path_ = KernelPath::avx2;
+      kernel.path_ = candidate.path;
       return kernel;
     }
   }
