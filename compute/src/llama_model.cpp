@@ -294,11 +294,14 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
   const auto* keys = static_cast<const std::byte*>(cache.keys(layer));
   const auto* values = static_cast<const std::byte*>(cache.values(layer));
   const std::size_t element = cache.element_bytes();
-  // The keys and values each head reads (an upper bound: the causal positions of the step's last token).
+  // Attention is compute (a score, an exp and a multiply-add per key and value element), not a stream, so it
+  // is shared by its work rather than by ThreadPool's byte threshold: a decode step of a 12-head model at
+  // a few dozen positions is ~10 us alone, during which the other threads would only wait.
   std::int64_t positions = 0;
   for (std::int64_t t = 0; t < n; ++t) positions += position_[static_cast<std::size_t>(t)] + 1;
-  const auto bytes_touched = static_cast<std::uint64_t>(positions * c.heads * c.head_dim * 2) * element;
-  pool_.parallel_for(n * c.heads, bytes_touched, [&](std::int64_t task, int thread) {
+  const std::int64_t work = positions * c.heads * c.head_dim;
+  constexpr std::int64_t kMinSharedWork = 16384;  // ~1 us alone, about twice a fork-join
+  pool_.parallel_for(n * c.heads, work >= kMinSharedWork ? ThreadPool::kMinSharedBytes : 0, [&](std::int64_t task, int thread) {
     const std::int64_t t = task / c.heads;
     const std::int64_t h = task % c.heads;
     const SequenceStep& step = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])];

@@ -1,5 +1,6 @@
 #include "loom/compute/thread_pool.hpp"
 
+#include <algorithm>
 #include <fstream>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -35,7 +36,7 @@ int physical_core_count() {
   return hardware == 0 ? 1 : static_cast<int>(hardware);
 }
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads) : shares_(std::make_unique<Share[]>(static_cast<std::size_t>(std::max(threads, 1)))) {
   if (threads < 1) throw std::invalid_argument("ThreadPool needs at least 1 thread, got " + std::to_string(threads));
   workers_.reserve(static_cast<std::size_t>(threads - 1));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work_loop(i); });
@@ -50,11 +51,31 @@ ThreadPool::~ThreadPool() {
   for (auto& worker : workers_) worker.join();
 }
 
+namespace {
+constexpr std::uint64_t pack(std::uint64_t next, std::uint64_t end) { return next | end << 32; }
+constexpr std::uint64_t next_of(std::uint64_t bounds) { return bounds & 0xFFFFFFFFu; }
+constexpr std::uint64_t end_of(std::uint64_t bounds) { return bounds >> 32; }
+}  // namespace
+
 void ThreadPool::take_tasks(int thread) {
-  for (;;) {
-    const std::int64_t task = next_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= tasks_) return;
-    fn_(context_, task, thread);
+  // Our own share, front to back: one stream.
+  std::atomic<std::uint64_t>& own = shares_[static_cast<std::size_t>(thread)].bounds;
+  for (std::uint64_t b = own.load(std::memory_order_relaxed); next_of(b) < end_of(b);) {
+    if (own.compare_exchange_weak(b, pack(next_of(b) + 1, end_of(b)), std::memory_order_relaxed)) {
+      fn_(context_, static_cast<std::int64_t>(next_of(b)), thread);
+      b = own.load(std::memory_order_relaxed);
+    }
+  }
+  // Then the others' remaining tasks, back to front (their owners keep streaming from the front).
+  const int n = size();
+  for (int k = 1; k < n; ++k) {
+    std::atomic<std::uint64_t>& other = shares_[static_cast<std::size_t>((thread + k) % n)].bounds;
+    for (std::uint64_t b = other.load(std::memory_order_relaxed); next_of(b) < end_of(b);) {
+      if (other.compare_exchange_weak(b, pack(next_of(b), end_of(b) - 1), std::memory_order_relaxed)) {
+        fn_(context_, static_cast<std::int64_t>(end_of(b) - 1), thread);
+        b = other.load(std::memory_order_relaxed);
+      }
+    }
   }
 }
 
@@ -64,10 +85,16 @@ void ThreadPool::run(std::int64_t tasks, TaskFn fn, void* context) {
     for (std::int64_t t = 0; t < tasks; ++t) fn(context, t, 0);
     return;
   }
+  if (static_cast<std::uint64_t>(tasks) > 0xFFFFFFFFu) {
+    throw std::invalid_argument("ThreadPool: " + std::to_string(tasks) + " tasks in one job, at most 2^32 - 1");
+  }
   fn_ = fn;
   context_ = context;
-  tasks_ = tasks;
-  next_.store(0, std::memory_order_relaxed);
+  const auto n = static_cast<std::uint64_t>(size());
+  const auto total = static_cast<std::uint64_t>(tasks);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    shares_[i].bounds.store(pack(total * i / n, total * (i + 1) / n), std::memory_order_relaxed);
+  }
   busy_.store(static_cast<int>(workers_.size()));
   generation_.fetch_add(1);  // seq_cst: publishes the job, and orders against sleepers_ below
   if (sleepers_.load() > 0) {

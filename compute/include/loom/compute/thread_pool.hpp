@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -30,8 +31,10 @@ class ThreadPool {
   int size() const noexcept { return static_cast<int>(workers_.size()) + 1; }
 
   // Runs fn(task) or fn(task, thread) for task in [0, tasks), spread over all threads; returns when every
-  // task is done. `thread` in [0, size()) identifies the running thread (for per-thread scratch). Tasks
-  // are handed out dynamically, so uneven tasks balance. `fn` must not throw, and must not call
+  // task is done. `thread` in [0, size()) identifies the running thread (for per-thread scratch). Each
+  // thread owns a contiguous share of the tasks and runs it in order, so consecutive tasks (a matrix's
+  // consecutive rows) form one memory stream per thread that its prefetches run ahead in; a thread that
+  // finishes its share takes the others' last tasks, so uneven tasks and a slow thread still balance. `fn` must not throw, and must not call
   // parallel_for on the same pool (one job at a time; the pool belongs to one model's forward pass).
   // Below this much memory traffic a job runs on the calling thread alone: waking the other threads and
   // waiting for the slowest costs more than it saves (a tiny model's products), and far more when the
@@ -89,8 +92,12 @@ class ThreadPool {
   // The current job; written before the generation is bumped (which publishes it).
   TaskFn fn_ = nullptr;
   void* context_ = nullptr;
-  std::int64_t tasks_ = 0;
-  std::atomic<std::int64_t> next_{0};
+  // Thread i's share: tasks [next, end) packed as next | end << 32. The owner takes from the front, the
+  // others from the back, each with one compare-exchange.
+  struct alignas(64) Share {
+    std::atomic<std::uint64_t> bounds{0};
+  };
+  std::unique_ptr<Share[]> shares_;
 };
 
 }  // namespace loom::compute
