@@ -24,7 +24,12 @@ inline __m256i add_byte_quads(__m256i acc, __m256i u8, __m256i s8) { return _mm2
 // acc + per int32 lane the two products of int16 words (vpdpwssd).
 inline __m256i add_word_pairs(__m256i acc, __m256i s16, __m256i t16) { return _mm256_dpwssd_epi32(acc, s16, t16); }
 
+// GCC 12's AVX-512 intrinsics (broadcasts, conversions) start from _mm512_undefined_*() and then warn, once
+// inlined here, that it "may be used uninitialized": a known false positive of those headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "vec_dot_x86.inc"
+#pragma GCC diagnostic pop
 
 }  // namespace
 

@@ -247,7 +247,7 @@ TEST_P(VecDotTypes, Avx512GivesTheAvx2PathsBits) {
   for (bool random_bits : {false, true}) {
     for (std::int64_t n : lengths_for(type)) {
       for (int cols : {1, 2, 3, 4, 5, 9}) {
-        const int rows = 11;  // tiles of 4 and 2 rows with leftovers
+        const int rows = 11;  // tiles of 8 (Q4_0 x one column, AVX-512), 4 and 2 rows with leftovers
         const Problem p = make_problem(type, n, rows, cols, random_bits, static_cast<unsigned>(n * 7 + cols) + random_bits);
         std::vector<float> got(static_cast<std::size_t>(rows) * cols), want(got.size());
         wide.rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, got.data(),
