@@ -3,10 +3,11 @@
 // vec_dot_x86.inc, shared with the AVX2 file; VNNI gives each of their two integer primitives as one
 // instruction where AVX2 needs two or three, which shortens the inner loops of the quantized kernels.
 //
-// The vectors stay 256 bits wide on purpose: the reference implementation's summation order is 8 float
-// lanes per accumulator, and matching it bit for bit is what keeps logits at its print precision
-// (compute/README.md). Wider float accumulators would change every product's rounding; VNNI's integer
-// sums are exact, so this path gives exactly the AVX2 path's bits.
+// The float accumulators stay 8 lanes per row on purpose: the reference implementation's summation order is
+// 8 float lanes per accumulator, and matching it bit for bit is what keeps logits at its print precision
+// (compute/README.md). Where 512-bit vectors are used (Q8_0 and Q4_0 against one column), each holds two
+// rows, one per 256-bit half, with exactly the narrow arithmetic in each; VNNI's integer sums are exact.
+// So this path gives exactly the AVX2 path's bits (tests/compute/vec_dot_test.cpp).
 #include <immintrin.h>
 
 #include <cmath>
