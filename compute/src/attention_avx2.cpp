@@ -85,29 +85,51 @@ float score(const T* key, const float* q, std::int64_t n, bool tiled) {
   return static_cast<float>(sum);
 }
 
-// out[d0..d0+7] from the probabilities in p and eight value columns starting at values + d0.
+// out[d0..d0+7] from the probabilities in p and eight value columns starting at values + d0; position i's
+// values are in storage row storage_rows[i].
+//
+// Both orders give position i to one of several accumulators, each summing its positions in increasing
+// order: tiled, accumulator i % 8, folded as (a0+a4 + a2+a6) + (a1+a5 + a3+a7); vector_dot, accumulator
+// i % 32, folded as c[l] = fold_four(acc[l], acc[8+l], acc[16+l], acc[24+l]) and then (c0+c4 + c1+c5) +
+// (c2+c6 + c3+c7). Walking one accumulator group at a time keeps its accumulators in registers (not 8 or
+// 32 in memory) with the same FMAs in the same order: the same bits.
 template <typename T>
-void weigh_values8(const HeadAttention& h, const float* p, bool tiled, std::int64_t d0, float* out) {
+void weigh_values8(const HeadAttention& h, const float* p, const std::uint64_t* storage_rows, bool tiled, std::int64_t d0,
+                   float* out) {
   const T* v = static_cast<const T*>(h.values) + d0;
-  PositionRows rows(h);
+  const std::size_t stride = h.stride;
+  const std::int64_t n = h.positions;
+  auto term = [&](std::int64_t i, __m256 acc) {
+    return _mm256_fmadd_ps(load8(v + storage_rows[i] * stride), _mm256_set1_ps(p[i]), acc);
+  };
   if (tiled) {
     __m256 acc[8];
-    for (auto& a : acc) a = _mm256_setzero_ps();
-    for (std::int64_t i = 0; i < h.positions; ++i, rows.next()) {
-      acc[i % 8] = _mm256_fmadd_ps(load8(v + rows.offset()), _mm256_set1_ps(p[i]), acc[i % 8]);
+    for (int l = 0; l < 8; ++l) {
+      __m256 a = _mm256_setzero_ps();
+      for (std::int64_t i = l; i < n; i += 8) a = term(i, a);
+      acc[l] = a;
     }
     const __m256 s0 = _mm256_add_ps(acc[0], acc[4]), s1 = _mm256_add_ps(acc[1], acc[5]);
     const __m256 s2 = _mm256_add_ps(acc[2], acc[6]), s3 = _mm256_add_ps(acc[3], acc[7]);
     _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3)));
     return;
   }
-  __m256 acc[32];
-  for (auto& a : acc) a = _mm256_setzero_ps();
-  for (std::int64_t i = 0; i < h.positions; ++i, rows.next()) {
-    acc[i % 32] = _mm256_fmadd_ps(load8(v + rows.offset()), _mm256_set1_ps(p[i]), acc[i % 32]);
-  }
   __m256 c[8];
-  for (int l = 0; l < 8; ++l) c[l] = fold_four(acc[l], acc[8 + l], acc[16 + l], acc[24 + l]);
+  for (int l = 0; l < 8; ++l) {
+    // Positions l, l+8, l+16, l+24 go to accumulators l, 8+l, 16+l, 24+l, then around again 32 later.
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    std::int64_t i = l;
+    for (; i + 24 < n; i += 32) {
+      a0 = term(i, a0);
+      a1 = term(i + 8, a1);
+      a2 = term(i + 16, a2);
+      a3 = term(i + 24, a3);
+    }
+    if (i < n) a0 = term(i, a0);
+    if (i + 8 < n) a1 = term(i + 8, a1);
+    if (i + 16 < n) a2 = term(i + 16, a2);
+    c[l] = fold_four(a0, a1, a2, a3);
+  }
   const __m256 t0 = _mm256_add_ps(c[0], c[4]), t1 = _mm256_add_ps(c[1], c[5]);
   const __m256 t2 = _mm256_add_ps(c[2], c[6]), t3 = _mm256_add_ps(c[3], c[7]);
   _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(t0, t1), _mm256_add_ps(t2, t3)));
@@ -127,9 +149,26 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   }
   for (; d < h.head_dim; ++d) q[d] = half_cache ? half_to_float(float_to_half(h.query[d])) : h.query[d];
 
+  // Each position's storage row, kept for the value pass, which visits positions out of order (after the
+  // rounded query; head_dim is even, so 8-byte aligned when the scratch is).
+  auto* storage_rows = reinterpret_cast<std::uint64_t*>(q + h.head_dim);
+  {
+    // In a decode step this head's keys and values (short rows at the KV row stride) were evicted by the
+    // weights streamed since the layer last ran: ask for all of them at once, so the misses overlap.
+    const std::size_t row_bytes = static_cast<std::size_t>(h.head_dim) * sizeof(T);
+    const T* values = static_cast<const T*>(h.values);
+    PositionRows ahead(h);
+    for (std::int64_t p = 0; p < h.positions; ++p, ahead.next()) {
+      for (std::size_t line = 0; line < row_bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(keys + ahead.offset()) + line, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(values + ahead.offset()) + line, _MM_HINT_T0);
+      }
+    }
+  }
   float max_score = -INFINITY;
   PositionRows rows(h);
   for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) {
+    storage_rows[p] = rows.row();
     scores[p] = score(keys + rows.offset(), q, h.head_dim, plan.tiled_scores) * h.scale;
     max_score = scores[p] > max_score ? scores[p] : max_score;
   }
@@ -148,7 +187,7 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   }
 
   d = 0;
-  for (; d + 8 <= h.head_dim; d += 8) weigh_values8<T>(h, scores, plan.tiled_values, d, h.out + d);
+  for (; d + 8 <= h.head_dim; d += 8) weigh_values8<T>(h, scores, storage_rows, plan.tiled_values, d, h.out + d);
   for (; d < h.head_dim; ++d) h.out[d] = weigh_values_one_dim(h, scores, plan.tiled_values, d);
 }
 

@@ -21,10 +21,10 @@ class PositionRows {
       : table_(h.block_table != nullptr ? h.block_table : &kNoTable),
         block_size_(h.block_table != nullptr ? h.block_size : h.positions),
         stride_(h.stride) {}
-  std::size_t offset() const noexcept {
-    return (static_cast<std::size_t>(table_[block_]) * static_cast<std::size_t>(block_size_) +
-            static_cast<std::size_t>(slot_)) * stride_;
+  std::size_t row() const noexcept {
+    return static_cast<std::size_t>(table_[block_]) * static_cast<std::size_t>(block_size_) + static_cast<std::size_t>(slot_);
   }
+  std::size_t offset() const noexcept { return row() * stride_; }
   void next() noexcept {
     if (++slot_ == block_size_) {
       slot_ = 0;

@@ -51,9 +51,10 @@ struct HeadAttention {
   float* out = nullptr;                 // head_dim values
 };
 
-// Scratch one HeadAttention needs (the scores, padded to whole 8-position chunks, and the rounded query).
+// Scratch one HeadAttention needs (the scores, padded to whole 8-position chunks, the rounded query, and
+// each position's storage row, 64 bits a position).
 constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim) noexcept {
-  return static_cast<std::size_t>((positions + 7) / 8 * 8 + head_dim);
+  return static_cast<std::size_t>((positions + 7) / 8 * 8 + head_dim + 2 * positions);
 }
 
 void attend(const HeadAttention& head, KernelPath path);
