@@ -62,6 +62,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   scores_.resize(static_cast<std::size_t>(pool_.size()) * attention_scratch_floats(c.context_length, c.head_dim));
   matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}), pool_.size());
   position_.resize(b);
+  rotation_.resize(b * static_cast<std::size_t>(c.head_dim));
   sequence_of_.resize(b);
   staged_logits_.resize(static_cast<std::size_t>(std::min(kLogitRows, max_batch_) * c.vocab_size));
 }
@@ -150,6 +151,8 @@ void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cach
     }
   }
 
+  rotation_angles(n);
+
   for (std::int64_t layer = 0; layer < c.layers; ++layer) {
     const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
 
@@ -228,23 +231,37 @@ void LlamaModel::output_logits(std::span<const SequenceStep> steps) {
   }
 }
 
-void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n) {
-  const auto& c = config_;
-  const std::int64_t pairs = c.head_dim / 2;
+void LlamaModel::rotation_angles(std::int64_t n) {
+  const std::int64_t pairs = config_.head_dim / 2;
   for (std::int64_t t = 0; t < n; ++t) {
     // The angle of pair i is position * base^(-2i/head_dim), built by repeated multiplication in float
     // as the reference implementation does, so positions far into the context agree with it to the last
     // bits; then linear scaling and the optional per-pair frequency factors.
     float theta = static_cast<float>(position_[static_cast<std::size_t>(t)]);
+    float* rotation = &rotation_[static_cast<std::size_t>(t * pairs * 2)];
     for (std::int64_t i = 0; i < pairs; ++i) {
       const float angle = position_scale_ * (theta / frequency_factor_[static_cast<std::size_t>(i)]);
       theta *= theta_step_;
-      const float cos_a = std::cos(angle);
-      const float sin_a = std::sin(angle);
-      for (std::int64_t h = 0; h < heads; ++h) {
-        float* head = vectors + (t * heads + h) * c.head_dim;
-        const std::int64_t a = c.rope_style == RopeStyle::adjacent_pairs ? 2 * i : i;
-        const std::int64_t b = c.rope_style == RopeStyle::adjacent_pairs ? 2 * i + 1 : i + pairs;
+      rotation[2 * i] = std::cos(angle);
+      rotation[2 * i + 1] = std::sin(angle);
+    }
+  }
+}
+
+void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n) {
+  const auto& c = config_;
+  const std::int64_t pairs = c.head_dim / 2;
+  const bool adjacent = c.rope_style == RopeStyle::adjacent_pairs;
+  for (std::int64_t t = 0; t < n; ++t) {
+    const float* rotation = &rotation_[static_cast<std::size_t>(t * pairs * 2)];
+    for (std::int64_t h = 0; h < heads; ++h) {
+      float* head = vectors + (t * heads + h) * c.head_dim;
+      for (std::int64_t i = 0; i < pairs; ++i) {
+        const float cos_a = rotation[2 * i];
+        const float sin_a = rotation[2 * i + 1];
+        // llama rotates adjacent pairs, qwen2/qwen3 (NeoX style) the two halves of a head.
+        const std::int64_t a = adjacent ? 2 * i : i;
+        const std::int64_t b = adjacent ? 2 * i + 1 : i + pairs;
         const float x0 = head[a];
         const float x1 = head[b];
         head[a] = x0 * cos_a - x1 * sin_a;

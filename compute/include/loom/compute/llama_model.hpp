@@ -69,6 +69,7 @@ class LlamaModel {
   void check_step(std::span<const SequenceStep> steps, const PagedKvCache& cache) const;
   void store_keys_values(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps, PagedKvCache& cache);
   void attention(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps, PagedKvCache& cache);
+  void rotation_angles(std::int64_t n);
   void rope(float* vectors, std::int64_t heads, std::int64_t n);
   void output_logits(std::span<const SequenceStep> steps);
 
@@ -87,6 +88,9 @@ class LlamaModel {
   // Per token of the step: its position, and the step (sequence) it belongs to.
   std::vector<std::int64_t> position_;
   std::vector<std::int32_t> sequence_of_;
+  // Per token of the step, the cosine and sine of each rotary pair's angle: [max_batch][head_dim / 2][2].
+  // They depend on the position alone, so a step computes them once for every layer, queries and keys.
+  std::vector<float> rotation_;
   // Logits of several sequences are computed together into this buffer, kLogitRows rows at a time, then
   // copied to each sequence's own buffer.
   static constexpr std::int64_t kLogitRows = 64;
