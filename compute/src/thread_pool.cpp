@@ -57,26 +57,24 @@ constexpr std::uint64_t next_of(std::uint64_t bounds) { return bounds & 0xFFFFFF
 constexpr std::uint64_t end_of(std::uint64_t bounds) { return bounds >> 32; }
 }  // namespace
 
+// Runs the tasks of one share until it is empty: from its front (its owner, one stream) or from its back
+// (another thread, which leaves the owner its stream).
+void ThreadPool::drain(int share, bool from_front, int thread) {
+  std::atomic<std::uint64_t>& bounds = shares_[static_cast<std::size_t>(share)].bounds;
+  for (std::uint64_t b = bounds.load(std::memory_order_relaxed); next_of(b) < end_of(b);) {
+    const std::uint64_t task = from_front ? next_of(b) : end_of(b) - 1;
+    const std::uint64_t rest = from_front ? pack(task + 1, end_of(b)) : pack(next_of(b), task);
+    if (bounds.compare_exchange_weak(b, rest, std::memory_order_relaxed)) {
+      fn_(context_, static_cast<std::int64_t>(task), thread);
+      b = bounds.load(std::memory_order_relaxed);
+    }
+  }
+}
+
 void ThreadPool::take_tasks(int thread) {
-  // Our own share, front to back: one stream.
-  std::atomic<std::uint64_t>& own = shares_[static_cast<std::size_t>(thread)].bounds;
-  for (std::uint64_t b = own.load(std::memory_order_relaxed); next_of(b) < end_of(b);) {
-    if (own.compare_exchange_weak(b, pack(next_of(b) + 1, end_of(b)), std::memory_order_relaxed)) {
-      fn_(context_, static_cast<std::int64_t>(next_of(b)), thread);
-      b = own.load(std::memory_order_relaxed);
-    }
-  }
-  // Then the others' remaining tasks, back to front (their owners keep streaming from the front).
+  drain(thread, true, thread);
   const int n = size();
-  for (int k = 1; k < n; ++k) {
-    std::atomic<std::uint64_t>& other = shares_[static_cast<std::size_t>((thread + k) % n)].bounds;
-    for (std::uint64_t b = other.load(std::memory_order_relaxed); next_of(b) < end_of(b);) {
-      if (other.compare_exchange_weak(b, pack(next_of(b), end_of(b) - 1), std::memory_order_relaxed)) {
-        fn_(context_, static_cast<std::int64_t>(end_of(b) - 1), thread);
-        b = other.load(std::memory_order_relaxed);
-      }
-    }
-  }
+  for (int k = 1; k < n; ++k) drain((thread + k) % n, false, thread);
 }
 
 void ThreadPool::run(std::int64_t tasks, TaskFn fn, void* context) {

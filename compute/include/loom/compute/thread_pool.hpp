@@ -81,6 +81,7 @@ class ThreadPool {
   void run(std::int64_t tasks, TaskFn fn, void* context);
   void work_loop(int thread);
   void take_tasks(int thread);
+  void drain(int share, bool from_front, int thread);
 
   bool wait_for_generation(std::uint64_t seen);
 
