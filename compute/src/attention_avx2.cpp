@@ -149,27 +149,25 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   }
   for (; d < h.head_dim; ++d) q[d] = half_cache ? half_to_float(float_to_half(h.query[d])) : h.query[d];
 
-  // Each position's storage row, kept for the value pass, which visits positions out of order (after the
-  // rounded query; head_dim is even, so 8-byte aligned when the scratch is).
+  // Each position's storage row, found once through the block table and kept for both passes (the value
+  // pass visits positions out of order). After the rounded query: head_dim is even, so 8-byte aligned when
+  // the scratch is. In a decode step this head's keys and values (short rows at the KV row stride) were
+  // evicted by the weights streamed since the layer last ran: ask for all of them at once, so the misses
+  // overlap.
   auto* storage_rows = reinterpret_cast<std::uint64_t*>(q + h.head_dim);
-  {
-    // In a decode step this head's keys and values (short rows at the KV row stride) were evicted by the
-    // weights streamed since the layer last ran: ask for all of them at once, so the misses overlap.
-    const std::size_t row_bytes = static_cast<std::size_t>(h.head_dim) * sizeof(T);
-    const T* values = static_cast<const T*>(h.values);
-    PositionRows ahead(h);
-    for (std::int64_t p = 0; p < h.positions; ++p, ahead.next()) {
-      for (std::size_t line = 0; line < row_bytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(keys + ahead.offset()) + line, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(values + ahead.offset()) + line, _MM_HINT_T0);
-      }
-    }
-  }
-  float max_score = -INFINITY;
+  const std::size_t row_bytes = static_cast<std::size_t>(h.head_dim) * sizeof(T);
+  const T* values = static_cast<const T*>(h.values);
   PositionRows rows(h);
   for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) {
     storage_rows[p] = rows.row();
-    scores[p] = score(keys + rows.offset(), q, h.head_dim, plan.tiled_scores) * h.scale;
+    for (std::size_t line = 0; line < row_bytes; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(keys + rows.offset()) + line, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(values + rows.offset()) + line, _MM_HINT_T0);
+    }
+  }
+  float max_score = -INFINITY;
+  for (std::int64_t p = 0; p < h.positions; ++p) {
+    scores[p] = score(keys + storage_rows[p] * h.stride, q, h.head_dim, plan.tiled_scores) * h.scale;
     max_score = scores[p] > max_score ? scores[p] : max_score;
   }
   for (std::int64_t p = h.positions; p < plan.padded_positions; ++p) scores[p] = -INFINITY;
