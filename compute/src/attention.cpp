@@ -92,12 +92,11 @@ float weigh_values(const HeadAttention& h, const float* probabilities, bool tile
     }
     return sum_lanes(acc);
   }
-  float acc[4][8] = {};
+  double sum = 0.0;
   for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) {
-    float& a = acc[(p / 8) % 4][p % 8];
-    a = std::fma(load(v[rows.offset()]), probabilities[p], a);
+    sum += static_cast<double>(load(v[rows.offset()]) * probabilities[p]);
   }
-  return sum_four_accumulators(acc);
+  return static_cast<float>(sum);
 }
 
 // F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.

@@ -86,53 +86,48 @@ float score(const T* key, const float* q, std::int64_t n, bool tiled) {
 }
 
 // out[d0..d0+7] from the probabilities in p and eight value columns starting at values + d0; position i's
-// values are in storage row storage_rows[i].
-//
-// Both orders give position i to one of several accumulators, each summing its positions in increasing
-// order: tiled, accumulator i % 8, folded as (a0+a4 + a2+a6) + (a1+a5 + a3+a7); vector_dot, accumulator
-// i % 32, folded as c[l] = fold_four(acc[l], acc[8+l], acc[16+l], acc[24+l]) and then (c0+c4 + c1+c5) +
-// (c2+c6 + c3+c7). Walking one accumulator group at a time keeps its accumulators in registers (not 8 or
-// 32 in memory) with the same FMAs in the same order: the same bits.
+// values are in storage row storage_rows[i]. The batch (tiled) order: position i goes to accumulator i % 8,
+// each summing its positions in increasing order, folded as (a0+a4 + a2+a6) + (a1+a5 + a3+a7). Walking one
+// accumulator at a time keeps it in a register with the same FMAs in the same order: the same bits.
 template <typename T>
-void weigh_values8(const HeadAttention& h, const float* p, const std::uint64_t* storage_rows, bool tiled, std::int64_t d0,
-                   float* out) {
+void weigh_values8_tiled(const HeadAttention& h, const float* p, const std::uint64_t* storage_rows, std::int64_t d0,
+                         float* out) {
   const T* v = static_cast<const T*>(h.values) + d0;
   const std::size_t stride = h.stride;
   const std::int64_t n = h.positions;
-  auto term = [&](std::int64_t i, __m256 acc) {
-    return _mm256_fmadd_ps(load8(v + storage_rows[i] * stride), _mm256_set1_ps(p[i]), acc);
-  };
-  if (tiled) {
-    __m256 acc[8];
-    for (int l = 0; l < 8; ++l) {
-      __m256 a = _mm256_setzero_ps();
-      for (std::int64_t i = l; i < n; i += 8) a = term(i, a);
-      acc[l] = a;
-    }
-    const __m256 s0 = _mm256_add_ps(acc[0], acc[4]), s1 = _mm256_add_ps(acc[1], acc[5]);
-    const __m256 s2 = _mm256_add_ps(acc[2], acc[6]), s3 = _mm256_add_ps(acc[3], acc[7]);
-    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3)));
-    return;
-  }
-  __m256 c[8];
+  __m256 acc[8];
   for (int l = 0; l < 8; ++l) {
-    // Positions l, l+8, l+16, l+24 go to accumulators l, 8+l, 16+l, 24+l, then around again 32 later.
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    std::int64_t i = l;
-    for (; i + 24 < n; i += 32) {
-      a0 = term(i, a0);
-      a1 = term(i + 8, a1);
-      a2 = term(i + 16, a2);
-      a3 = term(i + 24, a3);
-    }
-    if (i < n) a0 = term(i, a0);
-    if (i + 8 < n) a1 = term(i + 8, a1);
-    if (i + 16 < n) a2 = term(i + 16, a2);
-    c[l] = fold_four(a0, a1, a2, a3);
+    __m256 a = _mm256_setzero_ps();
+    for (std::int64_t i = l; i < n; i += 8) a = _mm256_fmadd_ps(load8(v + storage_rows[i] * stride), _mm256_set1_ps(p[i]), a);
+    acc[l] = a;
   }
-  const __m256 t0 = _mm256_add_ps(c[0], c[4]), t1 = _mm256_add_ps(c[1], c[5]);
-  const __m256 t2 = _mm256_add_ps(c[2], c[6]), t3 = _mm256_add_ps(c[3], c[7]);
-  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(t0, t1), _mm256_add_ps(t2, t3)));
+  const __m256 s0 = _mm256_add_ps(acc[0], acc[4]), s1 = _mm256_add_ps(acc[1], acc[5]);
+  const __m256 s2 = _mm256_add_ps(acc[2], acc[6]), s3 = _mm256_add_ps(acc[3], acc[7]);
+  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3)));
+}
+
+// The one-query (vector_dot) order for Groups x 8 outputs from d0: each output adds its float products
+// value * probability in double, position after position, as the scalar weigh_values(). Positions are the
+// outer loop so that the 2 * Groups double accumulators are independent chains (one chain per output would
+// wait on the add latency at every position).
+template <typename T, int Groups>
+void weigh_values_in_double(const HeadAttention& h, const float* p, const std::uint64_t* storage_rows, std::int64_t d0,
+                            float* out) {
+  const T* v = static_cast<const T*>(h.values) + d0;
+  __m256d acc[2 * Groups];
+  for (auto& a : acc) a = _mm256_setzero_pd();
+  for (std::int64_t i = 0; i < h.positions; ++i) {
+    const T* row = v + storage_rows[i] * h.stride;
+    const __m256 weight = _mm256_set1_ps(p[i]);
+    for (int g = 0; g < Groups; ++g) {
+      const __m256 product = _mm256_mul_ps(load8(row + 8 * g), weight);
+      acc[2 * g] = _mm256_add_pd(acc[2 * g], _mm256_cvtps_pd(_mm256_castps256_ps128(product)));
+      acc[2 * g + 1] = _mm256_add_pd(acc[2 * g + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(product, 1)));
+    }
+  }
+  for (int g = 0; g < Groups; ++g) {
+    _mm256_storeu_ps(out + 8 * g, _mm256_set_m128(_mm256_cvtpd_ps(acc[2 * g + 1]), _mm256_cvtpd_ps(acc[2 * g])));
+  }
 }
 
 // F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
@@ -185,7 +180,12 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   }
 
   d = 0;
-  for (; d + 8 <= h.head_dim; d += 8) weigh_values8<T>(h, scores, storage_rows, plan.tiled_values, d, h.out + d);
+  if (plan.tiled_values) {
+    for (; d + 8 <= h.head_dim; d += 8) weigh_values8_tiled<T>(h, scores, storage_rows, d, h.out + d);
+  } else {
+    for (; d + 32 <= h.head_dim; d += 32) weigh_values_in_double<T, 4>(h, scores, storage_rows, d, h.out + d);
+    for (; d + 8 <= h.head_dim; d += 8) weigh_values_in_double<T, 1>(h, scores, storage_rows, d, h.out + d);
+  }
   for (; d < h.head_dim; ++d) h.out[d] = weigh_values_one_dim(h, scores, plan.tiled_values, d);
 }
 

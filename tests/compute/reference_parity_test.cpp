@@ -133,16 +133,16 @@ TEST_P(ReferenceParity, LogitsMatchTheReferenceTeacherForced) {
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                          // Products (Q8_0, Q4_0, F32, Q4_K, Q6_K), attention, softmax and SwiGLU follow the
-                         // reference's arithmetic bit for bit (attention.hpp, vec_dot.hpp), so Q8_0 and Q6_K
-                         // "fox" match to print precision over all 45 positions. What is left is the odd
-                         // activation that rounds to a neighbouring 8-bit (or F16 cache) value somewhere,
-                         // which the cache then carries forward: Q8_0 "once" from position 10 (0.0092) and the
-                         // F32 model's fox continuation (0.00163 at one step, greedy identical). Where that
-                         // exceeds what issue #3 asks, the asserted bound is the measured value plus headroom
-                         // and the test prints "NOT met yet".
+                         // reference's arithmetic (attention.hpp, vec_dot.hpp), so Q8_0 and Q6_K match it to
+                         // print precision over every position of both prompts. Q4_0 sums its blocks in another
+                         // order than the reference's repacked kernels; F16 keeps F32 activations where the
+                         // reference rounds them to F16; the F32 model's logits carry a small noise that is
+                         // not explained yet (0.00163 at one step of its fox continuation, greedy identical).
+                         // Where that exceeds what issue #3 asks, the asserted bound is the measured value plus
+                         // headroom and the test prints "NOT met yet".
                          ::testing::Values(ParityCase{"aidreams260K.gguf", 2e-3f, 1e-3f, true},
                                            ParityCase{"synth11M-f16.gguf", 5e-3f, 5e-3f, false},
-                                           ParityCase{"synth11M-q8_0.gguf", 2e-2f, 5e-3f, false},
+                                           ParityCase{"synth11M-q8_0.gguf", 5e-3f, 5e-3f, false},
                                            ParityCase{"synth11M-q4_0.gguf", 3e-2f, 3e-2f, false},
                                            ParityCase{"synth11M-q4_k_m.gguf", 3e-2f, 3e-2f, false},
                                            ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false}),

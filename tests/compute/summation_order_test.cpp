@@ -164,6 +164,57 @@ INSTANTIATE_TEST_SUITE_P(
              (tested.param.order == SumOrder::tiled ? "_tiled" : "_vector_dot");
     });
 
+// One query: each output adds float(value * probability) position by position in double. A zero query
+// gives every position the probability f16(float(1 / n)), so the expected bits can be spelled out here;
+// the data is checked to be such that a float accumulation (the batch order) would give other bits.
+TEST(Attention, OneQueryAddsWeightedValuesInDouble) {
+  constexpr std::int64_t positions = 45, head_dim = 40;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<std::uint16_t> keys(static_cast<std::size_t>(positions * head_dim)), values(keys.size());
+  for (auto& k : keys) k = float_to_half(g(rng));
+  for (auto& v : values) v = float_to_half(g(rng));
+  const std::vector<float> query(static_cast<std::size_t>(head_dim), 0.0f);
+  const float probability = half_to_float(float_to_half(static_cast<float>(1.0 / static_cast<double>(positions))));
+  std::vector<float> want(static_cast<std::size_t>(head_dim));
+  int float_order_differs = 0;
+  for (std::int64_t d = 0; d < head_dim; ++d) {
+    double sum = 0.0;
+    float float_sum = 0.0f;
+    for (std::int64_t p = 0; p < positions; ++p) {
+      const float product = half_to_float(values[static_cast<std::size_t>(p * head_dim + d)]) * probability;
+      sum += static_cast<double>(product);
+      float_sum += product;
+    }
+    want[static_cast<std::size_t>(d)] = static_cast<float>(sum);
+    float_order_differs += bits(float_sum) != bits(static_cast<float>(sum));
+  }
+  ASSERT_GT(float_order_differs, 0) << "the data does not tell a double sum from a float one";
+
+  std::vector<float> scratch(attention_scratch_floats(positions, head_dim)), out(static_cast<std::size_t>(head_dim));
+  HeadAttention head;
+  head.query = query.data();
+  head.keys = keys.data();
+  head.values = values.data();
+  head.stride = head_dim;
+  head.positions = positions;
+  head.head_dim = head_dim;
+  head.order = SumOrder::vector_dot;
+  head.scores = scratch.data();
+  head.out = out.data();
+  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
+    if (path == KernelPath::avx2 && !kernel_path_supported(path)) {
+      GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path ran";
+    }
+    std::fill(out.begin(), out.end(), 0.0f);
+    attend(head, path);
+    for (std::int64_t d = 0; d < head_dim; ++d) {
+      ASSERT_EQ(bits(out[static_cast<std::size_t>(d)]), bits(want[static_cast<std::size_t>(d)]))
+          << "path " << static_cast<int>(path) << " dim " << d;
+    }
+  }
+}
+
 TEST(Attention, RejectsEmptyInput) {
   std::vector<float> scratch(64), q(8), out(8);
   std::vector<std::uint16_t> kv(8);
@@ -227,9 +278,11 @@ TEST(ReferenceOrder, Q8_0AndQ4_0KernelsSumLikeTheReference) {
       for (auto& v : x) v = g(rng);
       std::vector<BlockQ8_0> act(static_cast<std::size_t>(nb * cols));
       for (int c = 0; c < cols; ++c) quantize_row(TensorType::q8_0, x.data() + c * n, act.data() + c * nb, n);
-      std::vector<float> out(static_cast<std::size_t>(rows * cols));
+      std::vector<float> out(static_cast<std::size_t>(rows * cols)), scalar_out(out.size());
       vec_dot_kernel(type, KernelPath::avx2)
           .rows_cols(weights.data(), row_bytes, rows, act.data(), nb * sizeof(BlockQ8_0), cols, n, out.data(), rows);
+      vec_dot_kernel(type, KernelPath::scalar)
+          .rows_cols(weights.data(), row_bytes, rows, act.data(), nb * sizeof(BlockQ8_0), cols, n, scalar_out.data(), rows);
       for (int r = 0; r < rows; ++r) {
         for (int c = 0; c < cols; ++c) {
           float want;
@@ -248,6 +301,8 @@ TEST(ReferenceOrder, Q8_0AndQ4_0KernelsSumLikeTheReference) {
           }
           ASSERT_EQ(bits(out[static_cast<std::size_t>(c * rows + r)]), bits(want))
               << name(type) << " row " << r << " column " << c << " of " << cols;
+          ASSERT_EQ(bits(scalar_out[static_cast<std::size_t>(c * rows + r)]), bits(want))
+              << name(type) << " (scalar path) row " << r << " column " << c << " of " << cols;
         }
       }
     }

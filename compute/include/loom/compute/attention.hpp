@@ -15,9 +15,14 @@
 // implementation in ../shared/reference computes attention on x86, and reproducing it bit for bit keeps our
 // logits on top of its logits instead of drifting away through activations that round the other way.
 //
-// Two summation orders exist, because the reference uses two kernels: SumOrder::vector_dot (one query, the
-// decode step: four 8-lane accumulators over 32-element steps, leftovers in double) and SumOrder::tiled
-// (a batch of queries: one 8-lane accumulator per output). Scalar and AVX2 paths give identical bits.
+// Two summation orders exist, because the reference uses two kernels. SumOrder::vector_dot (one query, the
+// decode step): scores in four 8-lane accumulators over 32-element steps with leftovers in double, and each
+// output's weighted values added position by position in double (an F16 value times an F16 probability is
+// exact in float, so this is the correctly rounded sum in practice). SumOrder::tiled (a batch of queries):
+// one 8-lane accumulator per output, for scores and values. Scalar and AVX2 paths give identical bits.
+// (The decode value sum was pinned by experiment against ../shared/reference: the 32-lane float order of
+// the decode scores, used for the values too, matched every reference value except one flipped activation
+// in each of three of the four Q8_0/Q6_K runs; the sum in double matches all four runs throughout.)
 //
 // F32 keys and values (a KV cache stored in F32) take the same orders without the F16 roundings (of the
 // query, the keys, the values and the probabilities): close to the F16 results, not equal to them.
