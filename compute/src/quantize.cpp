@@ -8,6 +8,7 @@
 
 #include "loom/compute/half.hpp"
 #include "loom/compute/quant_blocks.hpp"
+#include "vec_dot_kernels.hpp"
 
 namespace loom::compute {
 namespace {
@@ -243,7 +244,14 @@ void quantize_q6_k(const float* x, BlockQ6_K* blocks, std::int64_t n_blocks) {
 }  // namespace
 
 void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n) {
+  quantize_row(type, src, dst, n, default_kernel_path());
+}
+
+void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n, KernelPath path) {
   const std::int64_t n_blocks = whole_blocks(type, n, "quantize_row");
+  if (type == TensorType::q8_0 && path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) {
+    return detail::quantize_q8_0_avx2(src, static_cast<BlockQ8_0*>(dst), n_blocks);
+  }
   switch (type) {
     case TensorType::f32:
       if (n > 0) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));

@@ -6,6 +6,7 @@
 // and it could be the AVX one): they use only intrinsics and functions of their own anonymous namespace.
 #pragma once
 
+#include "loom/compute/quant_blocks.hpp"
 #include "loom/compute/vec_dot.hpp"
 
 namespace loom::compute::detail {
@@ -20,6 +21,9 @@ struct VecDotTable {
   VecDotFn q5_k = nullptr;
   VecDotFn q6_k = nullptr;
 };
+
+// Activation quantizers with SIMD paths (quantize.hpp): the scalar code's bytes for finite input.
+void quantize_q8_0_avx2(const float* x, BlockQ8_0* blocks, std::int64_t n_blocks) noexcept;
 
 const VecDotTable& scalar_vec_dot_table() noexcept;
 const VecDotTable& avx2_vec_dot_table() noexcept;

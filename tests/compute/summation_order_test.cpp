@@ -350,6 +350,36 @@ TEST(ReferenceOrder, F32KernelUsesTheSingleAndBatchOrders) {
 
 // ---- Q8_K activations and the K-quant orders ----
 
+// Q8_0 activations: scaled by 127 / max|x|, rounded half to even, d = max|x| / 127 as f16; the AVX2
+// quantizer (every decode step's) must give the scalar bytes, ties, zeros and tiny scales included.
+TEST(ReferenceOrder, Q8_0QuantizerPathsGiveTheSameBytes) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  constexpr std::int64_t kBlocks = 64;
+  std::vector<float> x(static_cast<std::size_t>(kBlocks * 32));
+  for (std::int64_t b = 0; b < kBlocks; ++b) {
+    const float magnitude = std::pow(10.0f, static_cast<float>(b % 16) - 9.0f);  // 1e-9 .. 1e6
+    for (int i = 0; i < 32; ++i) x[static_cast<std::size_t>(b * 32 + i)] = magnitude * g(rng);
+  }
+  std::fill_n(x.begin() + 32, 32, 0.0f);  // block 1: all zero
+  for (int i = 0; i < 32; ++i) x[static_cast<std::size_t>(64 + i)] = static_cast<float>(i % 2 ? i : -i) + 0.5f;  // block 2: ties
+  x[64 + 31] = 127.0f;  // ... with max 127: the scale is exactly 1, every other value a tie
+  std::vector<BlockQ8_0> scalar(kBlocks), simd(kBlocks);
+  quantize_row(TensorType::q8_0, x.data(), scalar.data(), kBlocks * 32, KernelPath::scalar);
+  for (int i = 0; i < 31; ++i) {  // ties went to the even neighbour
+    const float v = x[static_cast<std::size_t>(64 + i)];
+    ASSERT_EQ(scalar[2].qs[i], static_cast<int>(std::nearbyint(v))) << "tie " << v;
+  }
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path ran";
+  quantize_row(TensorType::q8_0, x.data(), simd.data(), kBlocks * 32, KernelPath::avx2);
+  for (std::int64_t b = 0; b < kBlocks; ++b) {
+    ASSERT_EQ(scalar[static_cast<std::size_t>(b)].d, simd[static_cast<std::size_t>(b)].d) << "block " << b;
+    for (int i = 0; i < 32; ++i) {
+      ASSERT_EQ(scalar[static_cast<std::size_t>(b)].qs[i], simd[static_cast<std::size_t>(b)].qs[i]) << "block " << b << " value " << i;
+    }
+  }
+}
+
 TEST(ReferenceOrder, Q8_KQuantizesByTheSignedMaximum) {
   std::mt19937 rng(5);
   std::normal_distribution<float> g(0.0f, 1.0f);

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "loom/compute/kernel_path.hpp"
 #include "loom/compute/tensor_type.hpp"
 
 namespace loom::compute {
@@ -24,5 +25,10 @@ namespace loom::compute {
 // `dst` must hold tensor_bytes(type, n) bytes. Throws std::invalid_argument naming the type when it is not
 // supported or when n is negative or not a whole number of blocks.
 void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n);
+
+// The same on a chosen code path (quantize_row() takes default_kernel_path()). q8_0, the activation format
+// of every decode step's Q8_0/Q4_0 products, has an AVX2 path; it gives the scalar path's bytes for finite
+// input. Other types always run the scalar code.
+void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n, KernelPath path);
 
 }  // namespace loom::compute
