@@ -107,6 +107,24 @@ std::vector<double> naive_attention(const std::vector<std::uint16_t>& keys, cons
   return out;
 }
 
+// One head over F16 keys and values `stride` elements apart, scratch and output supplied by the caller.
+HeadAttention f16_head(const std::vector<float>& query, const std::vector<std::uint16_t>& keys,
+                       const std::vector<std::uint16_t>& values, std::size_t stride, std::int64_t positions,
+                       std::int64_t head_dim, float scale, SumOrder order, std::vector<float>& scratch, float* out) {
+  HeadAttention head;
+  head.query = query.data();
+  head.keys = keys.data();
+  head.values = values.data();
+  head.stride = stride;
+  head.positions = positions;
+  head.head_dim = head_dim;
+  head.scale = scale;
+  head.order = order;
+  head.scores = scratch.data();
+  head.out = out;
+  return head;
+}
+
 class AttentionOrders : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(AttentionOrders, PathsAgreeBitForBitAndMatchPlainMath) {
@@ -123,17 +141,7 @@ TEST_P(AttentionOrders, PathsAgreeBitForBitAndMatchPlainMath) {
 
   std::vector<float> scratch(attention_scratch_floats(positions, head_dim));
   std::vector<float> scalar_out(static_cast<std::size_t>(head_dim)), simd_out(scalar_out.size());
-  HeadAttention head;
-  head.query = query.data();
-  head.keys = keys.data();
-  head.values = values.data();
-  head.stride = stride;
-  head.positions = positions;
-  head.head_dim = head_dim;
-  head.scale = scale;
-  head.order = order;
-  head.scores = scratch.data();
-  head.out = scalar_out.data();
+  HeadAttention head = f16_head(query, keys, values, stride, positions, head_dim, scale, order, scratch, scalar_out.data());
   const std::vector<float> query_before = query;
   attend(head, KernelPath::scalar);
   EXPECT_EQ(query, query_before) << "the query is an input only";
@@ -192,16 +200,8 @@ TEST(Attention, OneQueryAddsWeightedValuesInDouble) {
   ASSERT_GT(float_order_differs, 0) << "the data does not tell a double sum from a float one";
 
   std::vector<float> scratch(attention_scratch_floats(positions, head_dim)), out(static_cast<std::size_t>(head_dim));
-  HeadAttention head;
-  head.query = query.data();
-  head.keys = keys.data();
-  head.values = values.data();
-  head.stride = head_dim;
-  head.positions = positions;
-  head.head_dim = head_dim;
-  head.order = SumOrder::vector_dot;
-  head.scores = scratch.data();
-  head.out = out.data();
+  const HeadAttention head =
+      f16_head(query, keys, values, head_dim, positions, head_dim, 1.0f, SumOrder::vector_dot, scratch, out.data());
   for (KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
     if (path == KernelPath::avx2 && !kernel_path_supported(path)) {
       GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path ran";
