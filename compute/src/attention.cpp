@@ -179,4 +179,9 @@ void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path) {
 
 void swiglu(float* gate, const float* up, std::int64_t n) { swiglu(gate, up, n, default_kernel_path()); }
 
+void store_as_f16(const float* src, std::uint16_t* dst, std::int64_t n, KernelPath path) {
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::store_as_f16_avx2(src, dst, n);
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+
 }  // namespace loom::compute

@@ -196,6 +196,14 @@ void attend_avx2(const HeadAttention& h, const AttentionPlan& plan) {
   attend_typed<std::uint16_t>(h, plan);
 }
 
+void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) dst[i] = static_cast<std::uint16_t>(_cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT));
+}
+
 void swiglu_avx2(float* gate, const float* up, std::int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f);
   std::int64_t i = 0;

@@ -58,5 +58,6 @@ float weigh_values_one_dim(const HeadAttention& head, const float* probabilities
 
 void attend_avx2(const HeadAttention& head, const AttentionPlan& plan);
 void swiglu_avx2(float* gate, const float* up, std::int64_t n);
+void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n);
 
 }  // namespace loom::compute::detail

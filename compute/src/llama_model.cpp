@@ -287,10 +287,8 @@ void LlamaModel::store_keys_values(std::int64_t layer, std::int64_t n, std::span
     if (half_cache) {
       auto* key = static_cast<std::uint16_t*>(cache.keys(layer)) + row;
       auto* value = static_cast<std::uint16_t*>(cache.values(layer)) + row;
-      for (std::int64_t i = 0; i < width; ++i) {
-        key[i] = float_to_half(k[i]);
-        value[i] = float_to_half(v[i]);
-      }
+      store_as_f16(k, key, width, kernel_path_);
+      store_as_f16(v, value, width, kernel_path_);
     } else {
       std::copy_n(k, width, static_cast<float*>(cache.keys(layer)) + row);
       std::copy_n(v, width, static_cast<float*>(cache.values(layer)) + row);

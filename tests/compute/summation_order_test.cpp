@@ -51,6 +51,38 @@ TEST(VectorExpf, LimitsAndSubnormals) {
   EXPECT_NEAR(tiny / std::exp(-100.0f), 1.0f, 1e-5f);
 }
 
+// Keys and values entering an F16 cache: F16C's conversion must give float_to_half's bits, ties to even,
+// subnormals and overflow included (NaN aside: only its NaN-ness is compared).
+TEST(StoreAsF16, Avx2GivesTheScalarBits) {
+  std::vector<float> x;
+  for (std::uint32_t h = 0; h < 0x7C00; ++h) {
+    const float v = half_to_float(static_cast<std::uint16_t>(h));
+    const float next = half_to_float(static_cast<std::uint16_t>(h + 1));
+    const float mid = (v + next) / 2;  // exact: at most 12 significant bits
+    for (float y : {v, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
+      x.push_back(y);
+      x.push_back(-y);
+    }
+  }
+  for (float y : {65504.0f, 65519.99f, 65520.0f, 1e30f, INFINITY, 1e-30f, 2.9e-8f, 3.0e-8f, std::nanf("")}) {
+    x.push_back(y);
+    x.push_back(-y);
+  }
+  x.push_back(1.0f);  // an odd count: the last values take the one-at-a-time tail
+  std::vector<std::uint16_t> scalar(x.size()), simd(x.size());
+  store_as_f16(x.data(), scalar.data(), static_cast<std::int64_t>(x.size()), KernelPath::scalar);
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(scalar[i], float_to_half(x[i])) << x[i];
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path ran";
+  store_as_f16(x.data(), simd.data(), static_cast<std::int64_t>(x.size()), KernelPath::avx2);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      ASSERT_TRUE(std::isnan(half_to_float(simd[i])));
+    } else {
+      ASSERT_EQ(simd[i], scalar[i]) << "value " << x[i] << " (index " << i << ")";
+    }
+  }
+}
+
 TEST(Swiglu, Avx2MatchesScalarBitForBitAndMath) {
   if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path runs";
   std::mt19937 rng(2);
