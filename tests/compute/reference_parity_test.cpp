@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loom/compute/kernel_path.hpp"
 #include "loom/compute/llama_model.hpp"
 #include "loom/compute/model_loader.hpp"
 #include "loom/compute/thread_pool.hpp"
@@ -114,6 +115,10 @@ struct ParityCase {
   float tolerance;        // asserted on every reference value, prefill and decode
   float issue_tolerance;  // what issue #3 asks; printed beside the measurement when it differs
   bool exact_greedy;
+  // Asserted instead where the SIMD kernels run (0: the same as `tolerance`): Q6_K's AVX2/AVX-512 kernels
+  // keep the reference's lane order and its logits then match to print precision; its scalar kernel sums
+  // in another order and stays within the issue's 0.03.
+  float simd_tolerance = 0.0f;
 };
 
 class ReferenceParity : public ::testing::TestWithParam<ParityCase> {};
@@ -121,13 +126,15 @@ class ReferenceParity : public ::testing::TestWithParam<ParityCase> {};
 TEST_P(ReferenceParity, LogitsMatchTheReferenceTeacherForced) {
   const auto& c = GetParam();
   const std::string stem = c.model.substr(0, c.model.find(".gguf"));
+  const bool simd = loom::compute::default_kernel_path() >= loom::compute::KernelPath::avx2;
+  const float tolerance = simd && c.simd_tolerance > 0.0f ? c.simd_tolerance : c.tolerance;
   for (const std::string prompt : {"once", "fox"}) {
     const auto worst = run_parity(c.model, stem + "." + prompt + ".json", c.exact_greedy);
     std::printf("[ parity ] %s %s: max |logit - reference| prefill %.5f, decode %.5f (issue asks <= %.3g%s)\n",
                 c.model.c_str(), prompt.c_str(), worst.prefill.diff, worst.decode.diff, c.issue_tolerance,
                 std::max(worst.prefill.diff, worst.decode.diff) <= c.issue_tolerance ? ", met" : ", NOT met yet");
-    EXPECT_LE(worst.prefill.diff, c.tolerance) << c.model << " " << prompt << ": worst at " << worst.prefill.where;
-    EXPECT_LE(worst.decode.diff, c.tolerance) << c.model << " " << prompt << ": worst at " << worst.decode.where;
+    EXPECT_LE(worst.prefill.diff, tolerance) << c.model << " " << prompt << ": worst at " << worst.prefill.where;
+    EXPECT_LE(worst.decode.diff, tolerance) << c.model << " " << prompt << ": worst at " << worst.decode.where;
   }
 }
 
@@ -145,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                                            ParityCase{"synth11M-q8_0.gguf", 5e-3f, 5e-3f, false},
                                            ParityCase{"synth11M-q4_0.gguf", 3e-2f, 3e-2f, false},
                                            ParityCase{"synth11M-q4_k_m.gguf", 3e-2f, 3e-2f, false},
-                                           ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false}),
+                                           ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false, 5e-3f}),
                          [](const auto& tested) {
                            std::string name = tested.param.model.substr(0, tested.param.model.find(".gguf"));
                            std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
