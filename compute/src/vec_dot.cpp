@@ -58,7 +58,7 @@ float dot_16bit(const std::uint16_t* w, const float* a, std::int64_t n) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-// Q8_0 and Q4_0 in the SIMD kernels' (and the reference's) order: eight float lanes, lane k of a block
+// Q8_0 and Q4_0 in the SIMD kernels' order (Q8_0's is the reference's): eight float lanes, lane k of a block
 // taking the exact integer dot of its values 4k..4k+3 times the two scales in one fused multiply-add, and the
 // lanes summed as (l0+l4 + l2+l6) + (l1+l5 + l3+l7). So every path gives the same bits.
 template <class Block, class Unpack>

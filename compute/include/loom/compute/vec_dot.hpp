@@ -10,11 +10,12 @@
 // which is what makes prefill and batched decode cheaper per token than single-row decode.
 //
 // The AVX2 kernels sum in the reference implementation's order, so their products are bit-identical to its
-// (compute/README.md says why that matters): Q8_0/Q4_0 one 8-lane float accumulator per output; F32 four
+// (compute/README.md says why that matters): Q8_0 one 8-lane float accumulator per output; F32 four
 // 8-lane accumulators over 32-value steps for a single activation row and one 8-lane accumulator per output
 // for a batch (rows_cols with n_cols > 1, n a multiple of 8); Q4_K one float FMA per superblock for the
 // scales and one for the mins; Q5_K/Q6_K 8 integer lanes per superblock into an 8-lane accumulator.
-// F16/BF16 differ from it anyway (it rounds their activations to F16/BF16; we keep F32).
+// F16/BF16 differ from it anyway (it rounds their activations to F16/BF16; we keep F32). Q4_0 takes Q8_0's
+// 8-lane order too, which is not the reference's: it repacks Q4_0 weights and sums whole blocks.
 //
 // The AVX-512 kernels are the AVX2 ones with VNNI's one-instruction integer multiply-adds (vpdpbusd,
 // vpdpwssd) and the same 8-lane float order, so they give the AVX2 kernels' bits, faster.
