@@ -44,7 +44,8 @@ class PositionRows {
 }  // namespace
 
 struct AttentionPlan {
-  std::int64_t padded_positions = 0;  // positions rounded up to whole 8-lane chunks
+  std::int64_t span = 0;              // cells of the reference's KV view (HeadAttention::span, or positions)
+  std::int64_t padded_scores = 0;     // scores kept, rounded up to whole 16-position groups
   bool tiled_scores = false;          // scores in SumOrder::tiled (else vector_dot)
   bool tiled_values = false;          // weighted values in SumOrder::tiled (else vector_dot)
   bool f32_cache = false;             // keys and values are F32 (else F16)
@@ -53,11 +54,13 @@ struct AttentionPlan {
 AttentionPlan plan_attention(const HeadAttention& head);  // validates the arguments
 
 // Output dimension d of the weighted sum of values (the scalar definition; the AVX2 path uses it for head
-// sizes that are not a multiple of 8).
-float weigh_values_one_dim(const HeadAttention& head, const float* probabilities, bool tiled, std::int64_t d);
+// sizes that are not a multiple of 8). storage_rows[p] is position p's row.
+float weigh_values_one_dim(const HeadAttention& head, const AttentionPlan& plan, const float* probabilities,
+                           const std::uint64_t* storage_rows, std::int64_t d);
 
 void attend_avx2(const HeadAttention& head, const AttentionPlan& plan);
 void swiglu_avx2(float* gate, const float* up, std::int64_t n);
 void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n);
+void vector_expf_avx2(const float* x, float* out, std::int64_t n);
 
 }  // namespace loom::compute::detail

@@ -8,6 +8,7 @@
 #include "loom/compute/attention.hpp"
 #include "loom/compute/dequantize.hpp"
 #include "loom/compute/half.hpp"
+#include "loom/compute/rotary.hpp"
 
 namespace loom::compute {
 namespace {
@@ -250,24 +251,10 @@ void LlamaModel::rotation_angles(std::int64_t n) {
 
 void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n) {
   const auto& c = config_;
-  const std::int64_t pairs = c.head_dim / 2;
-  const bool adjacent = c.rope_style == RopeStyle::adjacent_pairs;
+  const bool adjacent = c.rope_style == RopeStyle::adjacent_pairs;  // llama; qwen2/qwen3 rotate the halves
   for (std::int64_t t = 0; t < n; ++t) {
-    const float* rotation = &rotation_[static_cast<std::size_t>(t * pairs * 2)];
-    for (std::int64_t h = 0; h < heads; ++h) {
-      float* head = vectors + (t * heads + h) * c.head_dim;
-      for (std::int64_t i = 0; i < pairs; ++i) {
-        const float cos_a = rotation[2 * i];
-        const float sin_a = rotation[2 * i + 1];
-        // llama rotates adjacent pairs, qwen2/qwen3 (NeoX style) the two halves of a head.
-        const std::int64_t a = adjacent ? 2 * i : i;
-        const std::int64_t b = adjacent ? 2 * i + 1 : i + pairs;
-        const float x0 = head[a];
-        const float x1 = head[b];
-        head[a] = x0 * cos_a - x1 * sin_a;
-        head[b] = x0 * sin_a + x1 * cos_a;
-      }
-    }
+    rotate_pairs(vectors + t * heads * c.head_dim, heads, c.head_dim, &rotation_[static_cast<std::size_t>(t * c.head_dim)],
+                 adjacent, kernel_path_);
   }
 }
 
@@ -333,6 +320,8 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
     head.head_dim = c.head_dim;
     head.scale = scale;
     head.order = step.tokens.size() == 1 ? SumOrder::vector_dot : SumOrder::tiled;
+    // The reference's view covers the whole step (its last token's position), padded (attention.hpp).
+    head.span = reference_span(step.start + static_cast<std::int64_t>(step.tokens.size()), c.context_length);
     head.scores = &scores_[static_cast<std::size_t>(thread) * scratch];
     head.out = &attn_[(t * c.heads + h) * c.head_dim];
     attend(head, kernel_path_);

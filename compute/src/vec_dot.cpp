@@ -17,14 +17,49 @@ namespace {
 // blocks are summed in exact integer arithmetic and scaled once per block, the same association the SIMD
 // kernels use, so paths differ only in the order of the float additions.
 
-float dot_f32(const float* w, const float* a, std::int64_t n) {
-  float acc[8] = {};  // independent partial sums: the compiler may vectorize, and rounding error grows slower
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) acc[k] += w[i + k] * a[i + k];
+// F32: the reference's two 16-lane orders (vec_dot.hpp), lane by lane. Sum of 16 lanes as its tree:
+// lanes l and l + 8, then those four apart, then (t0 + t2) + (t1 + t3).
+float sum_16_lanes(const float (&x)[16]) {
+  float t[8];
+  for (int i = 0; i < 8; ++i) t[i] = x[8 + i] + x[i];
+  const float t0 = t[4] + t[0], t1 = t[5] + t[1], t2 = t[6] + t[2], t3 = t[7] + t[3];
+  return (t0 + t2) + (t1 + t3);
+}
+
+// One activation row: four 16-lane accumulators over 64-element steps, folded (a0 + a2) + (a1 + a3), then
+// the leftovers one by one, each product rounded before the add.
+float dot_f32_single(const float* w, const float* a, std::int64_t n) {
+  float acc[4][16] = {};
+  const std::int64_t whole = n / 64 * 64;
+  for (std::int64_t i = 0; i < whole; ++i) acc[(i / 16) % 4][i % 16] = std::fma(w[i], a[i], acc[(i / 16) % 4][i % 16]);
+  float x[16];
+  for (int l = 0; l < 16; ++l) x[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+  float sum = sum_16_lanes(x);
+  for (std::int64_t i = whole; i < n; ++i) {
+    const float product = w[i] * a[i];
+    sum += product;
   }
-  for (; i < n; ++i) acc[0] += w[i] * a[i];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  return sum;
+}
+
+// A batch of activation rows (n a multiple of 16): one 16-lane accumulator per output.
+float dot_f32_batch(const float* w, const float* a, std::int64_t n) {
+  float acc[16] = {};
+  for (std::int64_t i = 0; i < n; ++i) acc[i % 16] = std::fma(w[i], a[i], acc[i % 16]);
+  return sum_16_lanes(acc);
+}
+
+void f32_rows_cols(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
+                   std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) {
+  const bool batch = n_cols > 1 && n % 16 == 0;
+  for (int c = 0; c < n_cols; ++c) {
+    const auto* a = reinterpret_cast<const float*>(activation_rows + static_cast<std::size_t>(c) * activation_row_bytes);
+    for (int r = 0; r < n_rows; ++r) {
+      const auto* w = reinterpret_cast<const float*>(weight_rows + static_cast<std::size_t>(r) * weight_row_bytes);
+      out[static_cast<std::size_t>(c) * out_col_stride + static_cast<std::size_t>(r)] =
+          batch ? dot_f32_batch(w, a, n) : dot_f32_single(w, a, n);
+    }
+  }
 }
 
 // f16 through a table of all 65536 values (256 KiB, built on first use): the branches of half_to_float()
@@ -167,7 +202,7 @@ void scalar_rows_cols(const std::byte* weight_rows, std::size_t weight_row_bytes
 }
 
 constexpr VecDotTable kScalarTable{
-    .f32 = scalar_rows_cols<float, float, dot_f32, 1>,
+    .f32 = f32_rows_cols,
     .f16 = scalar_rows_cols<std::uint16_t, float, dot_16bit<F16ToFloat>, 1>,
     .bf16 = scalar_rows_cols<std::uint16_t, float, dot_16bit<BF16ToFloat>, 1>,
     .q8_0 = scalar_rows_cols<BlockQ8_0, BlockQ8_0, dot_q8_0, 32>,

@@ -139,20 +139,19 @@ TEST_P(ReferenceParity, LogitsMatchTheReferenceTeacherForced) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
-                         // Products (Q8_0, Q4_0, F32, Q4_K, Q6_K), attention, softmax and SwiGLU follow the
-                         // reference's arithmetic (attention.hpp, vec_dot.hpp), so Q8_0 and Q6_K match it to
-                         // print precision over every position of both prompts. Q4_0 sums its blocks in another
-                         // order than the reference's repacked kernels; F16 keeps F32 activations where the
-                         // reference rounds them to F16; the F32 model's logits carry a small noise that is
-                         // not explained yet (0.00163 at one step of its fox continuation, greedy identical).
-                         // Where that exceeds what issue #3 asks, the asserted bound is the measured value plus
-                         // headroom and the test prints "NOT met yet".
-                         ::testing::Values(ParityCase{"aidreams260K.gguf", 2e-3f, 1e-3f, true},
+                         // Products (Q8_0, F32, Q6_K), attention, softmax, rotary embedding and SwiGLU follow the
+                         // reference's arithmetic on an AVX-512 machine (attention.hpp, rotary.hpp, vec_dot.hpp),
+                         // so aidreams260K, Q8_0 and Q6_K match it to print precision over every position of
+                         // both prompts: asserted within 1e-4 (the last printed digit of a logit >= 10), far
+                         // inside what issue #3 asks, so a change to the pinned arithmetic fails here. Q4_0 sums
+                         // its blocks in another order than the reference's repacked kernels, and so does Q4_K;
+                         // F16 keeps F32 activations where the reference rounds them to F16.
+                         ::testing::Values(ParityCase{"aidreams260K.gguf", 1e-4f, 1e-3f, true},
                                            ParityCase{"synth11M-f16.gguf", 5e-3f, 5e-3f, false},
-                                           ParityCase{"synth11M-q8_0.gguf", 5e-3f, 5e-3f, false},
+                                           ParityCase{"synth11M-q8_0.gguf", 1e-4f, 5e-3f, false},
                                            ParityCase{"synth11M-q4_0.gguf", 3e-2f, 3e-2f, false},
                                            ParityCase{"synth11M-q4_k_m.gguf", 3e-2f, 3e-2f, false},
-                                           ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false, 5e-3f}),
+                                           ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false, 1e-4f}),
                          [](const auto& tested) {
                            std::string name = tested.param.model.substr(0, tested.param.model.find(".gguf"));
                            std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');

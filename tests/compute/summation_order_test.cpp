@@ -19,12 +19,20 @@
 #include "loom/compute/kernel_path.hpp"
 #include "loom/compute/quant_blocks.hpp"
 #include "loom/compute/quantize.hpp"
+#include "loom/compute/rotary.hpp"
 #include "loom/compute/vec_dot.hpp"
 
 namespace loom::compute {
 namespace {
 
 std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+
+// Sixteen lanes summed as an AVX-512 horizontal add: lanes l and l + 8, then four apart, then pairs.
+float sum_16_lanes(const float (&x)[16]) {
+  float t[8];
+  for (int i = 0; i < 8; ++i) t[i] = x[i] + x[i + 8];
+  return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+}
 
 // ---- vector_expf / swiglu ----
 
@@ -49,6 +57,46 @@ TEST(VectorExpf, LimitsAndSubnormals) {
   const float tiny = vector_expf(-100.0f);
   EXPECT_GT(tiny, 0.0f);
   EXPECT_NEAR(tiny / std::exp(-100.0f), 1.0f, 1e-5f);
+}
+
+// The AVX2 exp gives the scalar bits everywhere, the two-step scaling of |n| > 126 (results near the float
+// limits and in the subnormals) and the 0 / inf limits included.
+TEST(VectorExpf, Avx2GivesTheScalarBits) {
+  std::vector<float> x;
+  for (float v = -200.0f; v < 100.0f; v += 0.0137f) x.push_back(v);
+  for (float v = -105.0f; v < -86.0f; v += 0.00071f) x.push_back(v);  // the subnormal results
+  for (float v = 87.0f; v < 90.0f; v += 0.00013f) x.push_back(v);     // the last finite results and overflow
+  for (float v : {0.0f, -0.0f, -INFINITY, INFINITY, 1e-30f, -1e-30f, 88.72283f, 88.72284f, -103.97208f, -133.0f, 133.0f})
+    x.push_back(v);
+  std::vector<float> scalar(x.size()), simd(x.size());
+  vector_expf(x.data(), scalar.data(), static_cast<std::int64_t>(x.size()), KernelPath::scalar);
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(scalar[i]), bits(vector_expf(x[i]))) << x[i];
+  int subnormal = 0;
+  for (float v : scalar) subnormal += v > 0.0f && v < std::numeric_limits<float>::min();
+  EXPECT_GT(subnormal, 1000) << "the sweep misses the subnormal results";
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path ran";
+  vector_expf(x.data(), simd.data(), static_cast<std::int64_t>(x.size()), KernelPath::avx2);
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(simd[i]), bits(scalar[i])) << "x = " << x[i];
+}
+
+// The exp's last step: 1 + p(b) is rounded to float and then scaled (not 2^n + 2^n p(b) with one rounding).
+// Spelled out here for x = 0.3 (n = 0): the two forms round differently for some inputs, so sweep for one.
+TEST(VectorExpf, RoundsOnePlusPolynomialThenScales) {
+  int other_form_differs = 0;
+  for (float x = -2.0f; x < 2.0f; x += 0.001f) {
+    const float shifter = 0x1.8p23f;
+    const float z = std::fma(x, 0x1.715476p+0f, shifter);
+    const float n = z - shifter;
+    const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float p = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+    const float scale = std::ldexp(1.0f, static_cast<int>(n));
+    const float want = std::fma(p, u, std::fma(0x1.ffffecp-1f, b, 1.0f)) * scale;
+    const float other = std::fma(scale, std::fma(p, u, 0x1.ffffecp-1f * b), scale);
+    ASSERT_EQ(bits(vector_expf(x)), bits(want)) << "x = " << x;
+    other_form_differs += bits(other) != bits(want);
+  }
+  EXPECT_GT(other_form_differs, 0) << "the sweep does not tell the two forms apart";
 }
 
 // Keys and values entering an F16 cache: F16C's conversion must give float_to_half's bits, ties to even,
@@ -105,11 +153,55 @@ TEST(Swiglu, Avx2MatchesScalarBitForBitAndMath) {
   }
 }
 
+// ---- rotary embedding ----
+
+TEST(RotatePairs, FusesTheFirstProductOfEachLine) {
+  constexpr std::int64_t heads = 3, head_dim = 48;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::uniform_real_distribution<float> angle(-100.0f, 100.0f);
+  std::vector<float> x(static_cast<std::size_t>(heads * head_dim)), rotation(static_cast<std::size_t>(head_dim));
+  for (auto& v : x) v = g(rng);
+  for (std::int64_t i = 0; i < head_dim / 2; ++i) {
+    const float a = angle(rng);
+    rotation[static_cast<std::size_t>(2 * i)] = std::cos(a);
+    rotation[static_cast<std::size_t>(2 * i + 1)] = std::sin(a);
+  }
+  for (const bool adjacent : {true, false}) {
+    std::vector<float> want = x;
+    int unfused_differs = 0;
+    for (std::int64_t h = 0; h < heads; ++h) {
+      for (std::int64_t i = 0; i < head_dim / 2; ++i) {
+        const auto a = static_cast<std::size_t>(h * head_dim + (adjacent ? 2 * i : i));
+        const auto b = static_cast<std::size_t>(h * head_dim + (adjacent ? 2 * i + 1 : i + head_dim / 2));
+        const float c = rotation[static_cast<std::size_t>(2 * i)], s = rotation[static_cast<std::size_t>(2 * i + 1)];
+        want[a] = std::fma(x[a], c, -(x[b] * s));
+        want[b] = std::fma(x[a], s, x[b] * c);
+        const float plain_a = x[a] * c - x[b] * s, plain_b = x[a] * s + x[b] * c;
+        unfused_differs += (bits(plain_a) != bits(want[a])) + (bits(plain_b) != bits(want[b]));
+      }
+    }
+    EXPECT_GT(unfused_differs, 0) << "the data does not tell fused from unfused products";
+    for (const KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
+      if (!kernel_path_supported(path)) {
+        std::printf("[ skipped ] AVX2 path: not supported by this CPU\n");
+        continue;
+      }
+      std::vector<float> got = x;
+      rotate_pairs(got.data(), heads, head_dim, rotation.data(), adjacent, path);
+      for (std::size_t k = 0; k < got.size(); ++k) {
+        ASSERT_EQ(bits(got[k]), bits(want[k])) << (adjacent ? "adjacent" : "halves") << " path " << static_cast<int>(path) << " at " << k;
+      }
+    }
+  }
+}
+
 // ---- attention ----
 
 struct AttentionCase {
   std::int64_t positions, head_dim;
   SumOrder order;
+  std::int64_t span = 0;
 };
 
 // Plain attention in double over the same F16-rounded query, keys and values.
@@ -160,7 +252,7 @@ HeadAttention f16_head(const std::vector<float>& query, const std::vector<std::u
 class AttentionOrders : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(AttentionOrders, PathsAgreeBitForBitAndMatchPlainMath) {
-  const auto [positions, head_dim, order] = GetParam();
+  const auto [positions, head_dim, order, span] = GetParam();
   const std::size_t stride = static_cast<std::size_t>(head_dim) + 3;  // other heads sit between positions
   std::mt19937 rng(static_cast<unsigned>(positions * 131 + head_dim));
   std::normal_distribution<float> g(0.0f, 1.0f);
@@ -171,9 +263,10 @@ TEST_P(AttentionOrders, PathsAgreeBitForBitAndMatchPlainMath) {
   for (auto& q : query) q = 2.0f * g(rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
 
-  std::vector<float> scratch(attention_scratch_floats(positions, head_dim));
+  std::vector<float> scratch(attention_scratch_floats(std::max(span, positions), head_dim));
   std::vector<float> scalar_out(static_cast<std::size_t>(head_dim)), simd_out(scalar_out.size());
   HeadAttention head = f16_head(query, keys, values, stride, positions, head_dim, scale, order, scratch, scalar_out.data());
+  head.span = span;
   const std::vector<float> query_before = query;
   attend(head, KernelPath::scalar);
   EXPECT_EQ(query, query_before) << "the query is an input only";
@@ -198,11 +291,92 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{33, 64, SumOrder::vector_dot}, AttentionCase{33, 64, SumOrder::tiled},
                       AttentionCase{100, 80, SumOrder::vector_dot}, AttentionCase{100, 80, SumOrder::tiled},
                       AttentionCase{65, 128, SumOrder::vector_dot}, AttentionCase{40, 20, SumOrder::tiled},
-                      AttentionCase{9, 6, SumOrder::tiled}, AttentionCase{300, 64, SumOrder::vector_dot}),
+                      AttentionCase{9, 6, SumOrder::tiled}, AttentionCase{300, 64, SumOrder::vector_dot},
+                      // Spans padded as the reference's (reference_span): 64-cell steps plus a rest, all in
+                      // steps, 16-lane tiles, and a span that is not a multiple of 16 (a capped cache).
+                      AttentionCase{70, 64, SumOrder::vector_dot, 96}, AttentionCase{40, 32, SumOrder::vector_dot, 64},
+                      AttentionCase{13, 32, SumOrder::tiled, 32}, AttentionCase{45, 48, SumOrder::tiled, 64},
+                      AttentionCase{100, 16, SumOrder::tiled, 100}, AttentionCase{130, 20, SumOrder::vector_dot, 160}),
     [](const auto& tested) {
       return "p" + std::to_string(tested.param.positions) + "_d" + std::to_string(tested.param.head_dim) +
-             (tested.param.order == SumOrder::tiled ? "_tiled" : "_vector_dot");
+             (tested.param.order == SumOrder::tiled ? "_tiled" : "_vector_dot") +
+             (tested.param.span != 0 ? "_span" + std::to_string(tested.param.span) : "");
     });
+
+TEST(Attention, ReferenceSpanPadsTo32CellsWithinTheCache) {
+  EXPECT_EQ(reference_span(1, 2048), 32);
+  EXPECT_EQ(reference_span(32, 2048), 32);
+  EXPECT_EQ(reference_span(33, 2048), 64);
+  EXPECT_EQ(reference_span(100, 128), 128);
+  EXPECT_EQ(reference_span(120, 120), 120);  // capped at the cache
+  EXPECT_EQ(reference_span(101, 110), 110);
+  EXPECT_EQ(reference_span(50, 40), 50);     // never shorter than the positions
+}
+
+// One query over a padded span: the first span - span % 64 cells in four 16-lane float accumulators (cells
+// past the sequence add nothing), the rest in double; a batch over a span that is a multiple of 16: one
+// 16-lane accumulator. A zero query gives every position the probability f16(float(1 / n)), so the expected
+// bits can be spelled out; the data is checked to tell each order from a plain double sum.
+TEST(Attention, PaddedSpanChoosesTheLaneOrders) {
+  constexpr std::int64_t positions = 100, head_dim = 24;
+  std::mt19937 rng(8);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<std::uint16_t> keys(static_cast<std::size_t>(positions * head_dim)), values(keys.size());
+  for (auto& k : keys) k = float_to_half(g(rng));
+  for (auto& v : values) v = float_to_half(g(rng));
+  const std::vector<float> query(static_cast<std::size_t>(head_dim), 0.0f);
+  const float probability = half_to_float(float_to_half(static_cast<float>(1.0 / static_cast<double>(positions))));
+  const auto product = [&](std::int64_t p, std::int64_t d) {
+    return half_to_float(values[static_cast<std::size_t>(p * head_dim + d)]) * probability;
+  };
+  struct Case {
+    SumOrder order;
+    std::int64_t span;
+  };
+  for (const Case c : {Case{SumOrder::vector_dot, 128}, Case{SumOrder::vector_dot, 100}, Case{SumOrder::tiled, 128}}) {
+    std::vector<float> want(static_cast<std::size_t>(head_dim));
+    int differs_from_double = 0;
+    for (std::int64_t d = 0; d < head_dim; ++d) {
+      double plain = 0.0;
+      for (std::int64_t p = 0; p < positions; ++p) plain += static_cast<double>(product(p, d));
+      float result;
+      if (c.order == SumOrder::tiled) {
+        float lanes[16] = {};
+        // Each lane adds by FMA; an F16 value times an F16 probability is exact in float, so the FMA is this add.
+        for (std::int64_t p = 0; p < positions; ++p) lanes[p % 16] += product(p, d);
+        result = sum_16_lanes(lanes);
+      } else {
+        const std::int64_t in_lanes = std::min(positions, c.span / 64 * 64);
+        float acc[4][16] = {};
+        for (std::int64_t p = 0; p < in_lanes; ++p) acc[(p / 16) % 4][p % 16] += product(p, d);  // (the FMA, as above)
+        float folded[16];
+        for (int l = 0; l < 16; ++l) folded[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+        double sum = sum_16_lanes(folded);
+        for (std::int64_t p = in_lanes; p < positions; ++p) sum += static_cast<double>(product(p, d));
+        result = static_cast<float>(sum);
+      }
+      want[static_cast<std::size_t>(d)] = result;
+      differs_from_double += bits(result) != bits(static_cast<float>(plain));
+    }
+    ASSERT_GT(differs_from_double, 0) << "span " << c.span << ": the data does not tell the order from a double sum";
+
+    std::vector<float> scratch(attention_scratch_floats(c.span, head_dim)), out(static_cast<std::size_t>(head_dim));
+    HeadAttention head = f16_head(query, keys, values, head_dim, positions, head_dim, 1.0f, c.order, scratch, out.data());
+    head.span = c.span;
+    for (KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
+      if (path == KernelPath::avx2 && !kernel_path_supported(path)) {
+        std::printf("[ skipped ] AVX2 path: not supported by this CPU\n");
+        continue;
+      }
+      std::fill(out.begin(), out.end(), 0.0f);
+      attend(head, path);
+      for (std::int64_t d = 0; d < head_dim; ++d) {
+        ASSERT_EQ(bits(out[static_cast<std::size_t>(d)]), bits(want[static_cast<std::size_t>(d)]))
+            << "span " << c.span << " path " << static_cast<int>(path) << " dim " << d;
+      }
+    }
+  }
+}
 
 // One query: each output adds float(value * probability) position by position in double. A zero query
 // gives every position the probability f16(float(1 / n)), so the expected bits can be spelled out here;
@@ -342,42 +516,56 @@ TEST(ReferenceOrder, Q8_0AndQ4_0KernelsSumLikeTheReference) {
 }
 
 TEST(ReferenceOrder, F32KernelUsesTheSingleAndBatchOrders) {
-  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: the order is pinned on the AVX2 path";
   std::mt19937 rng(4);
   std::normal_distribution<float> g(0.0f, 1.0f);
-  for (const std::int64_t n : {64, 172, 256}) {
+  int single_differs_from_batch = 0, fused_differs = 0;
+  for (const std::int64_t n : {64, 172, 256, 40}) {
     for (const int cols : {1, 2, 5}) {
       const int rows = 6;
       std::vector<float> w(static_cast<std::size_t>(n * rows)), x(static_cast<std::size_t>(n * cols));
       for (auto& v : w) v = g(rng);
       for (auto& v : x) v = g(rng);
-      std::vector<float> out(static_cast<std::size_t>(rows * cols));
-      vec_dot_kernel(TensorType::f32, KernelPath::avx2)
-          .rows_cols(w.data(), n * sizeof(float), rows, x.data(), n * sizeof(float), cols, n, out.data(), rows);
-      for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < cols; ++c) {
-          const float* wr = w.data() + r * n;
-          const float* xc = x.data() + c * n;
-          float want;
-          if (cols > 1 && n % 8 == 0) {  // a batch: one 8-lane accumulator
-            float acc[8] = {};
-            for (std::int64_t i = 0; i < n; ++i) acc[i % 8] = std::fma(wr[i], xc[i], acc[i % 8]);
-            want = sum_lanes(acc);
-          } else {  // one column: four 8-lane accumulators over 32-value steps, then leftovers one by one
-            float acc[4][8] = {};
-            const std::int64_t whole = n / 32 * 32;
-            for (std::int64_t i = 0; i < whole; ++i) acc[(i / 8) % 4][i % 8] = std::fma(wr[i], xc[i], acc[(i / 8) % 4][i % 8]);
-            float c8[8];
-            for (int l = 0; l < 8; ++l) c8[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-            want = ((c8[0] + c8[4]) + (c8[1] + c8[5])) + ((c8[2] + c8[6]) + (c8[3] + c8[7]));
-            for (std::int64_t i = whole; i < n; ++i) want = std::fma(wr[i], xc[i], want);
+      for (const KernelPath path : {KernelPath::scalar, KernelPath::avx2, KernelPath::avx512}) {
+        if (!kernel_path_supported(path)) {
+          std::printf("[ skipped ] %s path: not supported by this CPU\n", path == KernelPath::avx2 ? "AVX2" : "AVX-512");
+          continue;
+        }
+        std::vector<float> out(static_cast<std::size_t>(rows * cols));
+        vec_dot_kernel(TensorType::f32, path)
+            .rows_cols(w.data(), n * sizeof(float), rows, x.data(), n * sizeof(float), cols, n, out.data(), rows);
+        for (int r = 0; r < rows; ++r) {
+          for (int c = 0; c < cols; ++c) {
+            const float* wr = w.data() + r * n;
+            const float* xc = x.data() + c * n;
+            // One column: four 16-lane accumulators over 64-value steps, folded, then the leftovers one by
+            // one with the product rounded first.
+            float acc[4][16] = {};
+            const std::int64_t whole = n / 64 * 64;
+            for (std::int64_t i = 0; i < whole; ++i) acc[(i / 16) % 4][i % 16] = std::fma(wr[i], xc[i], acc[(i / 16) % 4][i % 16]);
+            float folded[16];
+            for (int l = 0; l < 16; ++l) folded[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+            float single = sum_16_lanes(folded), fused = single;
+            for (std::int64_t i = whole; i < n; ++i) {
+              const float product = wr[i] * xc[i];
+              single += product;
+              fused = std::fma(wr[i], xc[i], fused);
+            }
+            fused_differs += bits(single) != bits(fused);
+            // A batch (n a multiple of 16): one 16-lane accumulator.
+            float lanes[16] = {};
+            for (std::int64_t i = 0; i < n; ++i) lanes[i % 16] = std::fma(wr[i], xc[i], lanes[i % 16]);
+            const float batch = sum_16_lanes(lanes);
+            single_differs_from_batch += bits(single) != bits(batch);
+            const float want = cols > 1 && n % 16 == 0 ? batch : single;
+            ASSERT_EQ(bits(out[static_cast<std::size_t>(c * rows + r)]), bits(want))
+                << "path " << static_cast<int>(path) << " n " << n << " row " << r << " column " << c << " of " << cols;
           }
-          ASSERT_EQ(bits(out[static_cast<std::size_t>(c * rows + r)]), bits(want))
-              << "n " << n << " row " << r << " column " << c << " of " << cols;
         }
       }
     }
   }
+  EXPECT_GT(single_differs_from_batch, 0) << "the data does not tell the two orders apart";
+  EXPECT_GT(fused_differs, 0) << "the data does not tell rounded leftover products from fused ones";
 }
 
 // ---- Q8_K activations and the K-quant orders ----

@@ -7,22 +7,32 @@
 // attention gives the same bits however its blocks are scattered (and equals the contiguous layout's, which
 // is the table 0, 1, 2, ...).
 //
-// The arithmetic is pinned, not just "close": the query is rounded to F16 (what an F16 dot product does with
-// an F32 operand), the scores are F32 dot products summed in a fixed lane order, the exponentials come from
-// a vectorised expf (range reduction to 2^n * e^b, a degree-5 polynomial for e^b), the softmax sum is taken
-// per 8 positions in float and across chunks in double, the probabilities are multiplied by the reciprocal
-// of the sum and rounded to F16 before they weight the F16 values. That is how the widely used reference
-// implementation in ../shared/reference computes attention on x86, and reproducing it bit for bit keeps our
-// logits on top of its logits instead of drifting away through activations that round the other way.
+// The arithmetic is pinned, not just "close": it is the arithmetic of the widely used reference
+// implementation in ../shared/reference as it runs on an AVX-512 x86 machine, reproduced bit for bit so that
+// our logits sit on top of its logits instead of drifting away through activations that round the other way.
+// The query is rounded to F16 (what an F16 dot product does with an F32 operand); the scores are F32 dot
+// products summed in fixed 16-lane orders; the exponentials come from a vectorised expf (vector_expf) for
+// whole groups of 16 positions and the C library's expf for the rest; the softmax sum is taken per 16
+// positions in float and across groups in double; the probabilities are multiplied by the reciprocal of the
+// sum and rounded to F16 before they weight the values.
 //
-// Two summation orders exist, because the reference uses two kernels. SumOrder::vector_dot (one query, the
-// decode step): scores in four 8-lane accumulators over 32-element steps with leftovers in double, and each
-// output's weighted values added position by position in double (an F16 value times an F16 probability is
-// exact in float, so this is the correctly rounded sum in practice). SumOrder::tiled (a batch of queries):
-// one 8-lane accumulator per output, for scores and values. Scalar and AVX2 paths give identical bits.
-// (The decode value sum was pinned by experiment against ../shared/reference: the 32-lane float order of
-// the decode scores, used for the values too, matched every reference value except one flipped activation
-// in each of three of the four Q8_0/Q6_K runs; the sum in double matches all four runs throughout.)
+// The reference attends over a view of its KV cache padded to a multiple of 32 cells (capped at the cache
+// size), the cells past the sequence masked out: `span` (reference_span()). Padding adds only zeros, but it
+// decides which of the reference's kernels and lane layouts run, so it is part of the order.
+//
+// Two summation orders exist, because the reference uses two kernels. Sixteen lanes below means a float
+// accumulator per lane, each lane's terms added by FMA in position order, the lanes then summed as the tree
+// ((l0+l8) + (l4+l12)) + ... of an AVX-512 horizontal add (sum_16_lanes in attention.cpp).
+// - SumOrder::vector_dot (one query, a decode step): a dot of length n sums its first n - n % 64 terms in
+//   four 16-lane accumulators (element i in accumulator (i / 16) % 4, lane i % 16), folded as
+//   (a0 + a2) + (a1 + a3), then adds the remaining terms one by one in double. Scores are such dots over the
+//   head, weighted values over the span (positions past the sequence add zeros).
+// - SumOrder::tiled (a batch of queries): one 16-lane accumulator per dot, when the dot's length is a
+//   multiple of 16 (scores: head_dim, and the span a multiple of 4; values: the span); otherwise the
+//   vector_dot order.
+// Scalar and AVX2 paths give identical bits. (Pinned by experiment against ../shared/reference: with these
+// orders every logit of every prompt position and greedy step of aidreams260K, synth11M Q8_0 and synth11M
+// Q6_K matches the reference to its print precision.)
 //
 // F32 keys and values (a KV cache stored in F32) take the same orders without the F16 roundings (of the
 // query, the keys, the values and the probabilities): close to the F16 results, not equal to them.
@@ -52,21 +62,29 @@ struct HeadAttention {
   std::int64_t head_dim = 0;
   float scale = 1.0f;                   // applied to every score before the softmax
   SumOrder order = SumOrder::vector_dot;
-  float* scores = nullptr;              // scratch of attention_scratch_floats(positions, head_dim) floats
+  std::int64_t span = 0;                // cells of the reference's KV view, >= positions; 0: positions
+  float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim)
   float* out = nullptr;                 // head_dim values
 };
 
-// Scratch one HeadAttention needs (the scores, padded to whole 8-position chunks, the rounded query, and
-// each position's storage row, 64 bits a position).
+// The reference's KV view for a sequence whose last position is used - 1: used rounded up to a multiple of
+// 32 cells, at most its cache's `capacity` cells (the model's context), never fewer than used.
+constexpr std::int64_t reference_span(std::int64_t used, std::int64_t capacity) noexcept {
+  const std::int64_t padded = (used + 31) / 32 * 32;
+  return padded < capacity ? padded : (capacity > used ? capacity : used);
+}
+
+// Scratch one HeadAttention needs: the scores (padded to whole 16-position groups), the rounded query, each
+// position's storage row (64 bits a position) and 64 rows of partial sums for the weighted values.
 constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim) noexcept {
-  return static_cast<std::size_t>((positions + 7) / 8 * 8 + head_dim + 2 * positions);
+  return static_cast<std::size_t>((positions + 15) / 16 * 16 + head_dim + 2 * positions + 64 * ((head_dim + 7) / 8 * 8));
 }
 
 void attend(const HeadAttention& head, KernelPath path);
 void attend(const HeadAttention& head);  // default_kernel_path()
 
 // gate[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)) with the same exp() as the softmax for
-// whole groups of 8 and the C library's expf for the rest (again the reference's arithmetic).
+// whole groups of 16 and the C library's expf for the rest (again the reference's arithmetic).
 void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path);
 void swiglu(float* gate, const float* up, std::int64_t n);
 
@@ -74,7 +92,12 @@ void swiglu(float* gate, const float* up, std::int64_t n);
 // on the AVX2 path (the same bits: both round to nearest even).
 void store_as_f16(const float* src, std::uint16_t* dst, std::int64_t n, KernelPath path);
 
-// The vectorised expf, one lane's worth: within 2 ulp of expf, exactly 0 for -inf, +inf for large x.
+// The vectorised expf, one lane's worth: x = n ln 2 + b, e^b ~ 1 + p(b) (a degree-5 polynomial) rounded to
+// float, then scaled by 2^n with one rounding (the reference's AVX-512 exp, whose result can differ from its
+// AVX2 one in the last bit). Within 2 ulp of expf; 0 below about -104, +inf above about 88.7.
 float vector_expf(float x) noexcept;
+
+// out[i] = vector_expf(x[i]) for i < n, eight lanes at a time on the AVX2 path (the same bits).
+void vector_expf(const float* x, float* out, std::int64_t n, KernelPath path);
 
 }  // namespace loom::compute
