@@ -10,15 +10,20 @@
 // which is what makes prefill and batched decode cheaper per token than single-row decode.
 //
 // The AVX2 kernels sum in the reference implementation's order, so their products are bit-identical to its
-// (compute/README.md says why that matters): Q8_0 one 8-lane float accumulator per output; F32 four
-// 8-lane accumulators over 32-value steps for a single activation row and one 8-lane accumulator per output
-// for a batch (rows_cols with n_cols > 1, n a multiple of 8); Q4_K one float FMA per superblock for the
-// scales and one for the mins; Q5_K/Q6_K 8 integer lanes per superblock into an 8-lane accumulator.
-// F16/BF16 differ from it anyway (it rounds their activations to F16/BF16; we keep F32). Q4_0 takes Q8_0's
-// 8-lane order too, which is not the reference's: it repacks Q4_0 weights and sums whole blocks.
+// (compute/README.md says why that matters): Q8_0 one 8-lane float accumulator per output; Q4_K one float
+// FMA per superblock for the scales and one for the mins; Q5_K/Q6_K 8 integer lanes per superblock into an
+// 8-lane accumulator (the reference's kernels for these are 256-bit even on AVX-512 machines). F32 takes
+// the reference's AVX-512 orders, as pairs of 8-lane registers: a single activation row in four 16-lane
+// accumulators over 64-value steps, folded (a0 + a2) + (a1 + a3), summed as a 512-bit horizontal add, then
+// the leftovers one by one with each product rounded before the add; a batch (rows_cols with n_cols > 1,
+// n a multiple of 16) in one 16-lane accumulator per output. (Not modelled: the reference also needs the
+// matrix's row count to be a multiple of 4 for its batch kernel.) The scalar F32, Q8_0 and Q4_0 kernels
+// spell out the same orders. F16/BF16 differ from it anyway (it rounds their activations to F16/BF16; we
+// keep F32) and keep 8-lane orders. Q4_0 takes Q8_0's 8-lane order too, which is not the reference's: it
+// repacks Q4_0 weights and sums whole blocks.
 //
 // The AVX-512 kernels are the AVX2 ones with VNNI's one-instruction integer multiply-adds (vpdpbusd,
-// vpdpwssd) and the same 8-lane float order, so they give the AVX2 kernels' bits, faster.
+// vpdpwssd) and the same float order, so they give the AVX2 kernels' bits, faster.
 //
 // Supported weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k. Every type has a scalar kernel; AVX2
 // and AVX-512 kernels cover all of them too. `n` is the row length in values and must be a whole number of weight blocks.
