@@ -75,10 +75,10 @@ float score_tiled(const T* key, const float* q, std::int64_t n) {
   return sum_16_lanes(lo, hi);
 }
 
-// The vector_dot order: four 16-lane accumulators (accumulator u / 2, half u % 2 of acc[u]) over 64-element
-// steps, folded as (a0 + a2) + (a1 + a3), then the rest in double.
+// The vector_dot order's lanes: four 16-lane accumulators (accumulator u / 2, half u % 2 of acc[u]) over the
+// first n - n % 64 elements, folded as (a0 + a2) + (a1 + a3) and summed.
 template <typename T>
-float score_vector_dot(const T* key, const float* q, std::int64_t n) {
+float score_lanes(const T* key, const float* q, std::int64_t n) {
   const std::int64_t whole = n / 64 * 64;
   __m256 acc[8];
   for (auto& a : acc) a = _mm256_setzero_ps();
@@ -87,9 +87,40 @@ float score_vector_dot(const T* key, const float* q, std::int64_t n) {
   }
   const __m256 lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
   const __m256 hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
-  double sum = sum_16_lanes(lo, hi);
-  for (std::int64_t i = whole; i < n; ++i) sum += static_cast<double>(load1(key[i]) * q[i]);
+  return sum_16_lanes(lo, hi);
+}
+
+// The whole vector_dot order for one position: the lanes, then the rest added one by one in double.
+template <typename T>
+float score_vector_dot(const T* key, const float* q, std::int64_t n) {
+  double sum = score_lanes(key, q, n);
+  for (std::int64_t i = n / 64 * 64; i < n; ++i) sum += static_cast<double>(load1(key[i]) * q[i]);
   return static_cast<float>(sum);
+}
+
+// The same for four positions at once when the rest is whole groups of 8 (n % 8 == 0): the rest's double
+// sums, one chain per position, run side by side in the lanes of one double vector, the products transposed
+// from per-position registers to per-element ones. (One chain alone waits on the add latency at every
+// element: a 32-dim head spent most of a decode step's attention there.)
+template <typename T>
+void score_vector_dot4(const T* const* key, const float* q, std::int64_t n, float* out) {
+  const std::int64_t whole = n / 64 * 64;
+  __m256d sum = whole > 0 ? _mm256_set_pd(score_lanes(key[3], q, n), score_lanes(key[2], q, n),
+                                          score_lanes(key[1], q, n), score_lanes(key[0], q, n))
+                          : _mm256_setzero_pd();
+  for (std::int64_t i = whole; i < n; i += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + i);
+    const __m256 p0 = _mm256_mul_ps(load8(key[0] + i), qv), p1 = _mm256_mul_ps(load8(key[1] + i), qv);
+    const __m256 p2 = _mm256_mul_ps(load8(key[2] + i), qv), p3 = _mm256_mul_ps(load8(key[3] + i), qv);
+    const __m256 t0 = _mm256_unpacklo_ps(p0, p1), t1 = _mm256_unpackhi_ps(p0, p1);
+    const __m256 t2 = _mm256_unpacklo_ps(p2, p3), t3 = _mm256_unpackhi_ps(p2, p3);
+    // e[k]: element k (low half) and element k + 4 (high half) of the four positions, position j in lane j.
+    const __m256 e[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                         _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+    for (int k = 0; k < 4; ++k) sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e[k])));
+    for (int k = 0; k < 4; ++k) sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e[k], 1)));
+  }
+  _mm_storeu_ps(out, _mm256_cvtpd_ps(sum));
 }
 
 // The weighted values of the first `dims` outputs (a multiple of 8), positions [0, count) summed in `slots`
@@ -183,11 +214,21 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
       _mm_prefetch(reinterpret_cast<const char*>(values + rows.offset()) + line, _MM_HINT_T0);
     }
   }
+  std::int64_t scored = 0;
+  if (!plan.tiled_scores && h.head_dim % 8 == 0) {
+    for (; scored + 4 <= h.positions; scored += 4) {
+      const T* key[4];
+      for (int j = 0; j < 4; ++j) key[j] = keys + storage_rows[scored + j] * h.stride;
+      score_vector_dot4(key, q, h.head_dim, scores + scored);
+    }
+  }
+  for (; scored < h.positions; ++scored) {
+    const T* key = keys + storage_rows[scored] * h.stride;
+    scores[scored] = plan.tiled_scores ? score_tiled(key, q, h.head_dim) : score_vector_dot(key, q, h.head_dim);
+  }
   float max_score = -INFINITY;
   for (std::int64_t p = 0; p < h.positions; ++p) {
-    const T* key = keys + storage_rows[p] * h.stride;
-    const float dot = plan.tiled_scores ? score_tiled(key, q, h.head_dim) : score_vector_dot(key, q, h.head_dim);
-    scores[p] = dot * h.scale;
+    scores[p] *= h.scale;
     max_score = scores[p] > max_score ? scores[p] : max_score;
   }
   for (std::int64_t p = h.positions; p < plan.padded_scores; ++p) scores[p] = -INFINITY;
