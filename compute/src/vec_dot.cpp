@@ -93,38 +93,35 @@ float dot_16bit(const std::uint16_t* w, const float* a, std::int64_t n) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-// Q8_0 and Q4_0 in the SIMD kernels' order (Q8_0's is the reference's): eight float lanes, lane k of a block
-// taking the exact integer dot of its values 4k..4k+3 times the two scales in one fused multiply-add, and the
-// lanes summed as (l0+l4 + l2+l6) + (l1+l5 + l3+l7). So every path gives the same bits.
-template <class Block, class Unpack>
-float dot_in_lanes(const Block* w, const BlockQ8_0* a, std::int64_t nb, Unpack unpack) {
+// Q8_0 in the SIMD kernels' order (the reference's): eight float lanes, lane k of a block taking the exact
+// integer dot of its values 4k..4k+3 times the two scales in one fused multiply-add, and the lanes summed as
+// (l0+l4 + l2+l6) + (l1+l5 + l3+l7). So every path gives the same bits.
+float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0* a, std::int64_t nb) {
   float acc[8] = {};
   for (std::int64_t b = 0; b < nb; ++b) {
-    int q[32];
-    unpack(w[b], q);
     const float d = half_to_float(w[b].d) * half_to_float(a[b].d);
     for (int k = 0; k < 8; ++k) {
       int lane = 0;
-      for (int i = 4 * k; i < 4 * k + 4; ++i) lane += q[i] * a[b].qs[i];
+      for (int i = 4 * k; i < 4 * k + 4; ++i) lane += w[b].qs[i] * a[b].qs[i];
       acc[k] = std::fma(d, static_cast<float>(lane), acc[k]);
     }
   }
   return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
-float dot_q8_0(const BlockQ8_0* w, const BlockQ8_0* a, std::int64_t nb) {
-  return dot_in_lanes(w, a, nb, [](const BlockQ8_0& block, int* q) {
-    for (int i = 0; i < 32; ++i) q[i] = block.qs[i];
-  });
-}
-
+// Q4_0 in the reference's order (that of its repacked Q4_0 kernels), which the SIMD kernels keep: one float
+// accumulator, per block the whole 32-product integer dot times the two scales in one fused multiply-add.
 float dot_q4_0(const BlockQ4_0* w, const BlockQ8_0* a, std::int64_t nb) {
-  return dot_in_lanes(w, a, nb, [](const BlockQ4_0& block, int* q) {
+  float acc = 0.0f;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    int sum = 0;
     for (int i = 0; i < 16; ++i) {
-      q[i] = (block.qs[i] & 0x0F) - 8;
-      q[i + 16] = (block.qs[i] >> 4) - 8;
+      sum += ((w[b].qs[i] & 0x0F) - 8) * a[b].qs[i];
+      sum += ((w[b].qs[i] >> 4) - 8) * a[b].qs[i + 16];
     }
-  });
+    acc = std::fma(static_cast<float>(sum), half_to_float(w[b].d) * half_to_float(a[b].d), acc);
+  }
+  return acc;
 }
 
 // Q4_K and Q5_K: x = d * scale * q - dmin * min, so a block's dot is d * sum_j scale_j * (q . a)_j minus

@@ -117,7 +117,7 @@ struct ParityCase {
   bool exact_greedy;
   // Asserted instead where the SIMD kernels run (0: the same as `tolerance`): Q6_K's AVX2/AVX-512 kernels
   // keep the reference's lane order and its logits then match to print precision; its scalar kernel sums
-  // in another order and stays within the issue's 0.03.
+  // in another order and stays within the issue's 0.03 (and so does the Q4_0 file's Q6_K output matrix).
   float simd_tolerance = 0.0f;
 };
 
@@ -139,17 +139,17 @@ TEST_P(ReferenceParity, LogitsMatchTheReferenceTeacherForced) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
-                         // Products (Q8_0, F32, Q6_K), attention, softmax, rotary embedding and SwiGLU follow the
-                         // reference's arithmetic on an AVX-512 machine (attention.hpp, rotary.hpp, vec_dot.hpp),
-                         // so aidreams260K, Q8_0 and Q6_K match it to print precision over every position of
-                         // both prompts: asserted within 1e-4 (the last printed digit of a logit >= 10), far
-                         // inside what issue #3 asks, so a change to the pinned arithmetic fails here. Q4_0 sums
-                         // its blocks in another order than the reference's repacked kernels, and so does Q4_K;
-                         // F16 keeps F32 activations where the reference rounds them to F16.
+                         // Products (Q8_0, Q4_0, F32, Q6_K), attention, softmax, rotary embedding and SwiGLU
+                         // follow the reference's arithmetic on an AVX-512 machine (attention.hpp, rotary.hpp,
+                         // vec_dot.hpp), so aidreams260K, Q8_0, Q4_0 and Q6_K match it to print precision over
+                         // every position of both prompts: asserted within 1e-4 (the last printed digit of a
+                         // logit >= 10), far inside what issue #3 asks, so a change to the pinned arithmetic
+                         // fails here. Q4_K sums in another order than the reference's repacked kernel; F16
+                         // keeps F32 activations where the reference rounds them to F16.
                          ::testing::Values(ParityCase{"aidreams260K.gguf", 1e-4f, 1e-3f, true},
                                            ParityCase{"synth11M-f16.gguf", 5e-3f, 5e-3f, false},
                                            ParityCase{"synth11M-q8_0.gguf", 1e-4f, 5e-3f, false},
-                                           ParityCase{"synth11M-q4_0.gguf", 3e-2f, 3e-2f, false},
+                                           ParityCase{"synth11M-q4_0.gguf", 3e-2f, 3e-2f, false, 1e-4f},
                                            ParityCase{"synth11M-q4_k_m.gguf", 3e-2f, 3e-2f, false},
                                            ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false, 1e-4f}),
                          [](const auto& tested) {

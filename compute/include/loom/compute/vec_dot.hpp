@@ -18,9 +18,10 @@
 // the leftovers one by one with each product rounded before the add; a batch (rows_cols with n_cols > 1,
 // n a multiple of 16) in one 16-lane accumulator per output. (Not modelled: the reference also needs the
 // matrix's row count to be a multiple of 4 for its batch kernel.) The scalar F32, Q8_0 and Q4_0 kernels
-// spell out the same orders. F16/BF16 differ from it anyway (it rounds their activations to F16/BF16; we
-// keep F32) and keep 8-lane orders. Q4_0 takes Q8_0's 8-lane order too, which is not the reference's: it
-// repacks Q4_0 weights and sums whole blocks.
+// spell out the same orders. Q4_0 takes the order of the reference's repacked Q4_0 kernels: one float
+// accumulator per output, per block acc = fma(float(whole-block integer dot), d_w * d_a, acc), the SIMD
+// kernels reducing 8 outputs' int32 lanes to block dots with a transpose-add. F16/BF16 differ from it
+// anyway (it rounds their activations to F16/BF16; we keep F32) and keep 8-lane orders.
 //
 // The AVX-512 kernels are the AVX2 ones with VNNI's one-instruction integer multiply-adds (vpdpbusd,
 // vpdpwssd) and the same float order, so they give the AVX2 kernels' bits, faster.
