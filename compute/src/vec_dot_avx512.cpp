@@ -3,11 +3,11 @@
 // vec_dot_x86.inc, shared with the AVX2 file; VNNI gives each of their two integer primitives as one
 // instruction where AVX2 needs two or three, which shortens the inner loops of the quantized kernels.
 //
-// The float accumulators stay 8 lanes per row on purpose: the reference implementation's summation order is
-// 8 float lanes per accumulator, and matching it bit for bit is what keeps logits at its print precision
-// (compute/README.md). Where 512-bit vectors are used (Q8_0 and Q4_0 against one column), each holds two
-// rows, one per 256-bit half, with exactly the narrow arithmetic in each; VNNI's integer sums are exact.
-// So this path gives exactly the AVX2 path's bits (tests/compute/vec_dot_test.cpp).
+// The float operations are the AVX2 kernels' on purpose: they follow the reference implementation's
+// summation orders, and matching them bit for bit is what keeps logits at its print precision
+// (compute/README.md). Where 512-bit vectors are used (Q8_0, Q4_0 and Q6_K against one column), they carry
+// several rows or half superblocks with exactly the narrow integer sums in their lanes; VNNI's integer sums
+// are exact. So this path gives exactly the AVX2 path's bits (tests/compute/vec_dot_test.cpp).
 #include <immintrin.h>
 
 #include <cmath>
