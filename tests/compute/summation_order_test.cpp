@@ -313,19 +313,32 @@ TEST(Attention, ReferenceSpanPadsTo32CellsWithinTheCache) {
   EXPECT_EQ(reference_span(50, 40), 50);     // never shorter than the positions
 }
 
+// Random F16 keys and values (head_dim apart) and a zero query: every position gets the probability
+// f16(float(1 / positions)), so a test can spell out the expected weighted sums.
+struct ZeroQueryHead {
+  std::vector<std::uint16_t> keys, values;
+  std::vector<float> query;
+  float probability;
+  ZeroQueryHead(std::int64_t positions, std::int64_t head_dim, unsigned seed)
+      : keys(static_cast<std::size_t>(positions * head_dim)),
+        values(keys.size()),
+        query(static_cast<std::size_t>(head_dim), 0.0f),
+        probability(half_to_float(float_to_half(static_cast<float>(1.0 / static_cast<double>(positions))))) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    for (auto& k : keys) k = float_to_half(g(rng));
+    for (auto& v : values) v = float_to_half(g(rng));
+  }
+};
+
 // One query over a padded span: the first span - span % 64 cells in four 16-lane float accumulators (cells
 // past the sequence add nothing), the rest in double; a batch over a span that is a multiple of 16: one
 // 16-lane accumulator. A zero query gives every position the probability f16(float(1 / n)), so the expected
 // bits can be spelled out; the data is checked to tell each order from a plain double sum.
 TEST(Attention, PaddedSpanChoosesTheLaneOrders) {
   constexpr std::int64_t positions = 100, head_dim = 24;
-  std::mt19937 rng(8);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<std::uint16_t> keys(static_cast<std::size_t>(positions * head_dim)), values(keys.size());
-  for (auto& k : keys) k = float_to_half(g(rng));
-  for (auto& v : values) v = float_to_half(g(rng));
-  const std::vector<float> query(static_cast<std::size_t>(head_dim), 0.0f);
-  const float probability = half_to_float(float_to_half(static_cast<float>(1.0 / static_cast<double>(positions))));
+  const ZeroQueryHead zero(positions, head_dim, 8);
+  const auto& [keys, values, query, probability] = zero;
   const auto product = [&](std::int64_t p, std::int64_t d) {
     return half_to_float(values[static_cast<std::size_t>(p * head_dim + d)]) * probability;
   };
@@ -383,13 +396,8 @@ TEST(Attention, PaddedSpanChoosesTheLaneOrders) {
 // the data is checked to be such that a float accumulation (the batch order) would give other bits.
 TEST(Attention, OneQueryAddsWeightedValuesInDouble) {
   constexpr std::int64_t positions = 45, head_dim = 40;
-  std::mt19937 rng(7);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<std::uint16_t> keys(static_cast<std::size_t>(positions * head_dim)), values(keys.size());
-  for (auto& k : keys) k = float_to_half(g(rng));
-  for (auto& v : values) v = float_to_half(g(rng));
-  const std::vector<float> query(static_cast<std::size_t>(head_dim), 0.0f);
-  const float probability = half_to_float(float_to_half(static_cast<float>(1.0 / static_cast<double>(positions))));
+  const ZeroQueryHead zero(positions, head_dim, 7);
+  const auto& [keys, values, query, probability] = zero;
   std::vector<float> want(static_cast<std::size_t>(head_dim));
   int float_order_differs = 0;
   for (std::int64_t d = 0; d < head_dim; ++d) {
