@@ -31,8 +31,9 @@
 //   multiple of 16 (scores: head_dim, and the span a multiple of 4; values: the span); otherwise the
 //   vector_dot order.
 // Scalar and AVX2 paths give identical bits. (Pinned by experiment against ../shared/reference: with these
-// orders every logit of every prompt position and greedy step of aidreams260K, synth11M Q8_0 and synth11M
-// Q6_K matches the reference to its print precision.)
+// orders every logit of every prompt position and greedy step of aidreams260K and of synth11M Q8_0, Q4_0
+// and Q6_K matches the reference to its print precision; with a 16-, 256- or unpadded span, or the
+// AVX2-style exp, some do not.)
 //
 // F32 keys and values (a KV cache stored in F32) take the same orders without the F16 roundings (of the
 // query, the keys, the values and the probabilities): close to the F16 results, not equal to them.
