@@ -297,6 +297,29 @@ TEST(VecDot, LongRowsMatchScalarOnEverySimdPath) {
   }
 }
 
+// A row stride of 0 dots the same weight row again for every output row: tiles of 8 rows (the AVX-512
+// one-column kernels) must not divide by their (zero) byte size when they place their prefetches.
+TEST(VecDot, ZeroRowStrideRepeatsTheRowOnEveryPath) {
+  for (TensorType type : kWeightTypes) {
+    const std::int64_t n = 512;
+    const Problem p = make_problem(type, n, 1, 1, false, 11);
+    constexpr int kRows = 17;
+    for (KernelPath path : {KernelPath::scalar, KernelPath::avx2, KernelPath::avx512}) {
+      if (!kernel_path_supported(path)) {
+        std::printf("[ skipped ] %s on %s: not supported by this CPU\n", std::string(name(type)).c_str(), name(path).data());
+        continue;
+      }
+      std::vector<float> one(1), repeated(kRows);
+      const VecDotKernel kernel = vec_dot_kernel(type, path);
+      kernel.rows_cols(p.weights.data(), p.row_bytes, 1, p.activations.data(), p.act_row_bytes, 1, n, one.data(), 1);
+      kernel.rows_cols(p.weights.data(), 0, kRows, p.activations.data(), p.act_row_bytes, 1, n, repeated.data(), kRows);
+      for (int r = 0; r < kRows; ++r) {
+        ASSERT_EQ(repeated[r], one[0]) << name(type) << " on " << name(path) << " row " << r;
+      }
+    }
+  }
+}
+
 TEST(VecDot, ActivationTypes) {
   EXPECT_EQ(activation_type(TensorType::f32), TensorType::f32);
   EXPECT_EQ(activation_type(TensorType::f16), TensorType::f32);
