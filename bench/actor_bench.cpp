@@ -11,7 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
-#include "loom/actors/actor.hpp"
+#include "loom/actors/runtime/actor.hpp"
 #include "mutex_queue.hpp"
 
 using namespace std::chrono_literals;

@@ -19,17 +19,17 @@
 #include <string>
 #include <vector>
 
-#include "loom/compute/attention.hpp"
-#include "loom/compute/half.hpp"
-#include "loom/compute/kernel_path.hpp"
-#include "loom/compute/llama_model.hpp"
-#include "loom/compute/matmul.hpp"
-#include "loom/compute/model_loader.hpp"
+#include "loom/compute/cpu/attention.hpp"
+#include "loom/compute/cpu/kernel_path.hpp"
+#include "loom/compute/cpu/llama_model.hpp"
+#include "loom/compute/cpu/matmul.hpp"
+#include "loom/compute/cpu/paged_kv_cache.hpp"
+#include "loom/compute/cpu/quantize.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/cpu/vec_dot.hpp"
+#include "loom/compute/model/half.hpp"
+#include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
-#include "loom/compute/paged_kv_cache.hpp"
-#include "loom/compute/quantize.hpp"
-#include "loom/compute/thread_pool.hpp"
-#include "loom/compute/vec_dot.hpp"
 #include "stream_read.hpp"
 
 namespace {

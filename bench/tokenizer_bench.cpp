@@ -18,8 +18,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "loom/compute/gguf_file.hpp"
-#include "loom/compute/tokenizer.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/text/tokenizer.hpp"
 
 namespace {
 

@@ -26,7 +26,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command_line.hpp"
-#include "loom/actors/engine.hpp"
+#include "loom/engine.hpp"
 
 namespace {
 

@@ -1,13 +1,13 @@
 // The KV cache options shared by `loom logits`, `generate` and `chat`: --kv-block-size, --kv-cache-mb and
-// --kv-type, read into the compute library's KvCacheOptions.
+// --kv-type, read into the compute library's compute::KvCacheOptions.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "command_line.hpp"
+#include "loom/compute/cpu/paged_kv_cache.hpp"
 #include "loom/compute/model_config.hpp"
-#include "loom/compute/paged_kv_cache.hpp"
 
 namespace loom::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "command_line.hpp"
-#include "loom/compute/model_file_error.hpp"
+#include "loom/compute/model/model_file_error.hpp"
 #include "model_commands.hpp"
 #include "text_commands.hpp"
 

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "kv_cache_options.hpp"
-#include "loom/compute/llama_model.hpp"
-#include "loom/compute/model_loader.hpp"
+#include "loom/compute/cpu/llama_model.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
-#include "loom/compute/thread_pool.hpp"
 
 namespace loom::cli {
 namespace {
@@ -60,7 +60,7 @@ int run_logits(CommandLine& args) {
   const auto greedy = args.integer("greedy", 0, 0, 1'000'000);
   const auto k = static_cast<int>(args.integer("top", 10, 1, 1'000'000));
   const auto threads = static_cast<int>(args.integer("threads", default_threads(), 1, 1024));
-  const KvCacheOptions kv = read_kv_cache_options(args);
+  const compute::KvCacheOptions kv = read_kv_cache_options(args);
   args.reject_unknown();
   if (model_path.empty()) throw UsageError("logits needs --model PATH");
   if (tokens_text.empty()) throw UsageError("logits needs --tokens ID,ID,...");

@@ -23,15 +23,15 @@
 #include <nlohmann/json.hpp>
 
 #include "kv_cache_options.hpp"
-#include "loom/actors/engine.hpp"
-#include "loom/actors/logger.hpp"
-#include "loom/compute/chat_template.hpp"
+#include "loom/actors/runtime/logger.hpp"
+#include "loom/compute/cpu/llama_model.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
 #include "loom/compute/generator.hpp"
-#include "loom/compute/gguf_file.hpp"
-#include "loom/compute/llama_model.hpp"
-#include "loom/compute/model_loader.hpp"
-#include "loom/compute/thread_pool.hpp"
-#include "loom/compute/tokenizer.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/model/model_loader.hpp"
+#include "loom/compute/text/chat_template.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+#include "loom/engine.hpp"
 
 namespace loom::cli {
 namespace {
@@ -115,7 +115,7 @@ Runtime open_runtime(const std::string& model_path, const std::string& tokenizer
   return r;
 }
 
-Generator make_generator(Runtime& runtime, std::int64_t context, const KvCacheOptions& kv) {
+Generator make_generator(Runtime& runtime, std::int64_t context, const compute::KvCacheOptions& kv) {
   check_kv_budget(kv, runtime.model->config());
   return Generator(*runtime.model, *runtime.tokenizer, context, kv);
 }
@@ -264,7 +264,7 @@ int run_generate(CommandLine& args) {
   const bool no_echo = args.flag("no-echo");
   const int threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
   const auto context = args.integer("context", 0, 0, 1 << 24);
-  const KvCacheOptions kv = read_kv_cache_options(args);
+  const compute::KvCacheOptions kv = read_kv_cache_options(args);
   GenerationSettings settings = read_generation_settings(args, 256);
   args.reject_unknown();
   if (prompt_values.empty()) throw UsageError("generate needs --prompt TEXT");
@@ -361,7 +361,7 @@ int run_chat(CommandLine& args) {
   const std::string template_name = args.text("chat-template", "");
   const int threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
   const auto context = args.integer("context", 0, 0, 1 << 24);
-  const KvCacheOptions kv = read_kv_cache_options(args);
+  const compute::KvCacheOptions kv = read_kv_cache_options(args);
   GenerationSettings settings = read_generation_settings(args, 1024);
   args.reject_unknown();
 

@@ -43,7 +43,7 @@ BlockAllocator::BlockAllocator(std::size_t block_count, std::size_t block_size) 
 }
 
 void BlockAllocator::check_id(BlockId block, const char* operation) const {
-  if (block >= block_count()) {
+  if (block < 0 || static_cast<std::size_t>(block) >= block_count()) {
     throw std::logic_error(std::string("BlockAllocator::") + operation + ": block " + std::to_string(block) +
                            " is out of range (pool of " + std::to_string(block_count()) + ")");
   }

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "loom/compute/stop_matcher.hpp"
-#include "loom/compute/streaming_detokenizer.hpp"
+#include "loom/compute/text/stop_matcher.hpp"
+#include "loom/compute/text/streaming_detokenizer.hpp"
 
 namespace loom::compute {
 

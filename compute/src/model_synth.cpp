@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "loom/compute/gguf_file.hpp"
-#include "loom/compute/gguf_writer.hpp"
-#include "loom/compute/quantize.hpp"
+#include "loom/compute/cpu/quantize.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/model/gguf_writer.hpp"
 
 namespace loom::compute {
 namespace {

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "gateway_metrics.hpp"
-#include "loom/actors/engine.hpp"
+#include "loom/engine.hpp"
 #include "loom/net/gateway_config.hpp"
 #include "loom/proto/parse_options.hpp"
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <utility>
 
-#include "loom/actors/latency_histogram.hpp"
-#include "loom/actors/thermal_state.hpp"
+#include "loom/actors/engine/latency_histogram.hpp"
+#include "loom/actors/engine/thermal_state.hpp"
 
 namespace loom::net {
 

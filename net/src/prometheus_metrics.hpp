@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gateway_context.hpp"
-#include "loom/actors/engine.hpp"
+#include "loom/engine.hpp"
 
 namespace loom::net {
 

@@ -13,7 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
-#include "loom/actors/actor.hpp"
+#include "loom/actors/runtime/actor.hpp"
 #include "test_support.hpp"
 
 using namespace std::chrono_literals;

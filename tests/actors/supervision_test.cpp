@@ -8,7 +8,7 @@
 
 #include <boost/asio/use_future.hpp>
 
-#include "loom/actors/supervisor.hpp"
+#include "loom/actors/runtime/supervisor.hpp"
 #include "test_support.hpp"
 
 using namespace std::chrono_literals;

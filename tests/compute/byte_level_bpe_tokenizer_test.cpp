@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "pre_tokenizer.hpp"
-#include "loom/compute/gguf_file.hpp"
-#include "loom/compute/tokenizer.hpp"
-#include "loom/compute/vocabulary.hpp"
+#include "text/pre_tokenizer.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+#include "loom/compute/text/vocabulary.hpp"
 #include "test_files.hpp"
 
 namespace loom::compute {

@@ -1,7 +1,7 @@
 // Chat templates: the exact text of one conversation in every template, written out by hand from each
 // family's published format (sources beside each), how system turns fold into templates without a system
 // role, detection from Jinja excerpts, names, and the end-of-turn markers.
-#include "loom/compute/chat_template.hpp"
+#include "loom/compute/text/chat_template.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // CPU feature detection against the compiler's own detection and /proc/cpuinfo, and the kernel path choice.
-#include "loom/compute/cpu_features.hpp"
+#include "loom/compute/cpu/cpu_features.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "loom/compute/kernel_path.hpp"
+#include "loom/compute/cpu/kernel_path.hpp"
 
 namespace loom::compute {
 namespace {

@@ -22,12 +22,12 @@
 #include <tuple>
 #include <vector>
 
-#include "loom/compute/dequantize.hpp"
-#include "loom/compute/half.hpp"
-#include "loom/compute/quant_blocks.hpp"
-#include "loom/compute/quantize.hpp"
+#include "loom/compute/cpu/dequantize.hpp"
+#include "loom/compute/cpu/quantize.hpp"
+#include "loom/compute/cpu/vec_dot.hpp"
+#include "loom/compute/model/half.hpp"
+#include "loom/compute/model/quant_blocks.hpp"
 #include "loom/compute/tensor_type.hpp"
-#include "loom/compute/vec_dot.hpp"
 
 namespace loom::compute {
 namespace {

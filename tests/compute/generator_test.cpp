@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loom/compute/model_loader.hpp"
-#include "loom/compute/thread_pool.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/model/model_loader.hpp"
 #include "test_files.hpp"
 
 namespace loom::compute {

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "loom/compute/gguf_file.hpp"
+#include "loom/compute/model/gguf_file.hpp"
 #include "test_files.hpp"
-#include "loom/compute/gguf_writer.hpp"
-#include "loom/compute/mapped_file.hpp"
-#include "loom/compute/model_file_error.hpp"
+#include "loom/compute/model/gguf_writer.hpp"
+#include "loom/compute/model/mapped_file.hpp"
+#include "loom/compute/model/model_file_error.hpp"
 
 namespace loom::compute {
 namespace {

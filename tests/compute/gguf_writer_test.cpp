@@ -1,6 +1,6 @@
 // GgufWriter: what it writes, GgufFile reads back unchanged (every value, every tensor byte), with the
 // layout other GGUF implementations expect; rewriting a shared model reproduces it byte for byte.
-#include "loom/compute/gguf_writer.hpp"
+#include "loom/compute/model/gguf_writer.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/compute/gguf_file.hpp"
+#include "loom/compute/model/gguf_file.hpp"
 
 namespace loom::compute {
 namespace {

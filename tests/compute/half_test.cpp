@@ -1,6 +1,6 @@
 // f16 and bf16 conversions: exhaustive round trips over every 16-bit pattern, and rounding of f32 values
 // checked against a reference that finds the nearest representable value by search.
-#include "loom/compute/half.hpp"
+#include "loom/compute/model/half.hpp"
 
 #include <gtest/gtest.h>
 

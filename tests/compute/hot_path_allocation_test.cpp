@@ -12,10 +12,10 @@
 #include <new>
 #include <vector>
 
-#include "loom/compute/llama_model.hpp"
-#include "loom/compute/model_loader.hpp"
+#include "loom/compute/cpu/llama_model.hpp"
+#include "loom/compute/cpu/paged_kv_cache.hpp"
+#include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
-#include "loom/compute/paged_kv_cache.hpp"
 #include "loom/compute/sampler.hpp"
 
 namespace {

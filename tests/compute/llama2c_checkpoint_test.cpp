@@ -1,7 +1,7 @@
 // Llama2cCheckpoint: the shared aidreams260K checkpoint loads with its config, and its weights are the same
 // bytes as the GGUF conversion of the same model under the same names and dims; damaged checkpoints throw
 // ModelFileError naming the offset and field.
-#include "loom/compute/llama2c_checkpoint.hpp"
+#include "loom/compute/model/llama2c_checkpoint.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "loom/compute/gguf_file.hpp"
+#include "loom/compute/model/gguf_file.hpp"
 #include "test_files.hpp"
 
 namespace loom::compute {

@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "loom/compute/dequantize.hpp"
-#include "loom/compute/gguf_file.hpp"
-#include "loom/compute/llama_model.hpp"
-#include "loom/compute/model_loader.hpp"
+#include "loom/compute/cpu/dequantize.hpp"
+#include "loom/compute/cpu/llama_model.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
-#include "loom/compute/tokenizer.hpp"
-#include "loom/compute/vocabulary.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+#include "loom/compute/text/vocabulary.hpp"
 #include "test_files.hpp"
 
 namespace {

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "loom/compute/attention.hpp"
-#include "loom/compute/half.hpp"
-#include "loom/compute/llama_model.hpp"
-#include "loom/compute/model_loader.hpp"
+#include "loom/compute/cpu/attention.hpp"
+#include "loom/compute/cpu/llama_model.hpp"
+#include "loom/compute/cpu/paged_kv_cache.hpp"
+#include "loom/compute/model/half.hpp"
+#include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
-#include "loom/compute/paged_kv_cache.hpp"
 #include "test_files.hpp"
 
 namespace loom::compute {
@@ -232,7 +232,7 @@ TEST_P(PagedForward, ScatteredBlocksGiveTheContiguousLogitsBitForBit) {
   const auto positions = static_cast<std::int64_t>(prompt.size() + decode.size());
 
   // The contiguous layout: one block holding the whole context, [layer][position][kv_dim].
-  KvCacheOptions contiguous_options;
+  compute::KvCacheOptions contiguous_options;
   contiguous_options.block_size = c.context_length;
   auto contiguous = model.make_cache(0, contiguous_options);
   ASSERT_EQ(contiguous.pages().blocks(), 1);
@@ -341,7 +341,7 @@ TEST(PagedForward, SixtyFourShortSequencesFitTheBudgetOfEightFullLengthSlots) {
   LlamaModel model(c, loaded->weights(), pool, 256);
   // Eight contiguous slots of the full context would take 8 x 256 positions; the same bytes as a pool of
   // 16-token blocks hold 128 blocks, two for each of 64 sequences of 25 tokens.
-  KvCacheOptions options;
+  compute::KvCacheOptions options;
   options.budget_bytes = 8 * 256 / 16 * PagedKvCache::bytes_per_block(c.layers, c.kv_dim(), 16, TensorType::f16);
   auto pages = model.make_paged_cache(options);
   ASSERT_EQ(pages.blocks(), 128);
@@ -390,7 +390,7 @@ TEST(PagedForward, F32StorageIsCloseToF16ButNotEqual) {
   LlamaModel model(c, loaded->weights(), pool, 32);
   const std::vector<std::int32_t> prompt{1, 403, 407, 285, 446, 280, 432, 269}, decode{300, 301, 302, 303};
   auto run = [&](TensorType type) {
-    KvCacheOptions options;
+    compute::KvCacheOptions options;
     options.type = type;
     auto cache = model.make_cache(0, options);
     EXPECT_EQ(cache.pages().type(), type);

@@ -1,6 +1,6 @@
 // PagedKvCache: sizing from a budget or a token count, block copies for copy-on-write, and bounds checks of
 // block ids and tables.
-#include "loom/compute/paged_kv_cache.hpp"
+#include "loom/compute/cpu/paged_kv_cache.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "loom/compute/kv_cache.hpp"
+#include "loom/compute/cpu/kv_cache.hpp"
 
 namespace loom::compute {
 namespace {
@@ -21,7 +21,7 @@ TEST(PagedKvCache, BlockBytesCountKAndVOfEveryLayer) {
 }
 
 TEST(PagedKvCache, SizedFromABudgetTakesTheWholeBlocksItHolds) {
-  KvCacheOptions options;
+  compute::KvCacheOptions options;
   options.block_size = 16;
   options.budget_bytes = 10 * 1536 + 1535;  // one byte short of 11 blocks
   const auto f16 = PagedKvCache::sized(3, 8, 0, options);
@@ -34,7 +34,7 @@ TEST(PagedKvCache, SizedFromABudgetTakesTheWholeBlocksItHolds) {
 }
 
 TEST(PagedKvCache, SizedFromATokenCountRoundsUpToWholeBlocks) {
-  KvCacheOptions options;
+  compute::KvCacheOptions options;
   options.block_size = 16;
   EXPECT_EQ(PagedKvCache::sized(1, 8, 33, options).blocks(), 3);  // 16 + 16 + 1
   EXPECT_EQ(PagedKvCache::sized(1, 8, 32, options).blocks(), 2);

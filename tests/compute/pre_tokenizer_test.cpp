@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pre_tokenizer.hpp"
+#include "text/pre_tokenizer.hpp"
 
 namespace loom::compute::detail {
 namespace {

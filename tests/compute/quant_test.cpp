@@ -12,10 +12,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "loom/compute/dequantize.hpp"
-#include "loom/compute/half.hpp"
-#include "loom/compute/quant_blocks.hpp"
-#include "loom/compute/quantize.hpp"
+#include "loom/compute/cpu/dequantize.hpp"
+#include "loom/compute/cpu/quantize.hpp"
+#include "loom/compute/model/half.hpp"
+#include "loom/compute/model/quant_blocks.hpp"
 #include "loom/compute/tensor_type.hpp"
 
 namespace loom::compute {

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loom/compute/kernel_path.hpp"
-#include "loom/compute/llama_model.hpp"
-#include "loom/compute/model_loader.hpp"
-#include "loom/compute/thread_pool.hpp"
+#include "loom/compute/cpu/kernel_path.hpp"
+#include "loom/compute/cpu/llama_model.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/model/model_loader.hpp"
 #include "test_files.hpp"
 
 namespace {

@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "loom/compute/gguf_file.hpp"
-#include "loom/compute/tokenizer.hpp"
-#include "loom/compute/vocabulary.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+#include "loom/compute/text/vocabulary.hpp"
 #include "test_files.hpp"
 #include "vocab_conformance.hpp"
 

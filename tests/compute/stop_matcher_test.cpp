@@ -1,7 +1,7 @@
 // StopMatcher: matches inside one push and across several, false starts released, the rule between
 // several stops (first completed wins, then the longest), held text returned by finish(), nothing after a
 // match, and, against a plain whole-text search written here, the same outcome however the text is split.
-#include "loom/compute/stop_matcher.hpp"
+#include "loom/compute/text/stop_matcher.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // invalid characters easy to produce): a character split over byte tokens is held back and then comes out
 // whole; the pieces of a stream add up to Tokenizer::decode; invalid bytes become U+FFFD as soon as they are
 // known to be invalid; every push() returns valid UTF-8; the leading space is stripped at the start only.
-#include "loom/compute/streaming_detokenizer.hpp"
+#include "loom/compute/text/streaming_detokenizer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "loom/compute/gguf_file.hpp"
-#include "loom/compute/tokenizer.hpp"
-#include "loom/compute/vocabulary.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+#include "loom/compute/text/vocabulary.hpp"
 #include "test_files.hpp"
 #include "vocab_conformance.hpp"
 

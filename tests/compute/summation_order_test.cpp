@@ -14,13 +14,13 @@
 #include <random>
 #include <vector>
 
-#include "loom/compute/attention.hpp"
-#include "loom/compute/half.hpp"
-#include "loom/compute/kernel_path.hpp"
-#include "loom/compute/quant_blocks.hpp"
-#include "loom/compute/quantize.hpp"
-#include "loom/compute/rotary.hpp"
-#include "loom/compute/vec_dot.hpp"
+#include "loom/compute/cpu/attention.hpp"
+#include "loom/compute/cpu/kernel_path.hpp"
+#include "loom/compute/cpu/quantize.hpp"
+#include "loom/compute/cpu/rotary.hpp"
+#include "loom/compute/cpu/vec_dot.hpp"
+#include "loom/compute/model/half.hpp"
+#include "loom/compute/model/quant_blocks.hpp"
 
 namespace loom::compute {
 namespace {

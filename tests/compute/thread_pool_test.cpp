@@ -1,6 +1,6 @@
 // ThreadPool: every task runs exactly once, the caller takes part, small jobs stay on the caller, each
 // thread streams through its own share and the others take what a slow thread leaves.
-#include "loom/compute/thread_pool.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "unicode_text.hpp"
+#include "text/unicode_text.hpp"
 
 namespace loom::compute::detail {
 namespace {

@@ -1,6 +1,6 @@
 // vec_dot kernels on random data: the scalar path against dequantize-then-dot in double, every SIMD path
 // against the scalar one, and the batched forms against single dots.
-#include "loom/compute/vec_dot.hpp"
+#include "loom/compute/cpu/vec_dot.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "loom/compute/cpu_features.hpp"
-#include "loom/compute/dequantize.hpp"
-#include "loom/compute/half.hpp"
-#include "loom/compute/kernel_path.hpp"
-#include "loom/compute/quant_blocks.hpp"
-#include "loom/compute/quantize.hpp"
+#include "loom/compute/cpu/cpu_features.hpp"
+#include "loom/compute/cpu/dequantize.hpp"
+#include "loom/compute/cpu/kernel_path.hpp"
+#include "loom/compute/cpu/quantize.hpp"
+#include "loom/compute/model/half.hpp"
+#include "loom/compute/model/quant_blocks.hpp"
 #include "loom/compute/tensor_type.hpp"
 
 namespace loom::compute {

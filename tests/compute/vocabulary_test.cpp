@@ -2,7 +2,7 @@
 // that are absent take the reference implementation's defaults per model type; the llama2.c tokenizer file
 // of aidreams260K holds the same vocabulary as its GGUF conversion; broken GGUF metadata and broken llama2.c
 // tokenizer files throw ModelFileError naming the key or the offset.
-#include "loom/compute/vocabulary.hpp"
+#include "loom/compute/text/vocabulary.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "loom/compute/gguf_file.hpp"
-#include "loom/compute/gguf_writer.hpp"
-#include "loom/compute/model_file_error.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/model/gguf_writer.hpp"
+#include "loom/compute/model/model_file_error.hpp"
 #include "test_files.hpp"
 
 namespace loom::compute {

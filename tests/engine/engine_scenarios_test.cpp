@@ -18,8 +18,9 @@
 
 #include <boost/asio/use_future.hpp>
 
-#include "loom/actors/engine.hpp"
-#include "loom/actors/llama_backend.hpp"
+#include "loom/cache/block_manager.hpp"
+#include "loom/compute/cpu/cpu_backend.hpp"
+#include "loom/engine.hpp"
 #include "test_files.hpp"
 #include "test_support.hpp"
 
@@ -104,14 +105,14 @@ struct BackendProbe {
   }
 };
 
-class ProbedBackend final : public ExecutorBackend {
+class ProbedBackend final : public compute::Backend {
  public:
-  ProbedBackend(std::unique_ptr<ExecutorBackend> inner, std::shared_ptr<BackendProbe> probe)
+  ProbedBackend(std::unique_ptr<compute::Backend> inner, std::shared_ptr<BackendProbe> probe)
       : inner_(std::move(inner)), probe_(std::move(probe)) {}
-  BackendInfo info() const override { return inner_->info(); }
+  compute::BackendInfo info() const override { return inner_->info(); }
   std::shared_ptr<const compute::Tokenizer> tokenizer() const override { return inner_->tokenizer(); }
   void release(cache::SequenceId id) override { inner_->release(id); }
-  StepResult run(const StepBatch& batch) override {
+  compute::StepResult run(const compute::StepBatch& batch) override {
     {
       std::lock_guard lock(probe_->mutex);
       StepRecord record;
@@ -127,7 +128,7 @@ class ProbedBackend final : public ExecutorBackend {
   }
 
  private:
-  std::unique_ptr<ExecutorBackend> inner_;
+  std::unique_ptr<compute::Backend> inner_;
   std::shared_ptr<BackendProbe> probe_;
 };
 
@@ -138,8 +139,8 @@ Engine::Config config_for(const std::string& model, std::shared_ptr<BackendProbe
   c.model.kv.block_size = 16;
   c.io_threads = 2;
   if (probe) {
-    c.backend_factory = [probe](const LoadOptions& o) -> std::unique_ptr<ExecutorBackend> {
-      return std::make_unique<ProbedBackend>(load_llama_backend(o), probe);
+    c.backend_factory = [probe](const compute::LoadOptions& o) -> std::unique_ptr<compute::Backend> {
+      return std::make_unique<ProbedBackend>(compute::load_cpu_backend(o), probe);
     };
   }
   return c;

@@ -24,9 +24,10 @@
 #include <boost/asio/use_future.hpp>
 #include <nlohmann/json.hpp>
 
-#include "loom/actors/engine.hpp"
-#include "loom/actors/llama_backend.hpp"
-#include "loom/actors/thermal_provider.hpp"
+#include "loom/actors/engine/thermal_provider.hpp"
+#include "loom/cache/block_manager.hpp"
+#include "loom/compute/cpu/cpu_backend.hpp"
+#include "loom/engine.hpp"
 #include "test_files.hpp"
 #include "test_support.hpp"
 
@@ -182,27 +183,27 @@ class StepGate {
   int arrived_ = 0;
 };
 
-class GatedBackend final : public actors::ExecutorBackend {
+class GatedBackend final : public compute::Backend {
  public:
-  GatedBackend(std::unique_ptr<actors::ExecutorBackend> inner, std::shared_ptr<StepGate> gate)
+  GatedBackend(std::unique_ptr<compute::Backend> inner, std::shared_ptr<StepGate> gate)
       : inner_(std::move(inner)), gate_(std::move(gate)) {}
-  actors::BackendInfo info() const override { return inner_->info(); }
+  compute::BackendInfo info() const override { return inner_->info(); }
   std::shared_ptr<const compute::Tokenizer> tokenizer() const override { return inner_->tokenizer(); }
-  actors::StepResult run(const actors::StepBatch& batch) override {
+  compute::StepResult run(const compute::StepBatch& batch) override {
     gate_->pass();
     return inner_->run(batch);
   }
   void release(cache::SequenceId sequence) override { inner_->release(sequence); }
 
  private:
-  std::unique_ptr<actors::ExecutorBackend> inner_;
+  std::unique_ptr<compute::Backend> inner_;
   std::shared_ptr<StepGate> gate_;
 };
 
 Engine::Config gated_config(const std::shared_ptr<StepGate>& gate) {
   auto config = engine_config();
-  config.backend_factory = [gate](const actors::LoadOptions& options) -> std::unique_ptr<actors::ExecutorBackend> {
-    return std::make_unique<GatedBackend>(actors::load_llama_backend(options), gate);
+  config.backend_factory = [gate](const compute::LoadOptions& options) -> std::unique_ptr<compute::Backend> {
+    return std::make_unique<GatedBackend>(compute::load_cpu_backend(options), gate);
   };
   return config;
 }
@@ -554,9 +555,9 @@ TEST_F(EngineTest, AShutdownDuringALoadAnswersBoth) {
   // while the load is under way.
   auto gate = std::make_shared<StepGate>();
   auto config = engine_config();
-  config.backend_factory = [gate](const actors::LoadOptions& options) {
+  config.backend_factory = [gate](const compute::LoadOptions& options) {
     gate->pass();
-    return actors::load_llama_backend(options);
+    return compute::load_cpu_backend(options);
   };
   Engine engine(config);
   OpenOnExit open_on_exit{gate};

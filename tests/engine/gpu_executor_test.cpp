@@ -18,12 +18,14 @@
 #include <boost/asio/use_future.hpp>
 #include <nlohmann/json.hpp>
 
-#include "loom/actors/gpu_executor_actor.hpp"
-#include "loom/compute/kv_cache.hpp"
-#include "loom/compute/llama_model.hpp"
-#include "loom/compute/model_loader.hpp"
+#include "loom/actors/engine/gpu_executor_actor.hpp"
+#include "loom/cache/block_manager.hpp"
+#include "loom/compute/cpu/cpu_backend.hpp"
+#include "loom/compute/cpu/kv_cache.hpp"
+#include "loom/compute/cpu/llama_model.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/sampler.hpp"
-#include "loom/compute/thread_pool.hpp"
 #include "test_files.hpp"
 #include "test_support.hpp"
 
@@ -64,8 +66,8 @@ Reference read_reference(const std::string& name) {
 
 std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
 
-LoadOptions load_options() {
-  LoadOptions o;
+compute::LoadOptions load_options() {
+  compute::LoadOptions o;
   o.model_path = model_path();
   o.threads = 2;
   o.kv.block_size = kBlockSize;
@@ -99,8 +101,8 @@ struct Driven {
   std::size_t position = 0;
   std::vector<std::int32_t> generated{};
 
-  StepSequence next() const {
-    StepSequence s;
+  compute::StepSequence next() const {
+    compute::StepSequence s;
     s.sequence = id;
     s.start = static_cast<std::int64_t>(position);
     s.block_table = table;
@@ -120,13 +122,13 @@ struct Driven {
     return s;
   }
   // After a StepDone: the positions are computed; `sampled` is this sequence's entry, if it sampled.
-  void advance(const StepSequence& step, const SampledToken* sampled) {
+  void advance(const compute::StepSequence& step, const compute::SampledToken* sampled) {
     position += step.tokens.size();
     if (sampled != nullptr) generated.push_back(sampled->token);
   }
 };
 
-const SampledToken* find_sampled(const StepDone& done, cache::SequenceId id) {
+const compute::SampledToken* find_sampled(const StepDone& done, cache::SequenceId id) {
   for (const auto& s : done.sampled) {
     if (s.sequence == id) return &s;
   }
@@ -146,13 +148,13 @@ struct Probe {
   std::vector<cache::SequenceId> first_sequence_of_run;
 };
 
-class ProbedBackend final : public ExecutorBackend {
+class ProbedBackend final : public compute::Backend {
  public:
-  ProbedBackend(std::unique_ptr<ExecutorBackend> inner, std::shared_ptr<Probe> probe)
+  ProbedBackend(std::unique_ptr<compute::Backend> inner, std::shared_ptr<Probe> probe)
       : inner_(std::move(inner)), probe_(std::move(probe)) {}
-  BackendInfo info() const override { return inner_->info(); }
+  compute::BackendInfo info() const override { return inner_->info(); }
   std::shared_ptr<const compute::Tokenizer> tokenizer() const override { return inner_->tokenizer(); }
-  StepResult run(const StepBatch& batch) override {
+  compute::StepResult run(const compute::StepBatch& batch) override {
     const int inside = ++probe_->inside;
     probe_->most_inside = std::max(probe_->most_inside.load(), inside);
     if (probe_->io != nullptr && probe_->io->get_executor().running_in_this_thread()) ++probe_->calls_on_io_thread;
@@ -168,15 +170,15 @@ class ProbedBackend final : public ExecutorBackend {
   void release(cache::SequenceId sequence) override { inner_->release(sequence); }
 
  private:
-  std::unique_ptr<ExecutorBackend> inner_;
+  std::unique_ptr<compute::Backend> inner_;
   std::shared_ptr<Probe> probe_;
 };
 
-BackendFactory probed_factory(std::shared_ptr<Probe> probe) {
-  return [probe](const LoadOptions& options) -> std::unique_ptr<ExecutorBackend> {
+compute::BackendFactory probed_factory(std::shared_ptr<Probe> probe) {
+  return [probe](const compute::LoadOptions& options) -> std::unique_ptr<compute::Backend> {
     ++probe->loads;
     if (probe->io != nullptr && probe->io->get_executor().running_in_this_thread()) ++probe->calls_on_io_thread;
-    return std::make_unique<ProbedBackend>(load_llama_backend(options), probe);
+    return std::make_unique<ProbedBackend>(compute::load_cpu_backend(options), probe);
   };
 }
 
@@ -184,14 +186,14 @@ class GpuExecutorTest : public ::testing::Test {
  protected:
   using Executor = ActorHandle<GpuExecutorProtocol>;
 
-  Executor spawn_executor(BackendFactory factory = load_llama_backend) {
+  Executor spawn_executor(compute::BackendFactory factory = compute::load_cpu_backend) {
     return spawn<GpuExecutorActor>(ctx_.executor(), {.name = "executor"}, std::move(factory));
   }
-  static LoadResult load(const Executor& executor, LoadOptions options = load_options()) {
+  static LoadResult load(const Executor& executor, compute::LoadOptions options = load_options()) {
     LoadModel request{std::move(options), {}};
     return executor.address().ask(std::move(request), kTimeout, asio::use_future).get();
   }
-  static StepOutcome run(const Executor& executor, StepBatch batch) {
+  static StepOutcome run(const Executor& executor, compute::StepBatch batch) {
     RunStep request{std::move(batch), {}};
     return executor.address().ask(std::move(request), kTimeout, asio::use_future).get();
   }
@@ -200,8 +202,8 @@ class GpuExecutorTest : public ::testing::Test {
   }
   // Runs one step of the driven sequences together; a StepFailed fails the test and gives nullopt.
   static std::optional<StepDone> step(const Executor& executor, std::vector<Driven*> sequences,
-                                      std::vector<cache::BlockCopy> copies = {}) {
-    StepBatch batch;
+                                      std::vector<compute::BlockCopy> copies = {}) {
+    compute::StepBatch batch;
     batch.copies = std::move(copies);
     for (const Driven* d : sequences) batch.sequences.push_back(d->next());
     const auto steps = batch.sequences;
@@ -294,8 +296,8 @@ TEST_F(GpuExecutorTest, ALlamaCheckpointLoadsWithItsTokenizerFile) {
 
 TEST_F(GpuExecutorTest, RunBeforeALoadFailsItsSequences) {
   auto executor = spawn_executor();
-  StepBatch batch;
-  batch.sequences.push_back(StepSequence{.sequence = 7, .tokens = {1}, .block_table = {0}, .sample = true});
+  compute::StepBatch batch;
+  batch.sequences.push_back(compute::StepSequence{.sequence = 7, .tokens = {1}, .block_table = {0}, .sample = true});
   const auto outcome = run(executor, std::move(batch));
   const auto* failed = std::get_if<StepFailed>(&outcome);
   ASSERT_NE(failed, nullptr);
@@ -420,7 +422,7 @@ TEST_F(GpuExecutorTest, ReleasingASequenceStartsItsSamplerAfresh) {
   // A sequence that changes its parameters without a release is refused, and nothing else breaks.
   Driven changed = fresh;
   changed.sampler.seed = 6;
-  StepBatch batch;
+  compute::StepBatch batch;
   batch.sequences.push_back(changed.next());
   const auto outcome = run(executor, std::move(batch));
   ASSERT_TRUE(std::holds_alternative<StepFailed>(outcome));
@@ -444,7 +446,7 @@ TEST_F(GpuExecutorTest, BlockCopiesOfAStepAreDoneBeforeItsForwardPass) {
   Driven child = parent;
   child.id = 2;
   child.table = {20, 21, 22, 100, 26, 27};
-  const auto done = step(executor, {&parent, &child}, {cache::BlockCopy{23, 100}});
+  const auto done = step(executor, {&parent, &child}, {compute::BlockCopy{23, 100}});
   ASSERT_TRUE(done);
   const auto* p = find_sampled(*done, 1);
   const auto* c = find_sampled(*done, 2);
@@ -490,8 +492,8 @@ TEST_F(GpuExecutorTest, LogprobsFollowTheModelsLogits) {
 
   // Beyond the bound, the step is refused by name.
   Driven greedy_one = d;
-  greedy_one.logprobs = LlamaBackend::kMaxLogprobs + 1;
-  StepBatch batch;
+  greedy_one.logprobs = compute::CpuBackend::kMaxLogprobs + 1;
+  compute::StepBatch batch;
   batch.sequences.push_back(greedy_one.next());
   const auto outcome = run(executor, std::move(batch));
   ASSERT_TRUE(std::holds_alternative<StepFailed>(outcome));
@@ -507,7 +509,7 @@ TEST_F(GpuExecutorTest, AFailingStepFailsOnlyItsSequencesAndTheNextStepRuns) {
   Driven a{.id = 1, .prompt = reference.prompt, .table = scattered_table(10, 0, 2)};
   Driven b{.id = 2, .prompt = reference.prompt, .table = scattered_table(10, 1, 2)};
   generate(executor, {&a, &b}, 3);  // runs 0, 1, 2
-  StepBatch batch;
+  compute::StepBatch batch;
   batch.sequences = {a.next(), b.next()};
   const auto outcome = run(executor, std::move(batch));  // run 3
   const auto* failed = std::get_if<StepFailed>(&outcome);
@@ -523,27 +525,27 @@ TEST_F(GpuExecutorTest, AFailingStepFailsOnlyItsSequencesAndTheNextStepRuns) {
   EXPECT_EQ(s.steps_run, 3u + 5u);
 
   // Bad input fails its step the same way, naming what is wrong.
-  StepBatch bad;
-  bad.copies = {cache::BlockCopy{1, 5000}};
+  compute::StepBatch bad;
+  bad.copies = {compute::BlockCopy{1, 5000}};
   bad.sequences = {a.next()};
   const auto refused = run(executor, std::move(bad));
   ASSERT_TRUE(std::holds_alternative<StepFailed>(refused));
   EXPECT_NE(std::get<StepFailed>(refused).error.find("block 5000 is outside the pool"), std::string::npos);
-  StepBatch twice;
+  compute::StepBatch twice;
   twice.sequences = {a.next(), a.next()};
   const auto doubled = run(executor, std::move(twice));
   ASSERT_TRUE(std::holds_alternative<StepFailed>(doubled));
   EXPECT_NE(std::get<StepFailed>(doubled).error.find("sequence 1 appears twice"), std::string::npos);
-  StepBatch short_table;
+  compute::StepBatch short_table;
   short_table.sequences = {a.next()};
   short_table.sequences[0].block_table.resize(1);  // 4 positions; the decode writes position 20
   const auto unplaced = run(executor, std::move(short_table));
   ASSERT_TRUE(std::holds_alternative<StepFailed>(unplaced));
   EXPECT_NE(std::get<StepFailed>(unplaced).error.find("sequence 1: a block table of 1 blocks cannot hold 21 positions"), std::string::npos)
       << std::get<StepFailed>(unplaced).error;
-  StepBatch too_large;  // two prefills of 70 tokens (each within the context of 128): 140 in the step
+  compute::StepBatch too_large;  // two prefills of 70 tokens (each within the context of 128): 140 in the step
   for (const cache::SequenceId id : {50, 51}) {
-    too_large.sequences.push_back(StepSequence{.sequence = id,
+    too_large.sequences.push_back(compute::StepSequence{.sequence = id,
                                                .tokens = std::vector<std::int32_t>(70, 1),
                                                .block_table = scattered_table(18, static_cast<std::int32_t>(id), 2)});
   }
@@ -564,7 +566,7 @@ TEST_F(GpuExecutorTest, RunsSentTogetherRunOneAtATimeInOrder) {
   std::vector<std::future<StepOutcome>> outcomes;
   for (cache::SequenceId id = 1; id <= 6; ++id) {
     Driven d{.id = id, .prompt = reference.prompt, .table = scattered_table(4, static_cast<std::int32_t>(4 * id), 1)};
-    StepBatch batch;
+    compute::StepBatch batch;
     batch.sequences.push_back(d.next());
     RunStep request{std::move(batch), {}};
     outcomes.push_back(executor.address().ask(std::move(request), kTimeout, asio::use_future));

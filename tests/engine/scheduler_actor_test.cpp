@@ -17,9 +17,10 @@
 
 #include <boost/asio/use_future.hpp>
 
-#include "loom/actors/cache_manager_actor.hpp"
-#include "loom/actors/gpu_executor_actor.hpp"
-#include "loom/actors/scheduler_actor.hpp"
+#include "loom/actors/engine/cache_manager_actor.hpp"
+#include "loom/actors/engine/gpu_executor_actor.hpp"
+#include "loom/actors/engine/scheduler_actor.hpp"
+#include "loom/cache/block_manager.hpp"
 #include "test_support.hpp"
 
 namespace loom::actors {
@@ -68,7 +69,7 @@ struct FakeLog {
   }
 };
 
-class PagedFakeBackend final : public ExecutorBackend {
+class PagedFakeBackend final : public compute::Backend {
  public:
   PagedFakeBackend(std::shared_ptr<FakeLog> log, std::int64_t blocks, std::int64_t block_size, std::int64_t context)
       : log_(std::move(log)), block_size_(block_size), slots_(static_cast<std::size_t>(blocks * block_size), -1) {
@@ -78,11 +79,11 @@ class PagedFakeBackend final : public ExecutorBackend {
     info_.kv_blocks = blocks;
     info_.max_batch_tokens = 4096;
   }
-  BackendInfo info() const override { return info_; }
+  compute::BackendInfo info() const override { return info_; }
   std::shared_ptr<const compute::Tokenizer> tokenizer() const override { return nullptr; }
   void release(cache::SequenceId) override {}
 
-  StepResult run(const StepBatch& batch) override {
+  compute::StepResult run(const compute::StepBatch& batch) override {
     {
       std::lock_guard lock(log_->mutex);
       LoggedStep step;
@@ -94,13 +95,13 @@ class PagedFakeBackend final : public ExecutorBackend {
     for (const auto& copy : batch.copies) {
       for (std::int64_t i = 0; i < block_size_; ++i) slot(copy.destination, i) = slot(copy.source, i);
     }
-    StepResult result;
+    compute::StepResult result;
     for (const auto& s : batch.sequences) {
       for (std::size_t i = 0; i < s.tokens.size(); ++i) at(s, s.start + static_cast<std::int64_t>(i)) = s.tokens[i];
       if (!s.sample) continue;
       std::vector<std::int32_t> seen;
       for (std::int64_t p = 0; p < s.start + static_cast<std::int64_t>(s.tokens.size()); ++p) seen.push_back(at(s, p));
-      result.sampled.push_back(SampledToken{.sequence = s.sequence, .token = next_token(seen), .logprob = 0, .top = {}});
+      result.sampled.push_back(compute::SampledToken{.sequence = s.sequence, .token = next_token(seen), .logprob = 0, .top = {}});
     }
     return result;
   }
@@ -109,14 +110,14 @@ class PagedFakeBackend final : public ExecutorBackend {
   std::int32_t& slot(std::uint32_t block, std::int64_t offset) {
     return slots_.at(static_cast<std::size_t>(block * block_size_ + offset));
   }
-  std::int32_t& at(const StepSequence& s, std::int64_t position) {
+  std::int32_t& at(const compute::StepSequence& s, std::int64_t position) {
     const auto index = static_cast<std::size_t>(position / block_size_);
     if (index >= s.block_table.size()) throw std::out_of_range("position past the block table");
     return slot(static_cast<std::uint32_t>(s.block_table[index]), position % block_size_);
   }
 
   std::shared_ptr<FakeLog> log_;
-  BackendInfo info_;
+  compute::BackendInfo info_;
   std::int64_t block_size_;
   std::vector<std::int32_t> slots_;
 };
@@ -189,10 +190,10 @@ struct Rig {
     auto shared_log = log;
     const std::int64_t b = blocks, bs = block_size, ctx = config.context_length;
     executor = spawn<GpuExecutorActor>(context.executor(), {.name = "executor"},
-                                       BackendFactory([shared_log, b, bs, ctx](const LoadOptions&) {
+                                       compute::BackendFactory([shared_log, b, bs, ctx](const compute::LoadOptions&) {
                                          return std::make_unique<PagedFakeBackend>(shared_log, b, bs, ctx);
                                        }));
-    LoadOptions options;
+    compute::LoadOptions options;
     options.model_path = "fake";
     LoadModel load{options, {}};
     const LoadResult loaded = executor.address().ask(std::move(load), 10s, boost::asio::use_future).get();

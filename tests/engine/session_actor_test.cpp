@@ -20,11 +20,12 @@
 
 #include <boost/asio/use_future.hpp>
 
-#include "loom/actors/scheduler_actor.hpp"
-#include "loom/actors/session_actor.hpp"
-#include "loom/compute/chat_template.hpp"
-#include "loom/compute/gguf_file.hpp"
-#include "loom/compute/tokenizer.hpp"
+#include "loom/actors/engine/scheduler_actor.hpp"
+#include "loom/actors/engine/session_actor.hpp"
+#include "loom/cache/block_manager.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/text/chat_template.hpp"
+#include "loom/compute/text/tokenizer.hpp"
 #include "test_files.hpp"
 #include "test_support.hpp"
 
@@ -218,9 +219,6 @@ class FakeScheduler : public Actor<FakeScheduler, SchedulerProtocol> {
   void on(ThermalStateChanged) {}
   void on(DrainScheduler m) { m.reply(true); }
   void on(GetSchedulerStats m) { m.reply(SchedulerStats{}); }
-  void on(scheduler_detail::Tick) {}
-  void on(scheduler_detail::Reserved) {}
-  void on(scheduler_detail::StepAnswered) {}
 
   static SequenceFinished finished(cache::SequenceId sequence, FinishReason reason, std::string error,
                                    std::int32_t prompt, std::int32_t completion) {

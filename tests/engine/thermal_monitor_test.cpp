@@ -22,10 +22,10 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_future.hpp>
 
-#include "loom/actors/thermal_monitor_actor.hpp"
-#include "loom/actors/thermal_provider.hpp"
-#include "loom/actors/thermal_state.hpp"
-#include "loom/actors/thermal_thresholds.hpp"
+#include "loom/actors/engine/thermal_monitor_actor.hpp"
+#include "loom/actors/engine/thermal_provider.hpp"
+#include "loom/actors/engine/thermal_state.hpp"
+#include "loom/actors/engine/thermal_thresholds.hpp"
 #include "test_support.hpp"
 
 namespace loom::actors {

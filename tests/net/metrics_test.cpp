@@ -18,7 +18,7 @@
 #include "chat_page.hpp"
 #include "gateway_context.hpp"
 #include "gateway_fixture.hpp"
-#include "loom/actors/engine.hpp"
+#include "loom/engine.hpp"
 #include "prometheus_metrics.hpp"
 
 namespace loom::net {

@@ -7,8 +7,9 @@
 
 namespace loom::cache {
 
-// A physical block of the KV storage: 0 .. block_count - 1.
-using BlockId = std::uint32_t;
+// A physical block of the KV storage: 0 .. block_count - 1. The backend spells it the same way
+// (compute::BlockId, loom/compute/kv_blocks.hpp): one integer type for a block id everywhere.
+using BlockId = std::int32_t;
 
 // A token id, as the tokenizers produce it.
 using TokenId = std::int32_t;

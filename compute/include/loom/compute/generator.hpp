@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
-#include "loom/compute/kv_cache.hpp"
-#include "loom/compute/llama_model.hpp"
+#include "loom/compute/cpu/kv_cache.hpp"
+#include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/sampler.hpp"
-#include "loom/compute/tokenizer.hpp"
+#include "loom/compute/text/tokenizer.hpp"
 
 namespace loom::compute {
 

@@ -1,0 +1,101 @@
+// The EngineActor's messages (engine_actor.hpp has the actor), which loom::Engine (loom/engine.hpp) sends:
+// load, open and close sessions, generate, cancel, stats, shutdown; and the engine's configuration and
+// stats. Like every protocol header it includes messages and value types, never an actor's implementation
+// or a compute kernel, so that an application embedding the engine compiles against a small surface.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "loom/actors/engine/cache_manager_protocol.hpp"
+#include "loom/actors/engine/gpu_executor_protocol.hpp"
+#include "loom/actors/engine/scheduler_protocol.hpp"
+#include "loom/actors/engine/session_protocol.hpp"
+#include "loom/actors/engine/thermal_monitor_protocol.hpp"
+#include "loom/actors/engine/thermal_provider.hpp"
+#include "loom/actors/runtime/reply.hpp"
+#include "loom/compute/backend.hpp"
+#include "loom/proto/generate_request.hpp"
+#include "loom/proto/server_message.hpp"
+#include "loom/proto/session_open.hpp"
+
+namespace loom::actors {
+
+struct EngineConfig {
+  compute::LoadOptions model;                          // what async_load loads
+  SchedulerConfig scheduler;                  // context_length is filled in from the model at load
+  std::string chat_template;                  // a template name (chat_template.hpp); empty: from the model
+  std::string fallback_chat_template;         // used when the model has none loom recognises; empty: chat
+                                              // requests are then refused as unsupported
+  // Thermal monitoring: none (always nominal) unless a provider is given.
+  std::shared_ptr<const ThermalProvider> thermal_provider;
+  ThermalMonitorConfig thermal;
+  std::size_t max_sessions = 1024;            // open sessions at most (stand-alone requests not counted)
+  std::chrono::milliseconds default_timeout{0};  // per request when GenerateOptions gives none; 0: none
+  std::int64_t max_prompt_tokens = 0;         // a prompt after templating, at most; 0: the context bounds it
+  int io_threads = 2;                         // threads of the Engine's own pool (Engine(Config) only)
+  compute::BackendFactory backend_factory;             // empty: the CPU backend (tests inject faults here)
+
+  // Throws std::invalid_argument naming the field.
+  void validate() const;
+};
+
+struct GenerateOptions {
+  std::optional<std::chrono::milliseconds> timeout;  // ends the request with reason timeout past it
+};
+
+enum class ShutdownMode {
+  drain,   // running and waiting requests finish normally
+  cancel,  // they end at once with reason cancelled
+};
+
+struct EngineStats {
+  bool model_loaded = false;
+  std::size_t sessions = 0;             // open sessions (stand-alone requests not counted)
+  std::size_t active_requests = 0;      // accepted, not yet done
+  std::uint64_t requests_accepted = 0;   // passed the engine's checks and went to their session
+  std::uint64_t requests_refused = 0;    // answered by an error event (by the engine, a session or the scheduler)
+  std::uint64_t requests_completed = 0;  // ended by a done event, whatever its reason
+  SchedulerStats scheduler;             // queue depth, batch size, tokens/s, TTFT and inter-token histograms
+  CacheManagerStats cache;              // KV blocks in use, cached, free
+  ExecutorStats executor;
+  ThermalState thermal = ThermalState::nominal;
+  double kv_usage() const noexcept;     // blocks in use (not merely cached) over all blocks, 0..1
+};
+
+struct EngineLoad {
+  Reply<LoadResult> reply;
+};
+struct EngineOpenSession {
+  proto::SessionOpen open;
+  Reply<proto::ServerMessage> reply;  // SessionOpened or ErrorEvent
+};
+struct EngineCloseSession {
+  std::string session_id;
+};
+struct EngineGenerate {
+  proto::GenerateRequest request;
+  ClientSink sink;
+  GenerateOptions options;
+  std::chrono::steady_clock::time_point accepted = std::chrono::steady_clock::now();
+};
+struct EngineCancel {
+  std::string request_id;
+};
+struct GetEngineStats {
+  Reply<EngineStats> reply;
+};
+struct EngineShutdown {
+  ShutdownMode mode = ShutdownMode::cancel;
+  Reply<bool> reply;
+};
+
+using EngineProtocol = std::variant<EngineLoad, EngineOpenSession, EngineCloseSession, EngineGenerate, EngineCancel,
+                                    GetEngineStats, EngineShutdown>;
+
+}  // namespace loom::actors

@@ -1,0 +1,137 @@
+// SessionActor: one conversation. It keeps the history of turns and the system prompt, turns a generate
+// request into prompt tokens (chat template, tokenizer, trimming old turns to fit the context), submits the
+// sequence to the scheduler, and turns the scheduler's token ids back into client events: incremental,
+// UTF-8-safe text, stop strings (held back until they cannot match, never shown), usage and timings.
+//
+// One generation at a time: a request that arrives while another runs is refused with an error event
+// (`conflict`, naming the running request; the client may wait for the done event and send it again); the
+// running request is not disturbed. The history's KV stays in the cache manager's prefix cache between
+// turns (the scheduler releases a finished sequence, its committed full blocks stay cached), so turn N+1
+// prefills only what turn N did not leave in whole blocks.
+//
+// Chat requests render [system] + history + the request's messages (chat_template.hpp), tokenized with
+// special tokens recognised, BOS first when the vocabulary wants it (as `loom chat` does). The request's
+// system messages, when it has any, replace the session's system prompt for that turn (all of them, first,
+// in their order). A `tool` message is `unsupported` (no template has a place for it). When the prompt
+// does not fit the context (it must leave room for one generated token), the oldest turns are dropped, a
+// user turn together with the assistant reply after it, always keeping the system turn and the request's
+// last message; when even those do not fit the request is refused (`invalid_request`, field `messages`).
+// Dropped turns are forgotten for good once the request's turn is recorded (SessionInfo counts them).
+//
+// A raw prompt continues the session's transcript (the system prompt text, then every earlier raw prompt
+// and its output) as is, tokenized as user text after BOS; it is never trimmed: a transcript that no longer
+// fits is refused (`invalid_request`, field `prompt`), as is an empty token list.
+//
+// Stop strings: the request's own, and for chat requests also the template's end-of-turn markers
+// (end_of_turn_markers), for models that write them as text. A match ends the request (the session tells
+// the scheduler CancelSequence with reason stop); the text before it is sent, the string never is. The
+// done event says `stop` with the string for the request's own stop strings, and `eos` for a template
+// marker (the model ended its turn; the client asked for no stop string).
+//
+// Token events. A token's text is what it completes: text held back (an incomplete UTF-8 character, or
+// text that could begin a stop string) holds its token back too, and once nothing is held the waiting
+// tokens go out together, the released text on the last of them and "" on the others. So there is always
+// a waiting token to carry the text that is released at the end (a character never completed becomes
+// U+FFFD; a stop string's beginning that never completed is shown), event indexes count from 0 without
+// gaps, a token whose text lies wholly inside a matched stop string is never sent (one that also shows
+// text before it is), and the texts of all events joined are exactly the reply's text.
+//
+// After the reply: a chat request's messages (except system ones) and the assistant's reply (the shown
+// text) join the history; a raw request's prompt and reply join the transcript. Not when it ended with
+// reason error, or when it was refused (error event) or rejected by the scheduler: nothing is recorded then.
+// Cancelled, timed-out and length-cut replies are recorded as far as they went.
+//
+// Client mistakes never throw out of a handler (a restart would lose the history): they become error
+// events. Every request gets either exactly one error event, or its token events and exactly one done event.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "loom/actors/engine/scheduler_actor.hpp"
+#include "loom/actors/engine/session_protocol.hpp"
+#include "loom/actors/runtime/actor.hpp"
+#include "loom/actors/runtime/address.hpp"
+#include "loom/actors/runtime/reply.hpp"
+#include "loom/cache/block_manager.hpp"
+#include "loom/compute/text/chat_template.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+#include "loom/proto/generate_request.hpp"
+#include "loom/proto/server_message.hpp"
+
+namespace loom::actors {
+
+// What every session of an engine shares: the loaded model's text side and the scheduler.
+// SessionActor's constructor throws std::invalid_argument without a tokenizer or with context_length <= 0.
+struct SessionContext {
+  std::shared_ptr<const compute::Tokenizer> tokenizer;
+  std::optional<compute::ChatTemplate> chat_template;  // none: chat requests are `unsupported`
+  std::int64_t context_length = 0;                     // positions one sequence may use
+  Address<SchedulerProtocol> scheduler;                // a submit it refuses (it is gone): `unavailable`
+  // A request's prompt (after templating, with the session's history) has at most this many tokens; longer
+  // raw prompts are refused, chat history is trimmed to fit. 0: only the context bounds it.
+  std::int64_t max_prompt_tokens = 0;
+
+  // Prompts may have at most this many tokens: room for one generated token in the context, and the limit.
+  std::int64_t prompt_capacity() const noexcept {
+    const std::int64_t by_context = context_length - 1;
+    return max_prompt_tokens > 0 && max_prompt_tokens < by_context ? max_prompt_tokens : by_context;
+  }
+};
+
+struct SessionOptions {
+  std::string session_id;                   // the scheduler's fairness key for this session's sequences
+  std::optional<std::string> system_prompt; // empty counts as none
+};
+
+// The scheduler's sink for a sequence of this session: its events become the session's messages.
+SequenceSink sequence_sink_for(Address<SessionProtocol> session);
+
+class SessionActor : public Actor<SessionActor, SessionProtocol> {
+ public:
+  SessionActor(std::shared_ptr<const SessionContext> context, SessionOptions options);
+  ~SessionActor();
+
+  void on(SessionGenerate m);
+  void on(SessionCancel m);
+  void on(CloseSession m);
+  void on(GetSessionInfo m);
+  void on(SequenceToken m);
+  void on(SequenceFinished m);
+  void on(SequenceRejected m);
+  void on_stop();
+
+ private:
+  struct Active;    // the running request: its sink, detokenizer, stop matcher, held tokens, text so far
+  struct Prepared;  // a request turned into prompt tokens and what its reply needs
+
+  // The request as prompt tokens and stop strings, or the error event that refuses it.
+  std::variant<Prepared, proto::ErrorEvent> prepare(const proto::GenerateRequest& request) const;
+  std::variant<Prepared, proto::ErrorEvent> prepare_chat(const proto::GenerateRequest& request) const;
+  std::variant<Prepared, proto::ErrorEvent> prepare_raw(const proto::GenerateRequest& request) const;
+  void handle_token(const SequenceToken& m);
+  // Sends the waiting tokens as events, the waiting text on the last one.
+  void send_held();
+  // A stop string matched: the tokens that formed it are dropped, the rest go out, the scheduler stops.
+  void stopped_at(std::size_t stop_index);
+  // Ends the running request without waiting for the scheduler (it is gone, or the session is stopping).
+  void finish_here(proto::FinishReason reason, std::string error);
+  void record(const Active& done);
+  void send(const ClientSink& sink, proto::ServerMessage message) const;
+
+  std::shared_ptr<const SessionContext> context_;
+  SessionOptions options_;
+  std::vector<compute::ChatTurn> history_;  // user and assistant turns, oldest first (no system prompt)
+  std::string transcript_;                  // raw prompts and outputs, for raw-prompt requests
+  std::unique_ptr<Active> active_;
+  bool closing_ = false;
+  SessionInfo info_;
+};
+
+}  // namespace loom::actors

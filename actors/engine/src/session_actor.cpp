@@ -1,0 +1,469 @@
+#include "loom/actors/engine/session_actor.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <exception>
+#include <random>
+#include <stdexcept>
+#include <utility>
+
+#include "loom/actors/runtime/logger.hpp"
+#include "loom/compute/sampler.hpp"
+#include "loom/compute/text/stop_matcher.hpp"
+#include "loom/compute/text/streaming_detokenizer.hpp"
+
+namespace loom::actors {
+namespace {
+
+using proto::ErrorCode;
+using proto::ErrorEvent;
+using proto::FinishReason;
+
+// Why prompts are bounded where they are, for the refusal's message.
+std::string capacity_reason(const SessionContext& context) {
+  if (context.max_prompt_tokens > 0 && context.max_prompt_tokens < context.context_length - 1) {
+    return " (the server's prompt limit)";
+  }
+  return " (the context holds " + std::to_string(context.context_length) + " and one more is needed to generate)";
+}
+
+ErrorEvent invalid(const std::string& request_id, std::string field, std::string message) {
+  return ErrorEvent{request_id, ErrorCode::invalid_request, std::move(message), std::move(field)};
+}
+
+std::string indexed(std::string_view name, std::size_t i) { return std::string(name) + "[" + std::to_string(i) + "]"; }
+
+compute::SamplerConfig sampler_config(const proto::SamplingParams& p) {
+  compute::SamplerConfig c;
+  c.temperature = static_cast<float>(p.temperature);
+  c.top_k = p.top_k;
+  c.top_p = static_cast<float>(p.top_p);
+  c.min_p = static_cast<float>(p.min_p);
+  c.repetition_penalty = static_cast<float>(p.repetition_penalty);
+  c.frequency_penalty = static_cast<float>(p.frequency_penalty);
+  c.presence_penalty = static_cast<float>(p.presence_penalty);
+  c.penalty_last_n = p.repetition_last_n;
+  // An absent seed asks for a different stream each time.
+  c.seed = p.seed ? *p.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32 | std::random_device{}());
+  return c;
+}
+
+// The checks the proto parser makes on what the session passes on, for requests built by an embedding
+// application rather than parsed: a bad value here would otherwise fail a whole batch in the executor.
+std::optional<ErrorEvent> check_params(const proto::GenerateRequest& r, const compute::Vocabulary& vocabulary) {
+  const auto& p = r.params;
+  if (p.max_tokens < 1) return invalid(r.id, "params.max_tokens", "max_tokens must be at least 1");
+  if (p.logprobs < 0 || p.logprobs > proto::SamplingParams::kMaxLogprobs) {
+    return invalid(r.id, "params.logprobs",
+                   "logprobs must lie in [0, " + std::to_string(proto::SamplingParams::kMaxLogprobs) + "]");
+  }
+  if (r.priority < proto::GenerateRequest::kMinPriority || r.priority > proto::GenerateRequest::kMaxPriority) {
+    return invalid(r.id, "priority",
+                   "priority must lie in [" + std::to_string(proto::GenerateRequest::kMinPriority) + ", " +
+                       std::to_string(proto::GenerateRequest::kMaxPriority) + "]");
+  }
+  for (std::size_t i = 0; i < p.stop.size(); ++i) {
+    if (p.stop[i].empty()) return invalid(r.id, indexed("params.stop", i), "a stop string must not be empty");
+  }
+  for (std::size_t i = 0; i < p.stop_token_ids.size(); ++i) {
+    if (!vocabulary.valid(p.stop_token_ids[i])) {
+      return invalid(r.id, indexed("params.stop_token_ids", i),
+                     "token id " + std::to_string(p.stop_token_ids[i]) + " is outside the vocabulary (0.." +
+                         std::to_string(vocabulary.size() - 1) + ")");
+    }
+  }
+  try {
+    compute::Sampler check(sampler_config(p), 1);  // its constructor validates every field (cheap at size 1)
+  } catch (const std::invalid_argument& e) {
+    return invalid(r.id, "params", e.what());
+  }
+  return std::nullopt;
+}
+
+std::vector<std::int32_t> end_ids(const compute::Vocabulary& v) {
+  std::vector<std::int32_t> ids;
+  if (v.valid(v.eos)) ids.push_back(v.eos);
+  if (v.valid(v.eot) && v.eot != v.eos) ids.push_back(v.eot);
+  return ids;
+}
+
+}  // namespace
+
+struct SessionActor::Prepared {
+  std::vector<std::int32_t> tokens;
+  std::vector<std::string> stops;       // the request's own, then the template's end-of-turn markers
+  std::size_t request_stops = 0;        // how many of `stops` are the request's own
+  bool chat = false;
+  std::vector<compute::ChatTurn> new_turns;  // chat: the request's turns the history keeps
+  std::size_t drop_history = 0;              // chat: oldest history turns dropped to fit
+  std::size_t dropped = 0;                   // chat: turns dropped, the request's own included
+  std::string raw_prompt;                    // raw: what the transcript gains besides the reply
+};
+
+struct SessionActor::Active {
+  Active(const compute::Tokenizer& tokenizer, Prepared&& p)
+      : prepared(std::move(p)), detokenizer(tokenizer), stops(prepared.stops) {}
+
+  // A token not yet sent, and where its text starts in the stop matcher's input.
+  struct Held {
+    std::int32_t token = 0;
+    std::optional<float> logprob;
+    std::size_t start = 0;
+  };
+
+  std::string request_id;
+  cache::SequenceId sequence = 0;
+  ClientSink sink;
+  Prepared prepared;
+  compute::StreamingDetokenizer detokenizer;
+  compute::StopMatcher stops;
+  std::deque<Held> held;
+  std::string held_text;         // released by the stop matcher, not yet sent: goes with the last held token
+  std::size_t matcher_input = 0; // bytes fed to the stop matcher so far
+  std::string shown;             // every byte the stop matcher released (sent or in held_text)
+  std::int32_t next_index = 0;   // of the next token event
+  std::int32_t received = 0;     // tokens the scheduler sent
+  std::optional<std::size_t> stop_index;  // the stop string that matched
+  bool cancel_sent = false;
+};
+
+SequenceSink sequence_sink_for(Address<SessionProtocol> session) {
+  return [session = std::move(session)](SequenceEvent event) {
+    std::visit([&](auto& m) { session.tell(std::move(m)); }, event);
+  };
+}
+
+SessionActor::SessionActor(std::shared_ptr<const SessionContext> context, SessionOptions options)
+    : context_(std::move(context)), options_(std::move(options)) {
+  if (!context_ || !context_->tokenizer) throw std::invalid_argument("SessionActor needs a context with a tokenizer");
+  if (context_->context_length <= 0) throw std::invalid_argument("SessionActor needs context_length > 0");
+  if (options_.system_prompt && options_.system_prompt->empty()) options_.system_prompt.reset();
+  transcript_ = options_.system_prompt.value_or("");
+  info_.session_id = options_.session_id;
+}
+
+SessionActor::~SessionActor() = default;
+
+void SessionActor::send(const ClientSink& sink, proto::ServerMessage message) const {
+  if (!sink) return;
+  try {
+    sink(std::move(message));
+  } catch (const std::exception& e) {
+    // The client's sink is not ours to fix; failing here would restart the session and lose its history.
+    logger().warn("actor=session session={} error=\"client sink threw: {}\"", options_.session_id, e.what());
+  }
+}
+
+void SessionActor::on(SessionGenerate m) {
+  const auto& request = m.request;
+  if (closing_) {
+    send(m.sink, ErrorEvent{request.id, ErrorCode::unavailable, "session " + options_.session_id + " is closing", {}});
+    return;
+  }
+  if (active_) {
+    send(m.sink, ErrorEvent{request.id, ErrorCode::conflict,
+                            "session " + options_.session_id + " is already generating request " + active_->request_id,
+                            {}});
+    return;
+  }
+  try {
+    auto prepared = prepare(request);
+    if (auto* error = std::get_if<ErrorEvent>(&prepared)) {
+      send(m.sink, std::move(*error));
+      return;
+    }
+    auto active = std::make_unique<Active>(*context_->tokenizer, std::get<Prepared>(std::move(prepared)));
+    active->request_id = request.id;
+    active->sequence = m.sequence;
+    active->sink = std::move(m.sink);
+
+    const auto& params = request.params;
+    SubmitSequence submit;
+    submit.sequence = m.sequence;
+    submit.prompt = active->prepared.tokens;
+    submit.sampler = sampler_config(params);
+    submit.logprobs = params.logprobs;
+    submit.max_tokens = params.max_tokens;
+    if (!params.ignore_eos) submit.end_ids = end_ids(context_->tokenizer->vocabulary());
+    submit.stop_ids = params.stop_token_ids;
+    submit.priority = request.priority;
+    submit.fairness_key = options_.session_id;
+    submit.deadline = m.deadline;
+    submit.accepted = m.accepted;
+    submit.sink = sequence_sink_for(self());
+    if (!context_->scheduler.tell(std::move(submit))) {
+      send(active->sink, ErrorEvent{request.id, ErrorCode::unavailable, "the scheduler is not running", {}});
+      return;
+    }
+    info_.last_prompt_tokens = static_cast<std::int32_t>(active->prepared.tokens.size());
+    active_ = std::move(active);
+  } catch (const std::exception& e) {
+    // Not the client's doing (the checks above cover its mistakes); still an event, not a restart.
+    send(m.sink, ErrorEvent{request.id, ErrorCode::internal, std::string("preparing the request failed: ") + e.what(), {}});
+  }
+}
+
+std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare(const proto::GenerateRequest& request) const {
+  if (auto error = check_params(request, context_->tokenizer->vocabulary())) return std::move(*error);
+  return request.is_chat() ? prepare_chat(request) : prepare_raw(request);
+}
+
+std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_raw(const proto::GenerateRequest& request) const {
+  const auto& prompt = std::get<std::string>(request.input);
+  Prepared p;
+  p.raw_prompt = prompt;
+  p.stops = request.params.stop;
+  p.request_stops = p.stops.size();
+  p.tokens = compute::encode_prompt(*context_->tokenizer, transcript_ + prompt, false);
+  if (p.tokens.empty()) {
+    return invalid(request.id, "prompt", "the prompt is empty and the vocabulary adds no BOS: nothing to generate after");
+  }
+  if (static_cast<std::int64_t>(p.tokens.size()) > context_->prompt_capacity()) {
+    return invalid(request.id, "prompt",
+                   "the prompt is " + std::to_string(p.tokens.size()) +
+                       " tokens (with the session's earlier text); at most " +
+                       std::to_string(context_->prompt_capacity()) + " fit" + capacity_reason(*context_));
+  }
+  return p;
+}
+
+std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_chat(const proto::GenerateRequest& request) const {
+  const auto& messages = std::get<std::vector<proto::ChatMessage>>(request.input);
+  if (!context_->chat_template) {
+    return ErrorEvent{request.id, ErrorCode::unsupported,
+                      "the model has no chat template that loom recognises: send a raw prompt instead of messages", {}};
+  }
+  if (messages.empty()) return invalid(request.id, "messages", "a chat request needs at least one message");
+  const auto chat_template = *context_->chat_template;
+
+  std::vector<compute::ChatTurn> system;
+  std::vector<compute::ChatTurn> fresh;  // the request's user and assistant turns
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const auto& message = messages[i];
+    switch (message.role) {
+      case proto::ChatRole::system:
+        system.push_back({compute::ChatTurnRole::system, message.content});
+        break;
+      case proto::ChatRole::user:
+        fresh.push_back({compute::ChatTurnRole::user, message.content});
+        break;
+      case proto::ChatRole::assistant:
+        fresh.push_back({compute::ChatTurnRole::assistant, message.content});
+        break;
+      case proto::ChatRole::tool:
+        return ErrorEvent{request.id, ErrorCode::unsupported,
+                          "message " + std::to_string(i) + " has role tool, which no chat template here can render", {}};
+    }
+  }
+  if (system.empty() && options_.system_prompt) system.push_back({compute::ChatTurnRole::system, *options_.system_prompt});
+
+  // The droppable turns, oldest first: the history, then the request's turns but its last.
+  std::vector<compute::ChatTurn> conversation = history_;
+  conversation.insert(conversation.end(), fresh.begin(), fresh.end());
+  const std::size_t droppable = conversation.size() - (fresh.empty() ? 0 : 1);
+
+  Prepared p;
+  p.chat = true;
+  std::size_t first = 0;  // conversation[first..] is rendered
+  std::vector<compute::ChatTurn> turns;
+  for (;;) {
+    turns = system;
+    turns.insert(turns.end(), conversation.begin() + static_cast<std::ptrdiff_t>(first), conversation.end());
+    p.tokens = compute::encode_prompt(*context_->tokenizer, compute::render_chat(chat_template, turns, true), true);
+    if (static_cast<std::int64_t>(p.tokens.size()) <= context_->prompt_capacity()) break;
+    if (first >= droppable) {
+      return invalid(request.id, "messages",
+                     "the prompt is " + std::to_string(p.tokens.size()) + " tokens with the chat template; at most " +
+                         std::to_string(context_->prompt_capacity()) + " fit" + capacity_reason(*context_));
+    }
+    // A user turn goes with the assistant's reply to it, so the history never starts with a lone reply.
+    const bool pair = conversation[first].role == compute::ChatTurnRole::user && first + 1 < droppable &&
+                      conversation[first + 1].role == compute::ChatTurnRole::assistant;
+    first += pair ? 2 : 1;
+  }
+  p.dropped = first;
+  p.drop_history = std::min(first, history_.size());
+  p.new_turns.assign(fresh.begin() + static_cast<std::ptrdiff_t>(first - p.drop_history), fresh.end());
+  p.stops = request.params.stop;
+  p.request_stops = p.stops.size();
+  for (const auto marker : compute::end_of_turn_markers(chat_template)) p.stops.emplace_back(marker);
+  return p;
+}
+
+void SessionActor::on(SequenceToken m) {
+  if (!active_ || m.sequence != active_->sequence || active_->stop_index) return;  // stale, or after a stop
+  try {
+    handle_token(m);
+  } catch (const std::exception& e) {
+    // A token the tokenizer cannot show (an id outside the vocabulary): the scheduler's fault, not the
+    // client's; the request ends with an error rather than the session restarting.
+    const auto sequence = active_->sequence;
+    if (!active_->cancel_sent) context_->scheduler.tell(CancelSequence{sequence, FinishReason::cancelled});
+    finish_here(FinishReason::error, std::string("token ") + std::to_string(m.token) + ": " + e.what());
+  }
+}
+
+void SessionActor::handle_token(const SequenceToken& m) {
+  auto& a = *active_;
+  ++a.received;
+  const std::size_t start = a.matcher_input;
+  const std::string text = a.detokenizer.push(m.token);
+  a.matcher_input += text.size();
+  auto result = a.stops.push(text);
+  a.held.push_back({m.token, m.logprob, start});
+  a.shown += result.text;
+  a.held_text += result.text;
+  if (result.stopped) {
+    stopped_at(result.stop_index);
+    return;
+  }
+  if (!a.detokenizer.holding() && !a.stops.holding()) send_held();
+}
+
+void SessionActor::send_held() {
+  auto& a = *active_;
+  while (!a.held.empty()) {
+    const auto held = a.held.front();
+    a.held.pop_front();
+    proto::TokenEvent event{a.request_id, held.token, {}, a.next_index++, std::nullopt};
+    if (held.logprob) event.logprob = static_cast<double>(*held.logprob);
+    if (a.held.empty()) event.text = std::exchange(a.held_text, {});
+    send(a.sink, std::move(event));
+  }
+}
+
+void SessionActor::stopped_at(std::size_t stop_index) {
+  auto& a = *active_;
+  // The stop string starts at byte shown.size() of the matcher's input; a held token whose text starts
+  // there or later is part of it. (Held text always has a held token before the stop string to carry it:
+  // the token that fed its first byte is still held, since text was held from that byte on.)
+  const std::size_t stop_start = a.shown.size();
+  while (a.held.size() > (a.held_text.empty() ? 0u : 1u) && a.held.back().start >= stop_start) a.held.pop_back();
+  send_held();
+  a.stop_index = stop_index;
+  if (!a.cancel_sent) {
+    a.cancel_sent = true;
+    // A scheduler that is gone sends no SequenceFinished: end here.
+    if (!context_->scheduler.tell(CancelSequence{a.sequence, FinishReason::stop})) {
+      finish_here(FinishReason::stop, {});
+    }
+  }
+}
+
+void SessionActor::on(SequenceFinished m) {
+  if (!active_ || m.sequence != active_->sequence) return;
+  auto& a = *active_;
+  if (!a.stop_index) {
+    // What is still held: a character never completed (U+FFFD), then text that could have begun a stop
+    // string and did not. The held tokens carry it (see the header: text is never held without a token).
+    try {
+      const std::string rest = a.detokenizer.finish();
+      a.matcher_input += rest.size();
+      auto tail = a.stops.push(rest);
+      a.shown += tail.text;
+      a.held_text += tail.text;
+      if (tail.stopped) {
+        a.cancel_sent = true;  // it has finished: nothing to cancel
+        stopped_at(tail.stop_index);
+      } else {
+        const std::string released = a.stops.finish();
+        a.shown += released;
+        a.held_text += released;
+        send_held();
+      }
+    } catch (const std::exception& e) {
+      logger().error("actor=session session={} request={} error=\"flushing the text failed: {}\"", options_.session_id,
+                     a.request_id, e.what());
+    }
+  }
+
+  proto::DoneEvent done;
+  done.request_id = a.request_id;
+  done.finish_reason = m.reason;
+  if (a.stop_index) {
+    if (*a.stop_index < a.prepared.request_stops) {
+      done.finish_reason = FinishReason::stop;
+      done.stop = a.stops.stops()[*a.stop_index];
+    } else {
+      done.finish_reason = FinishReason::eos;  // the template's end-of-turn marker, written as text
+    }
+  }
+  done.usage = {m.prompt_tokens, m.completion_tokens, m.cached_tokens};
+  done.timings = m.timings;
+  if (done.finish_reason == FinishReason::error || done.finish_reason == FinishReason::timeout) {
+    done.error_message = m.error.empty() ? std::string(proto::to_string(done.finish_reason)) : m.error;
+  }
+
+  const auto finished = std::move(active_);
+  if (done.finish_reason != FinishReason::error) record(*finished);
+  ++info_.requests;
+  send(finished->sink, std::move(done));
+  if (closing_) stop();
+}
+
+void SessionActor::record(const Active& done) {
+  const auto& p = done.prepared;
+  if (!p.chat) {
+    transcript_ += p.raw_prompt;
+    transcript_ += done.shown;
+    return;
+  }
+  history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(p.drop_history));
+  history_.insert(history_.end(), p.new_turns.begin(), p.new_turns.end());
+  history_.push_back({compute::ChatTurnRole::assistant, done.shown});
+  info_.dropped_messages += p.dropped;
+}
+
+void SessionActor::on(SequenceRejected m) {
+  if (!active_ || m.sequence != active_->sequence) return;
+  const auto rejected = std::move(active_);
+  send(rejected->sink, ErrorEvent{rejected->request_id, m.code, std::move(m.message), {}});
+  if (closing_) stop();
+}
+
+void SessionActor::finish_here(FinishReason reason, std::string error) {
+  SequenceFinished finished;
+  finished.sequence = active_->sequence;
+  finished.reason = reason;
+  finished.error = std::move(error);
+  finished.prompt_tokens = static_cast<std::int32_t>(active_->prepared.tokens.size());
+  finished.completion_tokens = active_->received;
+  on(std::move(finished));
+}
+
+void SessionActor::on(SessionCancel m) {
+  if (!active_ || active_->request_id != m.request_id || active_->cancel_sent) return;
+  active_->cancel_sent = true;
+  if (!context_->scheduler.tell(CancelSequence{active_->sequence, FinishReason::cancelled})) {
+    finish_here(FinishReason::cancelled, {});
+  }
+}
+
+void SessionActor::on(CloseSession) {
+  if (closing_) return;
+  closing_ = true;
+  if (!active_) {
+    stop();
+    return;
+  }
+  on(SessionCancel{active_->request_id});
+}
+
+void SessionActor::on(GetSessionInfo m) {
+  SessionInfo info = info_;
+  info.history_messages = history_.size();
+  if (active_) info.active_request = active_->request_id;
+  m.reply(std::move(info));
+}
+
+void SessionActor::on_stop() {
+  if (!active_) return;
+  // Stopped with a request running (not through CloseSession): its client still gets its done event.
+  if (!active_->cancel_sent) {
+    active_->cancel_sent = true;
+    context_->scheduler.tell(CancelSequence{active_->sequence, FinishReason::cancelled});
+  }
+  finish_here(FinishReason::cancelled, {});
+}
+
+}  // namespace loom::actors

@@ -1,0 +1,104 @@
+// Attention of one query head over the keys and values of positions [0, positions): scores, softmax, the
+// weighted sum of values. Also the SwiGLU activation, whose exponential shares this file's exp().
+//
+// Keys and values are read through a block table (the paged KV cache, paged_kv_cache.hpp): position p lives
+// in row block_table[p / block_size] * block_size + p % block_size of the storage. Only the addresses come
+// from the table; which positions are summed, and in what order, does not depend on it, so a sequence's
+// attention gives the same bits however its blocks are scattered (and equals the contiguous layout's, which
+// is the table 0, 1, 2, ...).
+//
+// The arithmetic is pinned, not just "close": it is the arithmetic of the widely used reference
+// implementation in ../shared/reference as it runs on an AVX-512 x86 machine, reproduced bit for bit so that
+// our logits sit on top of its logits instead of drifting away through activations that round the other way.
+// The query is rounded to F16 (what an F16 dot product does with an F32 operand); the scores are F32 dot
+// products summed in fixed 16-lane orders; the exponentials come from a vectorised expf (vector_expf) for
+// whole groups of 16 positions and the C library's expf for the rest; the softmax sum is taken per 16
+// positions in float and across groups in double; the probabilities are multiplied by the reciprocal of the
+// sum and rounded to F16 before they weight the values.
+//
+// The reference attends over a view of its KV cache padded to a multiple of 32 cells (capped at the cache
+// size), the cells past the sequence masked out: `span` (reference_span()). Padding adds only zeros, but it
+// decides which of the reference's kernels and lane layouts run, so it is part of the order.
+//
+// Two summation orders exist, because the reference uses two kernels. Sixteen lanes below means a float
+// accumulator per lane, each lane's terms added by FMA in position order, the lanes then summed as the tree
+// ((l0+l8) + (l4+l12)) + ... of an AVX-512 horizontal add (sum_16_lanes in attention.cpp).
+// - SumOrder::vector_dot (one query, a decode step): a dot of length n sums its first n - n % 64 terms in
+//   four 16-lane accumulators (element i in accumulator (i / 16) % 4, lane i % 16), folded as
+//   (a0 + a2) + (a1 + a3), then adds the remaining terms one by one in double. Scores are such dots over the
+//   head, weighted values over the span (positions past the sequence add zeros).
+// - SumOrder::tiled (a batch of queries): one 16-lane accumulator per dot, when the dot's length is a
+//   multiple of 16 (scores: head_dim, and the span a multiple of 4; values: the span); otherwise the
+//   vector_dot order.
+// Scalar and AVX2 paths give identical bits. (Pinned by experiment against ../shared/reference: with these
+// orders every logit of every prompt position and greedy step of aidreams260K and of synth11M Q8_0, Q4_0
+// and Q6_K matches the reference to its print precision; with a 16-, 256- or unpadded span, or the
+// AVX2-style exp, some do not.)
+//
+// F32 keys and values (a KV cache stored in F32) take the same orders without the F16 roundings (of the
+// query, the keys, the values and the probabilities): close to the F16 results, not equal to them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "loom/compute/cpu/kernel_path.hpp"
+#include "loom/compute/tensor_type.hpp"
+
+namespace loom::compute {
+
+enum class SumOrder : std::uint8_t { vector_dot, tiled };
+
+struct HeadAttention {
+  const float* query = nullptr;         // head_dim values
+  const void* keys = nullptr;           // of kv_type; storage row r starts at keys + r * stride elements
+  const void* values = nullptr;
+  TensorType kv_type = TensorType::f16;  // f16 or f32
+  std::size_t stride = 0;               // elements from one storage row to the next
+  // Position p is in row block_table[p / block_size] * block_size + p % block_size; without a table
+  // (nullptr) in row p. The table must cover every position and name only rows that exist: the caller checks.
+  const std::int32_t* block_table = nullptr;
+  std::int64_t block_size = 0;          // >= 1 when there is a table
+  std::int64_t positions = 0;           // >= 1
+  std::int64_t head_dim = 0;
+  float scale = 1.0f;                   // applied to every score before the softmax
+  SumOrder order = SumOrder::vector_dot;
+  std::int64_t span = 0;                // cells of the reference's KV view, >= positions; 0: positions
+  float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim)
+  float* out = nullptr;                 // head_dim values
+};
+
+// The reference's KV view for a sequence whose last position is used - 1: used rounded up to a multiple of
+// 32 cells, at most its cache's `capacity` cells (the model's context), never fewer than used.
+constexpr std::int64_t reference_span(std::int64_t used, std::int64_t capacity) noexcept {
+  const std::int64_t padded = (used + 31) / 32 * 32;
+  return padded < capacity ? padded : (capacity > used ? capacity : used);
+}
+
+// Scratch one HeadAttention needs: the scores (padded to whole 16-position groups), the rounded query, each
+// position's storage row (64 bits a position) and 64 rows of partial sums for the weighted values.
+constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim) noexcept {
+  return static_cast<std::size_t>((positions + 15) / 16 * 16 + head_dim + 2 * positions + 64 * ((head_dim + 7) / 8 * 8));
+}
+
+void attend(const HeadAttention& head, KernelPath path);
+void attend(const HeadAttention& head);  // default_kernel_path()
+
+// gate[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)) with the same exp() as the softmax for
+// whole groups of 16 and the C library's expf for the rest (again the reference's arithmetic).
+void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path);
+void swiglu(float* gate, const float* up, std::int64_t n);
+
+// dst[i] = float_to_half(src[i]) for i < n: keys and values entering an F16 cache, eight at a time with F16C
+// on the AVX2 path (the same bits: both round to nearest even).
+void store_as_f16(const float* src, std::uint16_t* dst, std::int64_t n, KernelPath path);
+
+// The vectorised expf, one lane's worth: x = n ln 2 + b, e^b ~ 1 + p(b) (a degree-5 polynomial) rounded to
+// float, then scaled by 2^n with one rounding (the reference's AVX-512 exp, whose result can differ from its
+// AVX2 one in the last bit). Within 2 ulp of expf; 0 below about -104, +inf above about 88.7.
+float vector_expf(float x) noexcept;
+
+// out[i] = vector_expf(x[i]) for i < n, eight lanes at a time on the AVX2 path (the same bits).
+void vector_expf(const float* x, float* out, std::int64_t n, KernelPath path);
+
+}  // namespace loom::compute

@@ -1,0 +1,102 @@
+// LlamaModel: the forward pass of the Llama family (llama, qwen2, qwen3) on the CPU: RMSNorm, rotary
+// embeddings, grouped-query causal attention, SwiGLU, over a batch of steps of several sequences, each of
+// consecutive positions (a prompt's prefill, or one decode token), with keys and values in a PagedKvCache
+// read through each sequence's block table. Activations are F32; weights are used in their stored type
+// through matmul(). All tokens of all sequences go through the matrix products together (one pass over
+// the weights per step, which is where batching pays); attention runs per (sequence, token, head). Scratch
+// is allocated at construction for `max_batch` tokens in all, so a step allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "loom/compute/cpu/kernel_path.hpp"
+#include "loom/compute/cpu/kv_cache.hpp"
+#include "loom/compute/cpu/matmul.hpp"
+#include "loom/compute/cpu/paged_kv_cache.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/model/model_weights.hpp"
+#include "loom/compute/model_config.hpp"
+
+namespace loom::compute {
+
+class LlamaModel {
+ public:
+  LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& pool, std::int64_t max_batch = 512);
+
+  const ModelConfig& config() const noexcept { return config_; }
+  std::int64_t max_batch() const noexcept { return max_batch_; }
+
+  // A pool for this model's layers and KV width: options.budget_bytes, or without a budget room for
+  // `tokens` positions (0: the model's context length).
+  PagedKvCache make_paged_cache(const KvCacheOptions& options = {}, std::int64_t tokens = 0) const;
+  // One sequence's cache of up to `context_length` positions (0: the model's), fewer when a budget in
+  // `options` holds fewer.
+  KvCache make_cache(std::int64_t context_length = 0, const KvCacheOptions& options = {}) const;
+
+  enum class Logits { none, last, all };
+
+  // One sequence's part of a step: tokens[i] at position start + i. Positions before `start` must already
+  // be in the cache, in the blocks block_table names (it must cover start + tokens.size() positions).
+  // Logits::all writes tokens.size() rows of vocab_size logits to `logits`, Logits::last one row (the last
+  // token's), Logits::none nothing (`logits` may be null).
+  struct SequenceStep {
+    std::span<const std::int32_t> tokens;
+    std::int64_t start = 0;
+    std::span<const std::int32_t> block_table;
+    float* logits = nullptr;
+    Logits mode = Logits::last;
+  };
+
+  // Runs one step of several sequences (each at least one token, max_batch tokens in all) and writes their
+  // keys and values into `cache`. A sequence's results do not depend on its physical blocks, nor (beyond
+  // the summation order of F32 weights, single-token vs batch, vec_dot.hpp) on the other sequences of the
+  // step. Throws std::invalid_argument / std::out_of_range for a step that breaks these rules, before any
+  // work. Sequences of one step must not write to the same block (copy-on-write is the caller's).
+  void forward(std::span<const SequenceStep> steps, PagedKvCache& cache);
+
+  // The single-sequence form: feeds tokens[i] at position start + i through `cache`'s own block table;
+  // inputs longer than max_batch are fed in chunks.
+  void forward(std::span<const std::int32_t> tokens, std::int64_t start, KvCache& cache, Logits mode,
+               float* logits);
+
+  // Positions computed (tokens run through the layers) since construction: how tests show, by count, that a
+  // cached prefix was not computed again.
+  std::uint64_t positions_computed() const noexcept { return positions_computed_; }
+
+ private:
+  void check_step(std::span<const SequenceStep> steps, const PagedKvCache& cache) const;
+  void store_keys_values(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps, PagedKvCache& cache);
+  void attention(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps, PagedKvCache& cache);
+  void rotation_angles(std::int64_t n);
+  void rope(float* vectors, std::int64_t heads, std::int64_t n);
+  void output_logits(std::span<const SequenceStep> steps);
+
+  ModelConfig config_;
+  ModelWeights weights_;
+  ThreadPool& pool_;
+  std::int64_t max_batch_;
+  std::uint64_t positions_computed_ = 0;
+  float theta_step_ = 1.0f;         // base^(-2/head_dim): the ratio of consecutive pairs' frequencies
+  float position_scale_ = 1.0f;          // 1 / rope_scale (linear scaling)
+  std::vector<float> frequency_factor_;  // per pair: llama3-style divisor of the angle, else 1
+
+  // Scratch, [max_batch][width] each.
+  std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
+  std::vector<float> scores_;  // [threads][attention_scratch_floats(context, head_dim)]
+  // Per token of the step: its position, and the step (sequence) it belongs to.
+  std::vector<std::int64_t> position_;
+  std::vector<std::int32_t> sequence_of_;
+  // Per token of the step, the cosine and sine of each rotary pair's angle: [max_batch][head_dim / 2][2].
+  // They depend on the position alone, so a step computes them once for every layer, queries and keys.
+  std::vector<float> rotation_;
+  // Logits of several sequences are computed together into this buffer, kLogitRows rows at a time, then
+  // copied to each sequence's own buffer.
+  static constexpr std::int64_t kLogitRows = 64;
+  std::vector<float> staged_logits_;
+  KernelPath kernel_path_ = default_kernel_path();
+  MatmulScratch matmul_scratch_;
+};
+
+}  // namespace loom::compute

@@ -1,0 +1,206 @@
+// Scalar attention and SwiGLU: the definition of the arithmetic (attention.hpp) that attention_avx2.cpp
+// reproduces bit for bit. Lanes and accumulators are spelled out as arrays so that each float operation
+// happens in the same order as in the vector kernels.
+#include "loom/compute/cpu/attention.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "attention_kernels.hpp"
+#include "loom/compute/model/half.hpp"
+
+namespace loom::compute {
+
+float vector_expf(float x) noexcept {
+  // n = round(x / ln 2) by the 1.5 * 2^23 trick, b = x - n ln 2 (ln 2 in two parts), e^b ~ 1 + p(b) rounded
+  // to float, then times 2^n rounded once (exact unless the result is subnormal); |n| > 192 is 0 or inf.
+  const float shifter = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, shifter);
+  const float n = z - shifter;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  if (!(std::fabs(n) <= 192.0f)) return std::isnan(n) ? n : (n <= 0.0f ? 0.0f : INFINITY);
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  return static_cast<float>(std::ldexp(static_cast<double>(j), static_cast<int>(n)));  // exact in double
+}
+
+namespace detail {
+namespace {
+
+// A stored key or value as float: F16 widened, F32 as is.
+float load(std::uint16_t h) { return half_to_float(h); }
+float load(float x) { return x; }
+float f16(float x) { return half_to_float(float_to_half(x)); }
+
+// Sixteen lanes summed as an AVX-512 horizontal add does: lanes l and l + 8, then those four apart, then
+// (t0 + t2) + (t1 + t3).
+float sum_16_lanes(const float* x) {
+  float t[8];
+  for (int i = 0; i < 8; ++i) t[i] = x[8 + i] + x[i];
+  const float t0 = t[4] + t[0], t1 = t[5] + t[1], t2 = t[6] + t[2], t3 = t[7] + t[3];
+  return (t0 + t2) + (t1 + t3);
+}
+
+// The vector_dot order (attention.hpp) of term(0..n-1): four 16-lane accumulators over the first
+// n - n % 64 terms, folded and summed, then the rest in double.
+template <class Term>
+float vector_dot(Term term, std::int64_t n) {
+  const std::int64_t whole = n / 64 * 64;
+  float acc[4][16] = {};
+  for (std::int64_t i = 0; i < whole; ++i) {
+    const auto [a, b] = term(i);
+    acc[(i / 16) % 4][i % 16] = std::fma(a, b, acc[(i / 16) % 4][i % 16]);
+  }
+  float x[16];
+  for (int l = 0; l < 16; ++l) x[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+  double sum = sum_16_lanes(x);
+  for (std::int64_t i = whole; i < n; ++i) {
+    const auto [a, b] = term(i);
+    sum += static_cast<double>(a * b);
+  }
+  return static_cast<float>(sum);
+}
+
+// The tiled order: one 16-lane accumulator (n a multiple of 16 for the reference; here any n).
+template <class Term>
+float tiled_dot(Term term, std::int64_t n) {
+  float acc[16] = {};
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto [a, b] = term(i);
+    acc[i % 16] = std::fma(a, b, acc[i % 16]);
+  }
+  return sum_16_lanes(acc);
+}
+
+struct Pair {
+  float a, b;
+};
+
+template <typename T>
+float score(const T* key, const float* q, std::int64_t n, bool tiled) {
+  const auto term = [&](std::int64_t i) { return Pair{load(key[i]), q[i]}; };
+  return tiled ? tiled_dot(term, n) : vector_dot(term, n);
+}
+
+// Output dimension d; positions from `positions` to the span have probability 0 and add nothing.
+template <typename T>
+float weigh_values(const HeadAttention& h, const AttentionPlan& plan, const float* probabilities,
+                   const std::uint64_t* storage_rows, std::int64_t d) {
+  const T* v = static_cast<const T*>(h.values) + d;
+  const auto term = [&](std::int64_t p) {
+    return p < h.positions ? Pair{load(v[storage_rows[p] * h.stride]), probabilities[p]} : Pair{0.0f, 0.0f};
+  };
+  return plan.tiled_values ? tiled_dot(term, plan.span) : vector_dot(term, plan.span);
+}
+
+// Each position's storage row, found once through the block table and kept for both passes.
+std::uint64_t* find_rows(const HeadAttention& h, float* q) {
+  auto* storage_rows = reinterpret_cast<std::uint64_t*>(q + h.head_dim);
+  PositionRows rows(h);
+  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) storage_rows[p] = rows.row();
+  return storage_rows;
+}
+
+// F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
+template <typename T>
+void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
+  constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
+  const T* keys = static_cast<const T*>(h.keys);
+  float* scores = h.scores;
+  float* q = h.scores + plan.padded_scores;
+  for (std::int64_t d = 0; d < h.head_dim; ++d) q[d] = half_cache ? f16(h.query[d]) : h.query[d];
+  const std::uint64_t* storage_rows = find_rows(h, q);
+
+  float max_score = -INFINITY;
+  for (std::int64_t p = 0; p < h.positions; ++p) {
+    scores[p] = score(keys + storage_rows[p] * h.stride, q, h.head_dim, plan.tiled_scores) * h.scale;
+    max_score = std::max(max_score, scores[p]);
+  }
+  for (std::int64_t p = h.positions; p < plan.padded_scores; ++p) scores[p] = -INFINITY;
+  double sum = 0.0;
+  std::int64_t p0 = 0;
+  for (; p0 + 16 <= plan.span && p0 < h.positions; p0 += 16) {
+    float lane[16];
+    for (int l = 0; l < 16; ++l) scores[p0 + l] = lane[l] = vector_expf(scores[p0 + l] - max_score);
+    sum += static_cast<double>(sum_16_lanes(lane));
+  }
+  for (std::int64_t p = p0; p < h.positions; ++p) sum += static_cast<double>(scores[p] = std::exp(scores[p] - max_score));
+  const auto inverse = static_cast<float>(1.0 / sum);
+  for (std::int64_t p = 0; p < h.positions; ++p) scores[p] = half_cache ? f16(scores[p] * inverse) : scores[p] * inverse;
+
+  for (std::int64_t d = 0; d < h.head_dim; ++d) h.out[d] = weigh_values<T>(h, plan, scores, storage_rows, d);
+}
+
+void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
+  const std::int64_t whole = n / 16 * 16;
+  for (std::int64_t i = 0; i < whole; ++i) gate[i] = gate[i] / (1.0f + vector_expf(0.0f - gate[i])) * up[i];
+  for (std::int64_t i = whole; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace
+
+float weigh_values_one_dim(const HeadAttention& h, const AttentionPlan& plan, const float* probabilities,
+                           const std::uint64_t* storage_rows, std::int64_t d) {
+  return h.kv_type == TensorType::f32 ? weigh_values<float>(h, plan, probabilities, storage_rows, d)
+                                      : weigh_values<std::uint16_t>(h, plan, probabilities, storage_rows, d);
+}
+
+AttentionPlan plan_attention(const HeadAttention& h) {
+  if (h.positions < 1 || h.head_dim < 1 || h.stride < static_cast<std::size_t>(h.head_dim)) {
+    throw std::invalid_argument("attend: needs at least one position, a positive head size and a stride >= it");
+  }
+  if (h.span != 0 && h.span < h.positions) {
+    throw std::invalid_argument("attend: a span of " + std::to_string(h.span) + " cells is shorter than the " +
+                                std::to_string(h.positions) + " positions");
+  }
+  if (h.kv_type != TensorType::f16 && h.kv_type != TensorType::f32) {
+    throw std::invalid_argument("attend: keys and values must be f16 or f32, not " + std::string(name(h.kv_type)));
+  }
+  if (h.block_table != nullptr && h.block_size < 1) throw std::invalid_argument("attend: a block table needs a block size >= 1");
+  AttentionPlan plan;
+  plan.span = h.span != 0 ? h.span : h.positions;
+  plan.padded_scores = (std::max(plan.span, h.positions) + 15) / 16 * 16;
+  // The batch kernel needs whole 16-lane steps along the dot and rows in fours (the keys' rows are the span's
+  // cells, the values' the head's dimensions); otherwise the reference falls back to its one-query kernel,
+  // and so do we.
+  plan.tiled_scores = h.order == SumOrder::tiled && h.head_dim % 16 == 0 && plan.span % 4 == 0;
+  plan.tiled_values = h.order == SumOrder::tiled && plan.span % 16 == 0 && h.head_dim % 4 == 0;
+  plan.f32_cache = h.kv_type == TensorType::f32;
+  return plan;
+}
+
+}  // namespace detail
+
+void attend(const HeadAttention& head, KernelPath path) {
+  const detail::AttentionPlan plan = detail::plan_attention(head);
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::attend_avx2(head, plan);
+  if (plan.f32_cache) return detail::attend_scalar<float>(head, plan);
+  detail::attend_scalar<std::uint16_t>(head, plan);
+}
+
+void attend(const HeadAttention& head) { attend(head, default_kernel_path()); }
+
+void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path) {
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::swiglu_avx2(gate, up, n);
+  detail::swiglu_scalar(gate, up, n);
+}
+
+void swiglu(float* gate, const float* up, std::int64_t n) { swiglu(gate, up, n, default_kernel_path()); }
+
+void vector_expf(const float* x, float* out, std::int64_t n, KernelPath path) {
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::vector_expf_avx2(x, out, n);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = vector_expf(x[i]);
+}
+
+void store_as_f16(const float* src, std::uint16_t* dst, std::int64_t n, KernelPath path) {
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::store_as_f16_avx2(src, dst, n);
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+
+}  // namespace loom::compute

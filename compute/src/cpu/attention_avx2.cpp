@@ -1,0 +1,313 @@
+// AVX2 + FMA + F16C attention and SwiGLU: the arithmetic of attention.cpp, eight lanes at a time.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "attention_kernels.hpp"
+#include "loom/compute/model/half.hpp"
+
+namespace loom::compute::detail {
+namespace {
+
+// (l0+l4 + l2+l6) + (l1+l5 + l3+l7): the last three levels of attention.cpp's sum_16_lanes().
+inline float sum_lanes(__m256 x) {
+  __m128 t = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+  t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  t = _mm_add_ss(t, _mm_movehdup_ps(t));
+  return _mm_cvtss_f32(t);
+}
+
+// Eight stored keys or values as floats: F16 widened, F32 as is.
+inline __m256 load8(const std::uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline float load1(std::uint16_t h) { return half_to_float(h); }
+inline float load1(float x) { return x; }
+inline __m256 round_to_f16(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)); }
+
+// vector_expf() on eight lanes (see attention.cpp for the method). 2^n is built in the exponent field;
+// beyond |n| > 126 it is not a normal float, so such lanes scale in two steps, the first exact.
+inline __m256 exp8(__m256 x) {
+  const __m256 shifter = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shifter);
+  const __m256 n = _mm256_sub_ps(z, shifter);
+  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 u = _mm256_mul_ps(b, b);
+  const __m256 j = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);  // n << 23: z's low bits hold n
+  const __m256i one = _mm256_castps_si256(_mm256_set1_ps(1.0f));
+  const __m256 normal = _mm256_mul_ps(j, _mm256_castsi256_ps(_mm256_add_epi32(e, one)));
+  const __m256 magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+  const __m256 big = _mm256_cmp_ps(magnitude, _mm256_set1_ps(126.0f), _CMP_GT_OQ);
+  if (_mm256_movemask_ps(big) == 0) return normal;
+  // j * 2^(n -+ 100) is exact; times 2^(+-100) rounds once, as a single scaling by 2^n would.
+  const __m256 nonpositive = _mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ);
+  const __m256i hundred = _mm256_set1_epi32(100 << 23);
+  const __m256i toward = _mm256_blendv_epi8(_mm256_sub_epi32(_mm256_setzero_si256(), hundred), hundred,
+                                            _mm256_castps_si256(nonpositive));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_add_epi32(e, one), toward));
+  const __m256 s1 = _mm256_blendv_ps(_mm256_set1_ps(0x1p100f), _mm256_set1_ps(0x1p-100f), nonpositive);
+  const __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(j, s2), s1);
+  const __m256 huge = _mm256_cmp_ps(magnitude, _mm256_set1_ps(192.0f), _CMP_GT_OQ);
+  const __m256 limit = _mm256_blendv_ps(_mm256_set1_ps(INFINITY), _mm256_setzero_ps(), nonpositive);
+  return _mm256_blendv_ps(_mm256_blendv_ps(normal, scaled, big), limit, huge);
+}
+
+// Sixteen lanes held as two 8-lane halves, summed as attention.cpp's sum_16_lanes(): lane l of the low half
+// with lane l of the high one, then as sum_lanes().
+inline float sum_16_lanes(__m256 lo, __m256 hi) { return sum_lanes(_mm256_add_ps(hi, lo)); }
+
+// The tiled order (n a multiple of 16): one 16-lane accumulator.
+template <typename T>
+float score_tiled(const T* key, const float* q, std::int64_t n) {
+  __m256 lo = _mm256_setzero_ps(), hi = lo;
+  for (std::int64_t i = 0; i < n; i += 16) {
+    lo = _mm256_fmadd_ps(load8(key + i), _mm256_loadu_ps(q + i), lo);
+    hi = _mm256_fmadd_ps(load8(key + i + 8), _mm256_loadu_ps(q + i + 8), hi);
+  }
+  return sum_16_lanes(lo, hi);
+}
+
+// The vector_dot order's lanes: four 16-lane accumulators (accumulator u / 2, half u % 2 of acc[u]) over the
+// first n - n % 64 elements, folded as (a0 + a2) + (a1 + a3) and summed.
+template <typename T>
+float score_lanes(const T* key, const float* q, std::int64_t n) {
+  const std::int64_t whole = n / 64 * 64;
+  __m256 acc[8];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (std::int64_t i = 0; i < whole; i += 64) {
+    for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(load8(key + i + 8 * u), _mm256_loadu_ps(q + i + 8 * u), acc[u]);
+  }
+  const __m256 lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+  const __m256 hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+  return sum_16_lanes(lo, hi);
+}
+
+// The whole vector_dot order for one position: the lanes, then the rest added one by one in double.
+template <typename T>
+float score_vector_dot(const T* key, const float* q, std::int64_t n) {
+  double sum = score_lanes(key, q, n);
+  for (std::int64_t i = n / 64 * 64; i < n; ++i) sum += static_cast<double>(load1(key[i]) * q[i]);
+  return static_cast<float>(sum);
+}
+
+// The same for four positions at once when the rest is whole groups of 8 (n % 8 == 0): the rest's double
+// sums, one chain per position, run side by side in the lanes of one double vector, the products transposed
+// from per-position registers to per-element ones. (One chain alone waits on the add latency at every
+// element: a 32-dim head spent most of a decode step's attention there.)
+template <typename T>
+void score_vector_dot4(const T* const* key, const float* q, std::int64_t n, float* out) {
+  const std::int64_t whole = n / 64 * 64;
+  __m256d sum = whole > 0 ? _mm256_set_pd(score_lanes(key[3], q, n), score_lanes(key[2], q, n),
+                                          score_lanes(key[1], q, n), score_lanes(key[0], q, n))
+                          : _mm256_setzero_pd();
+  for (std::int64_t i = whole; i < n; i += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + i);
+    const __m256 p0 = _mm256_mul_ps(load8(key[0] + i), qv), p1 = _mm256_mul_ps(load8(key[1] + i), qv);
+    const __m256 p2 = _mm256_mul_ps(load8(key[2] + i), qv), p3 = _mm256_mul_ps(load8(key[3] + i), qv);
+    const __m256 t0 = _mm256_unpacklo_ps(p0, p1), t1 = _mm256_unpackhi_ps(p0, p1);
+    const __m256 t2 = _mm256_unpacklo_ps(p2, p3), t3 = _mm256_unpackhi_ps(p2, p3);
+    // e[k]: element k (low half) and element k + 4 (high half) of the four positions, position j in lane j.
+    const __m256 e[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                         _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+    for (int k = 0; k < 4; ++k) sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e[k])));
+    for (int k = 0; k < 4; ++k) sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e[k], 1)));
+  }
+  _mm_storeu_ps(out, _mm256_cvtpd_ps(sum));
+}
+
+// The weighted values of the first `dims` outputs (a multiple of 8), positions [0, count) summed in `slots`
+// partial sums, position i into slot i % slots (each slot adds its positions by FMA in order), then the slots
+// summed per output as the lanes of the orders in attention.hpp: 16 slots are one 16-lane accumulator, 64
+// are four, folded first. partial has slots * dims floats. Vectorised across outputs, so every output gets
+// the same float operations as attention.cpp's one-output loops.
+template <typename T>
+void sum_in_slots(const HeadAttention& h, const float* p, const std::uint64_t* storage_rows, std::int64_t count,
+                  int slots, std::int64_t dims, float* partial, float* out) {
+  const T* v = static_cast<const T*>(h.values);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const T* row = v + storage_rows[i] * h.stride;
+    float* slot = partial + (i % slots) * dims;
+    const __m256 weight = _mm256_set1_ps(p[i]);
+    const bool first = i < slots;
+    for (std::int64_t d = 0; d < dims; d += 8) {
+      const __m256 before = first ? _mm256_setzero_ps() : _mm256_loadu_ps(slot + d);
+      _mm256_storeu_ps(slot + d, _mm256_fmadd_ps(load8(row + d), weight, before));
+    }
+  }
+  for (std::int64_t i = count; i < slots; ++i) std::fill_n(partial + i * dims, dims, 0.0f);
+  for (std::int64_t d = 0; d < dims; d += 8) {
+    const auto slot = [&](int k) { return _mm256_loadu_ps(partial + k * dims + d); };
+    __m256 x[16];
+    for (int l = 0; l < 16; ++l) {
+      x[l] = slots == 64 ? _mm256_add_ps(_mm256_add_ps(slot(l), slot(32 + l)), _mm256_add_ps(slot(16 + l), slot(48 + l)))
+                         : slot(l);
+    }
+    __m256 t[8];
+    for (int i = 0; i < 8; ++i) t[i] = _mm256_add_ps(x[8 + i], x[i]);
+    const __m256 t0 = _mm256_add_ps(t[4], t[0]), t1 = _mm256_add_ps(t[5], t[1]);
+    const __m256 t2 = _mm256_add_ps(t[6], t[2]), t3 = _mm256_add_ps(t[7], t[3]);
+    _mm256_storeu_ps(out + d, _mm256_add_ps(_mm256_add_ps(t0, t2), _mm256_add_ps(t1, t3)));
+  }
+}
+
+// out[d0..d0+8*Groups) += positions [first, positions) of the weighted values, each float(value * probability)
+// added in double, position after position (the vector_dot order's rest); out holds the float sum so far.
+// Positions are the outer loop so that the 2 * Groups double accumulators are independent chains.
+template <typename T, int Groups>
+void add_rest_in_double(const HeadAttention& h, const float* p, const std::uint64_t* storage_rows, std::int64_t first,
+                        std::int64_t d0, float* out) {
+  const T* v = static_cast<const T*>(h.values) + d0;
+  __m256d acc[2 * Groups];
+  for (int g = 0; g < Groups; ++g) {
+    const __m256 start = _mm256_loadu_ps(out + 8 * g);
+    acc[2 * g] = _mm256_cvtps_pd(_mm256_castps256_ps128(start));
+    acc[2 * g + 1] = _mm256_cvtps_pd(_mm256_extractf128_ps(start, 1));
+  }
+  for (std::int64_t i = first; i < h.positions; ++i) {
+    const T* row = v + storage_rows[i] * h.stride;
+    const __m256 weight = _mm256_set1_ps(p[i]);
+    for (int g = 0; g < Groups; ++g) {
+      const __m256 product = _mm256_mul_ps(load8(row + 8 * g), weight);
+      acc[2 * g] = _mm256_add_pd(acc[2 * g], _mm256_cvtps_pd(_mm256_castps256_ps128(product)));
+      acc[2 * g + 1] = _mm256_add_pd(acc[2 * g + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(product, 1)));
+    }
+  }
+  for (int g = 0; g < Groups; ++g) {
+    _mm256_storeu_ps(out + 8 * g, _mm256_set_m128(_mm256_cvtpd_ps(acc[2 * g + 1]), _mm256_cvtpd_ps(acc[2 * g])));
+  }
+}
+
+// F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
+template <typename T>
+void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
+  constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
+  const T* keys = static_cast<const T*>(h.keys);
+  float* scores = h.scores;
+  float* q = h.scores + plan.padded_scores;
+  std::int64_t d = 0;
+  for (; d + 8 <= h.head_dim; d += 8) {
+    const __m256 x = _mm256_loadu_ps(h.query + d);
+    _mm256_storeu_ps(q + d, half_cache ? round_to_f16(x) : x);
+  }
+  for (; d < h.head_dim; ++d) q[d] = half_cache ? half_to_float(float_to_half(h.query[d])) : h.query[d];
+
+  // Each position's storage row, found once through the block table and kept for both passes. After the
+  // rounded query: head_dim is even, so 8-byte aligned when the scratch is. In a decode step this head's
+  // keys and values (short rows at the KV row stride) were evicted by the weights streamed since the layer
+  // last ran: ask for all of them at once, so the misses overlap.
+  auto* storage_rows = reinterpret_cast<std::uint64_t*>(q + h.head_dim);
+  const std::size_t row_bytes = static_cast<std::size_t>(h.head_dim) * sizeof(T);
+  const T* values = static_cast<const T*>(h.values);
+  PositionRows rows(h);
+  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) {
+    storage_rows[p] = rows.row();
+    for (std::size_t line = 0; line < row_bytes; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(keys + rows.offset()) + line, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(values + rows.offset()) + line, _MM_HINT_T0);
+    }
+  }
+  std::int64_t scored = 0;
+  if (!plan.tiled_scores && h.head_dim % 8 == 0) {
+    for (; scored + 4 <= h.positions; scored += 4) {
+      const T* key[4];
+      for (int j = 0; j < 4; ++j) key[j] = keys + storage_rows[scored + j] * h.stride;
+      score_vector_dot4(key, q, h.head_dim, scores + scored);
+    }
+  }
+  for (; scored < h.positions; ++scored) {
+    const T* key = keys + storage_rows[scored] * h.stride;
+    scores[scored] = plan.tiled_scores ? score_tiled(key, q, h.head_dim) : score_vector_dot(key, q, h.head_dim);
+  }
+  float max_score = -INFINITY;
+  for (std::int64_t p = 0; p < h.positions; ++p) {
+    scores[p] *= h.scale;
+    max_score = scores[p] > max_score ? scores[p] : max_score;
+  }
+  for (std::int64_t p = h.positions; p < plan.padded_scores; ++p) scores[p] = -INFINITY;
+  const __m256 max8 = _mm256_set1_ps(max_score);
+  double sum = 0.0;
+  std::int64_t p0 = 0;
+  for (; p0 + 16 <= plan.span && p0 < h.positions; p0 += 16) {
+    const __m256 lo = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p0), max8));
+    const __m256 hi = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p0 + 8), max8));
+    _mm256_storeu_ps(scores + p0, lo);
+    _mm256_storeu_ps(scores + p0 + 8, hi);
+    sum += static_cast<double>(sum_16_lanes(lo, hi));
+  }
+  for (std::int64_t p = p0; p < h.positions; ++p) sum += static_cast<double>(scores[p] = std::exp(scores[p] - max_score));
+  const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+  for (std::int64_t p = 0; p < h.positions; p += 8) {
+    const __m256 probability = _mm256_mul_ps(_mm256_loadu_ps(scores + p), inverse);
+    _mm256_storeu_ps(scores + p, half_cache ? round_to_f16(probability) : probability);
+  }
+
+  // The weighted values: the tiled order is 16 slots over every position; the vector_dot order 64 slots over
+  // the span's whole 64-cell steps, then the rest in double.
+  const std::int64_t dims = h.head_dim / 8 * 8;
+  float* partial = reinterpret_cast<float*>(storage_rows + h.positions);
+  if (dims > 0) {
+    if (plan.tiled_values) {
+      sum_in_slots<T>(h, scores, storage_rows, h.positions, 16, dims, partial, h.out);
+    } else {
+      const std::int64_t in_slots = std::min(h.positions, plan.span / 64 * 64);
+      if (in_slots > 0) {
+        sum_in_slots<T>(h, scores, storage_rows, in_slots, 64, dims, partial, h.out);
+      } else {
+        std::fill_n(h.out, dims, 0.0f);
+      }
+      d = 0;
+      for (; d + 32 <= dims; d += 32) add_rest_in_double<T, 4>(h, scores, storage_rows, in_slots, d, h.out + d);
+      for (; d < dims; d += 8) add_rest_in_double<T, 1>(h, scores, storage_rows, in_slots, d, h.out + d);
+    }
+  }
+  for (d = dims; d < h.head_dim; ++d) h.out[d] = weigh_values_one_dim(h, plan, scores, storage_rows, d);
+}
+
+}  // namespace
+
+void attend_avx2(const HeadAttention& h, const AttentionPlan& plan) {
+  if (plan.f32_cache) return attend_typed<float>(h, plan);
+  attend_typed<std::uint16_t>(h, plan);
+}
+
+void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) dst[i] = static_cast<std::uint16_t>(_cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT));
+}
+
+void vector_expf_avx2(const float* x, float* out, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, exp8(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    float in[8] = {}, result[8];
+    std::copy(x + i, x + n, in);
+    _mm256_storeu_ps(result, exp8(_mm256_loadu_ps(in)));
+    std::copy(result, result + (n - i), out + i);
+  }
+}
+
+void swiglu_avx2(float* gate, const float* up, std::int64_t n) {
+  // Whole groups of 16 through exp8 (the reference's 16-lane register), the rest through the C library.
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const std::int64_t whole = n / 16 * 16;
+  std::int64_t i = 0;
+  for (; i < whole; i += 8) {
+    const __m256 x = _mm256_loadu_ps(gate + i);
+    const __m256 silu = _mm256_div_ps(x, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace loom::compute::detail

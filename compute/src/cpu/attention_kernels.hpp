@@ -1,0 +1,66 @@
+// Internal: what attention.cpp decides once per head and hands to a kernel path, and the AVX2 entry points
+// (defined in attention_avx2.cpp, compiled for AVX2 + FMA + F16C).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "loom/compute/cpu/attention.hpp"
+
+namespace loom::compute::detail {
+
+// Internal linkage on purpose: attention_avx2.cpp is compiled for AVX2, and one shared inline copy could be
+// the AVX2 one (compute/README.md, "SIMD files").
+namespace {
+
+// Walks positions 0, 1, 2, ... of a head and gives each one's offset (in elements) in the K/V storage,
+// without a division per position.
+class PositionRows {
+ public:
+  explicit PositionRows(const HeadAttention& h)
+      : table_(h.block_table != nullptr ? h.block_table : &kNoTable),
+        block_size_(h.block_table != nullptr ? h.block_size : h.positions),
+        stride_(h.stride) {}
+  std::size_t row() const noexcept {
+    return static_cast<std::size_t>(table_[block_]) * static_cast<std::size_t>(block_size_) + static_cast<std::size_t>(slot_);
+  }
+  std::size_t offset() const noexcept { return row() * stride_; }
+  void next() noexcept {
+    if (++slot_ == block_size_) {
+      slot_ = 0;
+      ++block_;
+    }
+  }
+
+ private:
+  static constexpr std::int32_t kNoTable = 0;  // one block holding every position: row p is position p
+  const std::int32_t* table_;
+  std::int64_t block_size_;
+  std::size_t stride_;
+  std::int64_t block_ = 0;
+  std::int64_t slot_ = 0;
+};
+
+}  // namespace
+
+struct AttentionPlan {
+  std::int64_t span = 0;              // cells of the reference's KV view (HeadAttention::span, or positions)
+  std::int64_t padded_scores = 0;     // scores kept, rounded up to whole 16-position groups
+  bool tiled_scores = false;          // scores in SumOrder::tiled (else vector_dot)
+  bool tiled_values = false;          // weighted values in SumOrder::tiled (else vector_dot)
+  bool f32_cache = false;             // keys and values are F32 (else F16)
+};
+
+AttentionPlan plan_attention(const HeadAttention& head);  // validates the arguments
+
+// Output dimension d of the weighted sum of values (the scalar definition; the AVX2 path uses it for head
+// sizes that are not a multiple of 8). storage_rows[p] is position p's row.
+float weigh_values_one_dim(const HeadAttention& head, const AttentionPlan& plan, const float* probabilities,
+                           const std::uint64_t* storage_rows, std::int64_t d);
+
+void attend_avx2(const HeadAttention& head, const AttentionPlan& plan);
+void swiglu_avx2(float* gate, const float* up, std::int64_t n);
+void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n);
+void vector_expf_avx2(const float* x, float* out, std::int64_t n);
+
+}  // namespace loom::compute::detail

@@ -1,0 +1,229 @@
+#include "loom/compute/cpu/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <unordered_set>
+
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/text/vocabulary.hpp"
+
+namespace loom::compute {
+
+namespace {
+
+
+void check_options(const LoadOptions& o) {
+  const auto out_of_range = [](const std::string& field, std::int64_t value, std::int64_t low, std::int64_t high) {
+    if (value < low || value > high) {
+      throw std::invalid_argument("load option " + field + " = " + std::to_string(value) + " is outside [" +
+                                  std::to_string(low) + ", " + std::to_string(high) + "]");
+    }
+  };
+  if (o.model_path.empty()) throw std::invalid_argument("load option model_path is empty");
+  out_of_range("threads", o.threads, 0, LoadOptions::kMaxThreads);
+  out_of_range("max_batch_tokens", o.max_batch_tokens, 1, LoadOptions::kMaxBatchTokens);
+  out_of_range("kv_tokens", o.kv_tokens, 0, LoadOptions::kMaxKvTokens);
+  out_of_range("kv_contexts", o.kv_contexts, 1, LoadOptions::kMaxKvContexts);
+  out_of_range("kv.block_size", o.kv.block_size, 1, PagedKvCache::kMaxBlockSize);
+}
+
+// The model's vocabulary: from the tokenizer file when one is named, else from the GGUF model itself.
+Vocabulary load_vocabulary(const LoadOptions& o, const LoadedModel& loaded) {
+  if (!o.tokenizer_path.empty()) {
+    if (GgufFile::has_magic(o.tokenizer_path)) return Vocabulary::from_gguf(GgufFile::open(o.tokenizer_path));
+    return Vocabulary::from_llama2c_tokenizer(o.tokenizer_path, static_cast<std::int32_t>(loaded.config().vocab_size));
+  }
+  if (loaded.gguf() == nullptr) {
+    throw std::invalid_argument(o.model_path + " is a llama2.c checkpoint, which holds no vocabulary: give a tokenizer path");
+  }
+  return Vocabulary::from_gguf(*loaded.gguf());
+}
+
+// Field by field, so that a sequence cannot change its parameters halfway without being told it must
+// start a fresh sampler.
+bool same_sampling(const SamplerConfig& a, const SamplerConfig& b) {
+  return std::tie(a.temperature, a.top_k, a.top_p, a.min_p, a.repetition_penalty, a.penalty_last_n,
+                  a.frequency_penalty, a.presence_penalty, a.logit_bias, a.seed) ==
+         std::tie(b.temperature, b.top_k, b.top_p, b.min_p, b.repetition_penalty, b.penalty_last_n,
+                  b.frequency_penalty, b.presence_penalty, b.logit_bias, b.seed);
+}
+
+std::string name(SequenceId sequence) { return "sequence " + std::to_string(sequence); }
+
+}  // namespace
+
+std::unique_ptr<CpuBackend> CpuBackend::load(const LoadOptions& options) {
+  check_options(options);
+  auto loaded = LoadedModel::open(options.model_path);
+  auto tokenizer = std::make_shared<const Tokenizer>(load_vocabulary(options, *loaded));
+  if (tokenizer->vocabulary().size() != loaded->config().vocab_size) {
+    throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer->vocabulary().size()) +
+                                " tokens, the model " + std::to_string(loaded->config().vocab_size));
+  }
+  return std::make_unique<CpuBackend>(std::move(loaded), std::move(tokenizer), options);
+}
+
+std::unique_ptr<Backend> load_cpu_backend(const LoadOptions& options) { return CpuBackend::load(options); }
+
+CpuBackend::CpuBackend(std::unique_ptr<LoadedModel> loaded,
+                           std::shared_ptr<const Tokenizer> tokenizer, const LoadOptions& options)
+    : loaded_(std::move(loaded)),
+      tokenizer_(std::move(tokenizer)),
+      pool_(std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : physical_core_count())),
+      model_(std::make_unique<LlamaModel>(loaded_->config(), loaded_->weights(), *pool_, options.max_batch_tokens)),
+      cache_(model_->make_paged_cache(options.kv, options.kv_tokens > 0 ? options.kv_tokens
+                                                                        : options.kv_contexts * loaded_->config().context_length)) {
+  if (loaded_->gguf() != nullptr) {
+    if (auto source = loaded_->gguf()->find_string("tokenizer.chat_template")) chat_template_source_ = std::string(*source);
+  }
+}
+
+BackendInfo CpuBackend::info() const {
+  return BackendInfo{.config = model_->config(),
+                     .kv_block_size = cache_.block_size(),
+                     .kv_blocks = cache_.blocks(),
+                     .kv_bytes = cache_.bytes(),
+                     .max_batch_tokens = model_->max_batch(),
+                     .chat_template_source = chat_template_source_};
+}
+
+// Everything is checked before a block is copied or a position written, with the sequence's id in the
+// message (the forward pass checks its inputs again, by position in the step).
+void CpuBackend::check(const StepBatch& batch) {
+  if (batch.sequences.empty()) throw std::invalid_argument("a step needs at least one sequence");
+  const auto vocab = static_cast<std::int32_t>(model_->config().vocab_size);
+  const std::int64_t context = model_->config().context_length;
+  std::unordered_set<SequenceId> seen;
+  std::int64_t total = 0;
+  for (const StepSequence& s : batch.sequences) {
+    if (!seen.insert(s.sequence).second) throw std::invalid_argument(name(s.sequence) + " appears twice in the step");
+    const auto n = static_cast<std::int64_t>(s.tokens.size());
+    if (n == 0) throw std::invalid_argument(name(s.sequence) + " has no tokens");
+    if (s.start < 0 || s.start > context - n) {
+      throw std::out_of_range(name(s.sequence) + ": positions " + std::to_string(s.start) + " + " + std::to_string(n) +
+                              " exceed the context length " + std::to_string(context));
+    }
+    for (const std::int32_t token : s.tokens) {
+      if (token < 0 || token >= vocab) {
+        throw std::out_of_range(name(s.sequence) + ": token id " + std::to_string(token) + " is outside the vocabulary");
+      }
+    }
+    try {
+      cache_.check_table(s.block_table, s.start + n);
+    } catch (const std::out_of_range& e) {
+      throw std::out_of_range(name(s.sequence) + ": " + e.what());
+    }
+    total += n;
+    if (s.logprobs < 0 || s.logprobs > std::min(kMaxLogprobs, vocab)) {
+      throw std::invalid_argument(name(s.sequence) + ": logprobs " + std::to_string(s.logprobs) + " is outside [0, " +
+                                  std::to_string(std::min(kMaxLogprobs, vocab)) + "]");
+    }
+    if (!s.sample) continue;
+    const auto it = samplers_.find(s.sequence);
+    if (it != samplers_.end() && !same_sampling(it->second.config(), s.sampler)) {
+      throw std::invalid_argument(name(s.sequence) + " changed its sampling parameters; release it to start afresh");
+    }
+  }
+  if (total > model_->max_batch()) {
+    throw std::invalid_argument("a step of " + std::to_string(total) + " tokens exceeds the " +
+                                std::to_string(model_->max_batch()) + " tokens a step may hold");
+  }
+  for (const BlockCopy& copy : batch.copies) {
+    for (const BlockId block : {copy.source, copy.destination}) {
+      if (block < 0 || block >= cache_.blocks()) {
+        throw std::out_of_range("block copy " + std::to_string(copy.source) + " -> " + std::to_string(copy.destination) +
+                                ": block " + std::to_string(block) + " is outside the pool of " +
+                                std::to_string(cache_.blocks()));
+      }
+    }
+  }
+  // New samplers last: their constructor checks the parameters, and nothing is kept for a failed check.
+  for (const StepSequence& s : batch.sequences) {
+    if (s.sample && !samplers_.contains(s.sequence)) {
+      try {
+        Sampler probe(s.sampler, vocab);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(name(s.sequence) + ": " + e.what());
+      }
+    }
+  }
+}
+
+StepResult CpuBackend::run(const StepBatch& batch) {
+  check(batch);
+  for (const BlockCopy& copy : batch.copies) {
+    cache_.copy_block(copy.source, copy.destination);
+  }
+  const auto vocab = static_cast<std::size_t>(model_->config().vocab_size);
+  const auto sampling = static_cast<std::size_t>(
+      std::count_if(batch.sequences.begin(), batch.sequences.end(), [](const StepSequence& s) { return s.sample; }));
+  if (logits_.size() < sampling * vocab) logits_.resize(sampling * vocab);
+  steps_.clear();
+  std::size_t row = 0;
+  for (const StepSequence& s : batch.sequences) {
+    LlamaModel::SequenceStep step;
+    step.tokens = s.tokens;
+    step.start = s.start;
+    step.block_table = s.block_table;
+    step.mode = s.sample ? LlamaModel::Logits::last : LlamaModel::Logits::none;
+    step.logits = s.sample ? logits_.data() + vocab * row++ : nullptr;
+    steps_.push_back(step);
+  }
+  model_->forward(steps_, cache_);
+
+  StepResult result;
+  result.sampled.reserve(sampling);
+  row = 0;
+  for (const StepSequence& s : batch.sequences) {
+    if (!s.sample) continue;
+    result.sampled.push_back(sample(s, std::span<const float>(logits_.data() + vocab * row++, vocab)));
+  }
+  return result;
+}
+
+SampledToken CpuBackend::sample(const StepSequence& sequence, std::span<const float> logits) {
+  auto it = samplers_.find(sequence.sequence);
+  if (it == samplers_.end()) {
+    it = samplers_.try_emplace(sequence.sequence, sequence.sampler, static_cast<std::int32_t>(logits.size())).first;
+  }
+  SampledToken out;
+  out.sequence = sequence.sequence;
+  out.token = it->second.sample(logits, sequence.history);
+  if (sequence.logprobs == 0) return out;
+
+  // log softmax(logits)[t] = logit[t] - max - log(sum exp(logit - max)); NaN logits count as impossible.
+  float max_logit = -INFINITY;
+  for (const float l : logits) {
+    if (l > max_logit) max_logit = l;
+  }
+  double sum = 0.0;
+  for (const float l : logits) {
+    if (!std::isnan(l)) sum += std::exp(static_cast<double>(l) - max_logit);
+  }
+  const double log_sum = std::log(sum) + max_logit;
+  const auto logprob = [&](std::int32_t token) {
+    const float l = logits[static_cast<std::size_t>(token)];
+    return std::isnan(l) ? -INFINITY : static_cast<float>(l - log_sum);
+  };
+  out.logprob = logprob(out.token);
+  // The k best by (logit descending, id ascending), NaN last.
+  std::vector<std::int32_t> ids(logits.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i);
+  const auto better = [&](std::int32_t a, std::int32_t b) {
+    const float la = logits[static_cast<std::size_t>(a)], lb = logits[static_cast<std::size_t>(b)];
+    if (std::isnan(la) || std::isnan(lb)) return !std::isnan(la) && std::isnan(lb);
+    return la != lb ? la > lb : a < b;
+  };
+  const auto k = static_cast<std::size_t>(sequence.logprobs);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), better);
+  out.top.reserve(k);
+  for (std::size_t i = 0; i < k; ++i) out.top.push_back(TokenLogprob{ids[i], logprob(ids[i])});
+  return out;
+}
+
+}  // namespace loom::compute

@@ -1,0 +1,331 @@
+#include "loom/compute/cpu/llama_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "loom/compute/cpu/attention.hpp"
+#include "loom/compute/cpu/dequantize.hpp"
+#include "loom/compute/cpu/rotary.hpp"
+#include "loom/compute/model/half.hpp"
+
+namespace loom::compute {
+namespace {
+
+const float* f32(const TensorView* t) { return reinterpret_cast<const float*>(t->data); }
+
+// out = x / rms(x) * weight, over n values.
+void rms_norm(const float* x, const float* weight, float* out, std::int64_t n, float epsilon) {
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) sum += x[i] * x[i];  // float squares, double sum
+  const auto mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + epsilon);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void add_bias(float* rows, const TensorView* bias, std::int64_t n, std::int64_t width) {
+  if (bias == nullptr) return;
+  const float* b = f32(bias);
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t i = 0; i < width; ++i) rows[t * width + i] += b[i];
+  }
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& pool, std::int64_t max_batch)
+    : config_(config), weights_(std::move(weights)), pool_(pool), max_batch_(std::max<std::int64_t>(1, max_batch)) {
+  const auto& c = config_;
+  if (c.head_dim % 2 != 0) throw std::invalid_argument("head dimension must be even, got " + std::to_string(c.head_dim));
+  if (c.kv_heads <= 0 || c.heads % c.kv_heads != 0) {
+    throw std::invalid_argument("attention heads (" + std::to_string(c.heads) + ") must be a multiple of the KV heads (" +
+                                std::to_string(c.kv_heads) + ")");
+  }
+  const std::int64_t pairs = c.head_dim / 2;
+  theta_step_ = std::pow(c.rope_freq_base, -2.0f / static_cast<float>(c.head_dim));
+  frequency_factor_.assign(static_cast<std::size_t>(pairs), 1.0f);
+  if (weights_.rope_freqs != nullptr) {
+    for (std::int64_t i = 0; i < pairs; ++i) frequency_factor_[static_cast<std::size_t>(i)] = f32(weights_.rope_freqs)[i];
+  }
+  position_scale_ = 1.0f / c.rope_scale;
+
+
+  const auto b = static_cast<std::size_t>(max_batch_);
+  x_.resize(b * c.dim);
+  xn_.resize(b * std::max(c.dim, c.q_dim()));
+  q_.resize(b * c.q_dim());
+  k_.resize(b * c.kv_dim());
+  v_.resize(b * c.kv_dim());
+  attn_.resize(b * c.q_dim());
+  gate_.resize(b * c.ffn_dim);
+  up_.resize(b * c.ffn_dim);
+  scores_.resize(static_cast<std::size_t>(pool_.size()) * attention_scratch_floats(c.context_length, c.head_dim));
+  matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}), pool_.size());
+  position_.resize(b);
+  rotation_.resize(b * static_cast<std::size_t>(c.head_dim));
+  sequence_of_.resize(b);
+  staged_logits_.resize(static_cast<std::size_t>(std::min(kLogitRows, max_batch_) * c.vocab_size));
+}
+
+PagedKvCache LlamaModel::make_paged_cache(const KvCacheOptions& options, std::int64_t tokens) const {
+  return PagedKvCache::sized(config_.layers, config_.kv_dim(), tokens > 0 ? tokens : config_.context_length, options);
+}
+
+KvCache LlamaModel::make_cache(std::int64_t context_length, const KvCacheOptions& options) const {
+  const std::int64_t context = context_length > 0 ? context_length : config_.context_length;
+  return KvCache(make_paged_cache(options, context), context);
+}
+
+void LlamaModel::forward(std::span<const std::int32_t> tokens, std::int64_t start, KvCache& cache, Logits mode,
+                         float* logits) {
+  const auto total = static_cast<std::int64_t>(tokens.size());
+  if (start < 0 || start + total > cache.context_length()) {
+    throw std::out_of_range("positions " + std::to_string(start) + ".." + std::to_string(start + total) +
+                            " exceed the KV cache's context of " + std::to_string(cache.context_length()));
+  }
+  for (auto token : tokens) {  // all of them before the first chunk runs
+    if (token < 0 || token >= config_.vocab_size) {
+      throw std::out_of_range("token id " + std::to_string(token) + " outside the vocabulary [0, " +
+                              std::to_string(config_.vocab_size) + ")");
+    }
+  }
+  for (std::int64_t done = 0; done < total; done += max_batch_) {
+    const std::int64_t n = std::min(max_batch_, total - done);
+    const bool last_chunk = done + n == total;
+    SequenceStep step;
+    step.tokens = tokens.subspan(static_cast<std::size_t>(done), static_cast<std::size_t>(n));
+    step.start = start + done;
+    step.block_table = cache.block_table();
+    step.mode = mode == Logits::all ? Logits::all : (last_chunk ? mode : Logits::none);
+    step.logits = mode == Logits::all ? logits + done * config_.vocab_size : logits;
+    forward({&step, 1}, cache.pages());
+  }
+}
+
+void LlamaModel::check_step(std::span<const SequenceStep> steps, const PagedKvCache& cache) const {
+  const auto& c = config_;
+  if (cache.layers() != c.layers || cache.kv_dim() != c.kv_dim()) {
+    throw std::invalid_argument("a KV cache of " + std::to_string(cache.layers()) + " layers x " +
+                                std::to_string(cache.kv_dim()) + " does not fit this model's " +
+                                std::to_string(c.layers) + " x " + std::to_string(c.kv_dim()));
+  }
+  if (steps.empty()) throw std::invalid_argument("a step needs at least one sequence");
+  std::int64_t total = 0;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const SequenceStep& step = steps[s];
+    const auto n = static_cast<std::int64_t>(step.tokens.size());
+    const auto which = [s] { return "sequence " + std::to_string(s) + " of the step"; };  // only on error
+    if (n == 0) throw std::invalid_argument(which() + " has no tokens");
+    if (step.start < 0 || step.start + n > c.context_length) {
+      throw std::out_of_range(which() + ": positions " + std::to_string(step.start) + ".." +
+                              std::to_string(step.start + n) + " exceed the context length " +
+                              std::to_string(c.context_length));
+    }
+    for (auto token : step.tokens) {
+      if (token < 0 || token >= c.vocab_size) {
+        throw std::out_of_range(which() + ": token id " + std::to_string(token) + " outside the vocabulary [0, " +
+                                std::to_string(c.vocab_size) + ")");
+      }
+    }
+    if (step.mode != Logits::none && step.logits == nullptr) throw std::invalid_argument(which() + " wants logits but gives no buffer");
+    cache.check_table(step.block_table, step.start + n);
+    total += n;
+  }
+  if (total > max_batch_) {
+    throw std::invalid_argument("a step of " + std::to_string(total) + " tokens exceeds the batch of " +
+                                std::to_string(max_batch_) + " this model was built for");
+  }
+}
+
+void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cache) {
+  check_step(steps, cache);
+  for (const SequenceStep& step : steps) positions_computed_ += step.tokens.size();
+  const auto& c = config_;
+  const TensorView& embd = *weights_.token_embd;
+  std::int64_t n = 0;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    for (std::size_t i = 0; i < steps[s].tokens.size(); ++i, ++n) {
+      position_[static_cast<std::size_t>(n)] = steps[s].start + static_cast<std::int64_t>(i);
+      sequence_of_[static_cast<std::size_t>(n)] = static_cast<std::int32_t>(s);
+      dequantize_row(embd.type, embd.row(steps[s].tokens[i]), &x_[n * c.dim], c.dim);
+    }
+  }
+
+  rotation_angles(n);
+
+  for (std::int64_t layer = 0; layer < c.layers; ++layer) {
+    const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
+
+    for (std::int64_t t = 0; t < n; ++t) rms_norm(&x_[t * c.dim], f32(w.attn_norm), &xn_[t * c.dim], c.dim, c.rms_epsilon);
+    matmul_many({{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}}, xn_.data(), n, pool_, matmul_scratch_);
+    add_bias(q_.data(), w.bq, n, c.q_dim());
+    add_bias(k_.data(), w.bk, n, c.kv_dim());
+    add_bias(v_.data(), w.bv, n, c.kv_dim());
+    if (c.qk_norm) {
+      for (std::int64_t h = 0; h < n * c.heads; ++h) {
+        rms_norm(&q_[h * c.head_dim], f32(w.q_norm), &q_[h * c.head_dim], c.head_dim, c.rms_epsilon);
+      }
+      for (std::int64_t h = 0; h < n * c.kv_heads; ++h) {
+        rms_norm(&k_[h * c.head_dim], f32(w.k_norm), &k_[h * c.head_dim], c.head_dim, c.rms_epsilon);
+      }
+    }
+    rope(q_.data(), c.heads, n);
+    rope(k_.data(), c.kv_heads, n);
+    store_keys_values(layer, n, steps, cache);
+    attention(layer, n, steps, cache);
+    matmul(*w.wo, attn_.data(), n, xn_.data(), pool_, matmul_scratch_);
+    for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
+
+    for (std::int64_t t = 0; t < n; ++t) rms_norm(&x_[t * c.dim], f32(w.ffn_norm), &xn_[t * c.dim], c.dim, c.rms_epsilon);
+    matmul_many({{w.gate, gate_.data()}, {w.up, up_.data()}}, xn_.data(), n, pool_, matmul_scratch_);
+    for (std::int64_t t = 0; t < n; ++t) swiglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
+    matmul(*w.down, gate_.data(), n, xn_.data(), pool_, matmul_scratch_);
+    for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
+  }
+  output_logits(steps);
+}
+
+// The final norm of the tokens that want logits, gathered into xn_ in step order, then the output product:
+// straight into the caller's buffer when one sequence wants logits (every single-sequence step), else
+// through staged_logits_ in groups of rows, one product per group.
+void LlamaModel::output_logits(std::span<const SequenceStep> steps) {
+  const auto& c = config_;
+  std::int64_t rows = 0;
+  std::size_t wanting = 0;
+  std::int64_t t = 0;
+  for (const SequenceStep& step : steps) {
+    const auto count = static_cast<std::int64_t>(step.tokens.size());
+    const std::int64_t first = step.mode == Logits::all ? 0 : (step.mode == Logits::last ? count - 1 : count);
+    for (std::int64_t i = first; i < count; ++i, ++rows) {
+      rms_norm(&x_[(t + i) * c.dim], f32(weights_.output_norm), &xn_[rows * c.dim], c.dim, c.rms_epsilon);
+    }
+    if (first < count) ++wanting;
+    t += count;
+  }
+  if (rows == 0) return;
+  if (wanting == 1) {
+    for (const SequenceStep& step : steps) {
+      if (step.mode != Logits::none) matmul(*weights_.output, xn_.data(), rows, step.logits, pool_, matmul_scratch_);
+    }
+    return;
+  }
+  const std::int64_t group = std::min(kLogitRows, max_batch_);
+  // Walk the sequences' rows alongside the groups: (sequence, row within it) of the next row to copy.
+  std::size_t s = 0;
+  std::int64_t row_in_sequence = 0;
+  auto rows_of = [&](const SequenceStep& step) -> std::int64_t {
+    return step.mode == Logits::all ? static_cast<std::int64_t>(step.tokens.size()) : (step.mode == Logits::last ? 1 : 0);
+  };
+  for (std::int64_t done = 0; done < rows; done += group) {
+    const std::int64_t m = std::min(group, rows - done);
+    matmul(*weights_.output, &xn_[done * c.dim], m, staged_logits_.data(), pool_, matmul_scratch_);
+    for (std::int64_t r = 0; r < m; ++r) {
+      while (row_in_sequence == rows_of(steps[s])) {
+        ++s;
+        row_in_sequence = 0;
+      }
+      std::copy_n(&staged_logits_[static_cast<std::size_t>(r * c.vocab_size)], c.vocab_size,
+                  steps[s].logits + row_in_sequence * c.vocab_size);
+      ++row_in_sequence;
+    }
+  }
+}
+
+void LlamaModel::rotation_angles(std::int64_t n) {
+  const std::int64_t pairs = config_.head_dim / 2;
+  for (std::int64_t t = 0; t < n; ++t) {
+    // The angle of pair i is position * base^(-2i/head_dim), built by repeated multiplication in float
+    // as the reference implementation does, so positions far into the context agree with it to the last
+    // bits; then linear scaling and the optional per-pair frequency factors.
+    float theta = static_cast<float>(position_[static_cast<std::size_t>(t)]);
+    float* rotation = &rotation_[static_cast<std::size_t>(t * pairs * 2)];
+    for (std::int64_t i = 0; i < pairs; ++i) {
+      const float angle = position_scale_ * (theta / frequency_factor_[static_cast<std::size_t>(i)]);
+      theta *= theta_step_;
+      rotation[2 * i] = std::cos(angle);
+      rotation[2 * i + 1] = std::sin(angle);
+    }
+  }
+}
+
+void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n) {
+  const auto& c = config_;
+  const bool adjacent = c.rope_style == RopeStyle::adjacent_pairs;  // llama; qwen2/qwen3 rotate the halves
+  for (std::int64_t t = 0; t < n; ++t) {
+    rotate_pairs(vectors + t * heads * c.head_dim, heads, c.head_dim, &rotation_[static_cast<std::size_t>(t * c.head_dim)],
+                 adjacent, kernel_path_);
+  }
+}
+
+// Each token's key and value go to slot p % B of block table[p / B] of its sequence (B the block size).
+void LlamaModel::store_keys_values(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps,
+                                   PagedKvCache& cache) {
+  const std::int64_t width = config_.kv_dim();
+  const std::int64_t block_size = cache.block_size();
+  const bool half_cache = cache.type() == TensorType::f16;
+  for (std::int64_t t = 0; t < n; ++t) {
+    const std::int64_t p = position_[static_cast<std::size_t>(t)];
+    const auto& table = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])].block_table;
+    const auto row = static_cast<std::size_t>(table[static_cast<std::size_t>(p / block_size)] * block_size + p % block_size) *
+                     static_cast<std::size_t>(width);
+    const float* k = &k_[t * width];
+    const float* v = &v_[t * width];
+    if (half_cache) {
+      auto* key = static_cast<std::uint16_t*>(cache.keys(layer)) + row;
+      auto* value = static_cast<std::uint16_t*>(cache.values(layer)) + row;
+      store_as_f16(k, key, width, kernel_path_);
+      store_as_f16(v, value, width, kernel_path_);
+    } else {
+      std::copy_n(k, width, static_cast<float*>(cache.keys(layer)) + row);
+      std::copy_n(v, width, static_cast<float*>(cache.values(layer)) + row);
+    }
+  }
+}
+
+// One (token, head) per task: arithmetic and summation order in attention.hpp. A sequence with several
+// tokens in the step sums in the tiled order and one with a single token in the vector-dot order, as the
+// reference implementation's two kernels do for a batch and a decode step; the choice is per sequence, so
+// a sequence's attention does not depend on what else is in the step.
+void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps,
+                           PagedKvCache& cache) {
+  const auto& c = config_;
+  const std::int64_t group = c.heads / c.kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim);
+  const auto* keys = static_cast<const std::byte*>(cache.keys(layer));
+  const auto* values = static_cast<const std::byte*>(cache.values(layer));
+  const std::size_t element = cache.element_bytes();
+  // Attention is compute (a score, an exp and a multiply-add per key and value element), not a stream, so it
+  // is shared by its work rather than by ThreadPool's byte threshold: a decode step of a 12-head model at
+  // a few dozen positions is ~10 us alone, during which the other threads would only wait.
+  std::int64_t positions = 0;
+  for (std::int64_t t = 0; t < n; ++t) positions += position_[static_cast<std::size_t>(t)] + 1;
+  const std::int64_t work = positions * c.heads * c.head_dim;
+  constexpr std::int64_t kMinSharedWork = 16384;  // ~1 us alone, about twice a fork-join
+  pool_.parallel_for(n * c.heads, work >= kMinSharedWork ? ThreadPool::kMinSharedBytes : 0, [&](std::int64_t task, int thread) {
+    const std::int64_t t = task / c.heads;
+    const std::int64_t h = task % c.heads;
+    const SequenceStep& step = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])];
+    const auto kv_offset = static_cast<std::size_t>((h / group) * c.head_dim) * element;
+    HeadAttention head;
+    head.query = &q_[(t * c.heads + h) * c.head_dim];
+    head.keys = keys + kv_offset;
+    head.values = values + kv_offset;
+    head.kv_type = cache.type();
+    head.stride = static_cast<std::size_t>(c.kv_dim());
+    head.block_table = step.block_table.data();
+    head.block_size = cache.block_size();
+    head.positions = position_[static_cast<std::size_t>(t)] + 1;  // causal: positions 0..p
+    head.head_dim = c.head_dim;
+    head.scale = scale;
+    head.order = step.tokens.size() == 1 ? SumOrder::vector_dot : SumOrder::tiled;
+    // The reference's view covers the whole step (its last token's position), padded (attention.hpp).
+    head.span = reference_span(step.start + static_cast<std::int64_t>(step.tokens.size()), c.context_length);
+    head.scores = &scores_[static_cast<std::size_t>(thread) * scratch];
+    head.out = &attn_[(t * c.heads + h) * c.head_dim];
+    attend(head, kernel_path_);
+  });
+}
+
+}  // namespace loom::compute

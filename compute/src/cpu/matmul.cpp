@@ -1,0 +1,174 @@
+#include "loom/compute/cpu/matmul.hpp"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
+
+#include <cblas.h>
+
+#include "loom/compute/cpu/dequantize.hpp"
+#include "loom/compute/cpu/quantize.hpp"
+#include "loom/compute/cpu/vec_dot.hpp"
+
+namespace loom::compute {
+namespace {
+
+// Rows per task: one task is one contiguous stream of weights, long enough for the hardware prefetcher to
+// ramp up (32 rows cost decode 10-25%), few enough to balance over the threads and to keep a chunk of
+// weights in L2 while it meets every token of a batch.
+constexpr std::int64_t kRowsPerTask = 128;
+constexpr std::size_t kMaxProducts = 4;
+
+std::uint64_t activation_row_bytes(TensorType act_type, std::int64_t cols) {
+  const auto bytes = tensor_bytes(act_type, static_cast<std::uint64_t>(cols));
+  if (!bytes) {
+    throw std::invalid_argument("matmul: " + std::to_string(cols) + " columns is not a whole number of " +
+                                std::string(name(act_type)) + " blocks");
+  }
+  return *bytes;
+}
+
+struct Prepared {
+  const TensorView* weight = nullptr;
+  float* out = nullptr;
+  VecDotKernel kernel;
+  const std::byte* activations = nullptr;
+  std::uint64_t activation_bytes = 0;  // per token
+  std::int64_t first_task = 0;
+  std::int64_t rows_per_task = 0;
+  bool blas = false;
+};
+
+}  // namespace
+
+void MatmulScratch::reserve(std::int64_t max_tokens, std::int64_t max_cols, int threads) {
+  // Room for two converted activation types side by side (a product group may mix Q8_0 and Q8_K
+  // weights); each takes at most ~1.14 bytes per value, so 4 bytes per value is plenty.
+  const auto bytes = static_cast<std::size_t>(max_tokens * max_cols) * sizeof(float);
+  if (buffer_.size() < bytes) buffer_.resize(bytes);
+  const auto floats = static_cast<std::size_t>(kTileRows * max_cols);
+  if (tile_floats_ < floats || tile_threads_ < threads) {
+    tile_floats_ = std::max(tile_floats_, floats);
+    tile_threads_ = std::max(tile_threads_, threads);
+    tiles_.assign(tile_floats_ * static_cast<std::size_t>(tile_threads_), 0.0f);
+  }
+}
+
+namespace {
+
+constexpr std::int64_t kBlasMinTokens = 8;
+
+bool use_blas(TensorType type, std::int64_t tokens) {
+  // Not F32: its kernels sum in the reference implementation's order (vec_dot.hpp), which F32 models (small
+  // ones, like the parity model) are compared in; F16/BF16 already differ from it by their F32 activations.
+  return tokens >= kBlasMinTokens && (type == TensorType::f16 || type == TensorType::bf16);
+}
+
+// Our pool already runs one task per core; OpenBLAS's own threads would only compete with it.
+void single_threaded_blas() {
+  static const bool done = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)done;
+}
+
+// y[:, first:first+n] = x · W[first:first+n]ᵀ for one tile of weight rows.
+void blas_tile(const TensorView& w, std::int64_t first, std::int64_t n, const float* x, std::int64_t tokens,
+               float* y, float* tile) {
+  const std::int64_t cols = w.cols();
+  const float* rows = reinterpret_cast<const float*>(w.row(first));
+  if (w.type != TensorType::f32) {
+    for (std::int64_t r = 0; r < n; ++r) dequantize_row(w.type, w.row(first + r), tile + r * cols, cols);
+    rows = tile;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(tokens), static_cast<int>(n),
+              static_cast<int>(cols), 1.0f, x, static_cast<int>(cols), rows, static_cast<int>(cols), 0.0f, y + first,
+              static_cast<int>(w.rows()));
+}
+
+}  // namespace
+
+void matmul_many(std::initializer_list<MatmulProduct> products, const float* x, std::int64_t tokens,
+                 ThreadPool& pool, MatmulScratch& scratch) {
+  if (products.size() == 0 || products.size() > kMaxProducts) {
+    throw std::invalid_argument("matmul_many takes 1 to 4 products, got " + std::to_string(products.size()));
+  }
+  const std::int64_t cols = products.begin()->weight->cols();
+  std::array<Prepared, kMaxProducts> prepared;
+  std::array<TensorType, 2> converted_types{};
+  std::array<const std::byte*, 2> converted{};
+  std::size_t n_converted = 0;
+  std::size_t scratch_used = 0;
+  std::int64_t tasks = 0;
+
+  std::size_t i = 0;
+  for (const auto& product : products) {
+    Prepared& p = prepared[i++];
+    const TensorView& w = *product.weight;
+    if (w.cols() != cols) throw std::invalid_argument("matmul_many: " + w.name + " has another input width");
+    p.weight = &w;
+    p.out = product.out;
+    p.first_task = tasks;
+    if (use_blas(w.type, tokens)) {
+      if (scratch.tile_threads() < pool.size() || scratch.tile_floats() < static_cast<std::size_t>(MatmulScratch::kTileRows * cols)) {
+        throw std::logic_error("matmul: tile scratch too small for " + w.name);
+      }
+      single_threaded_blas();
+      p.blas = true;
+      p.rows_per_task = MatmulScratch::kTileRows;
+      tasks += (w.rows() + p.rows_per_task - 1) / p.rows_per_task;
+      continue;
+    }
+    p.rows_per_task = kRowsPerTask;
+    p.kernel = vec_dot_kernel(w.type);
+    const TensorType act_type = p.kernel.activation_type();
+    p.activation_bytes = activation_row_bytes(act_type, cols);
+    if (act_type == TensorType::f32) {
+      p.activations = reinterpret_cast<const std::byte*>(x);
+    } else {
+      // Convert once per activation type, whichever product asks first.
+      std::size_t k = 0;
+      while (k < n_converted && converted_types[k] != act_type) ++k;
+      if (k == n_converted) {
+        if (n_converted == converted.size()) throw std::logic_error("matmul_many: more than two activation types");
+        const std::uint64_t bytes = p.activation_bytes * static_cast<std::uint64_t>(tokens);
+        if (scratch_used + bytes > scratch.size()) throw std::logic_error("matmul: scratch too small for " + w.name);
+        std::byte* out = scratch.data() + scratch_used;
+        scratch_used += bytes;
+        const std::uint64_t row = p.activation_bytes;
+        pool.parallel_for(tokens, [&](std::int64_t t) {
+          quantize_row(act_type, x + t * cols, out + static_cast<std::uint64_t>(t) * row, cols);
+        });
+        converted_types[k] = act_type;
+        converted[k] = out;
+        ++n_converted;
+      }
+      p.activations = converted[k];
+    }
+    tasks += (w.rows() + kRowsPerTask - 1) / kRowsPerTask;
+  }
+  const std::size_t count = products.size();
+  std::uint64_t weight_bytes = 0;
+  for (const auto& product : products) weight_bytes += product.weight->bytes;
+
+  // Every token meets every weight byte: that product is the job's size.
+  pool.parallel_for(tasks, weight_bytes * static_cast<std::uint64_t>(tokens), [&](std::int64_t task, int thread) {
+    std::size_t k = count - 1;
+    while (prepared[k].first_task > task) --k;
+    const Prepared& p = prepared[k];
+    const std::int64_t rows = p.weight->rows();
+    const std::int64_t first = (task - p.first_task) * p.rows_per_task;
+    const int n = static_cast<int>(std::min(p.rows_per_task, rows - first));
+    if (p.blas) {
+      blas_tile(*p.weight, first, n, x, tokens, p.out, scratch.tile(thread));
+      return;
+    }
+    // Every token of the batch meets this chunk of rows while it is in cache.
+    p.kernel.rows_cols(p.weight->row(first), p.weight->row_bytes(), n, p.activations, p.activation_bytes,
+                       static_cast<int>(tokens), cols, p.out + first, static_cast<std::size_t>(rows));
+  });
+}
+
+}  // namespace loom::compute
