@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iterator>
 #include <memory>
 #include <optional>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,9 +24,7 @@
 
 #include "kv_cache_options.hpp"
 #include "loom/actors/runtime/logger.hpp"
-#include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/cpu/thread_pool.hpp"
-#include "loom/compute/generator.hpp"
 #include "loom/compute/model/gguf_file.hpp"
 #include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/text/chat_template.hpp"
@@ -74,50 +72,85 @@ std::vector<std::int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-// The sampling and stopping options shared by generate and chat.
-GenerationSettings read_generation_settings(CommandLine& args, std::int64_t default_max_tokens) {
-  GenerationSettings s;
-  s.max_tokens = static_cast<std::int32_t>(args.integer("max-tokens", default_max_tokens, 1, 1 << 20));
-  auto& c = s.sampler;
-  c.temperature = static_cast<float>(args.real("temperature", c.temperature, 0.0, 100.0));
-  c.top_k = static_cast<std::int32_t>(args.integer("top-k", c.top_k, 0, 1 << 24));
-  c.top_p = static_cast<float>(args.real("top-p", c.top_p, 0.0, 1.0));
-  if (c.top_p == 0.0f) throw UsageError("option --top-p must be in (0, 1], got 0");
-  c.min_p = static_cast<float>(args.real("min-p", c.min_p, 0.0, 1.0));
-  c.repetition_penalty = static_cast<float>(args.real("repeat-penalty", c.repetition_penalty, 0.01, 10.0));
-  c.penalty_last_n = static_cast<std::int32_t>(args.integer("repeat-last-n", c.penalty_last_n, -1, 1 << 24));
-  c.frequency_penalty = static_cast<float>(args.real("frequency-penalty", c.frequency_penalty, -2.0, 2.0));
-  c.presence_penalty = static_cast<float>(args.real("presence-penalty", c.presence_penalty, -2.0, 2.0));
+// The sampling and stopping options shared by generate and chat, read straight into the request's
+// parameters (the engine validates them like any request's).
+proto::SamplingParams read_sampling_params(CommandLine& args, std::int64_t default_max_tokens) {
+  proto::SamplingParams p;
+  p.max_tokens = static_cast<std::int32_t>(args.integer("max-tokens", default_max_tokens, 1, 1 << 20));
+  p.temperature = args.real("temperature", p.temperature, 0.0, proto::SamplingParams::kMaxTemperature);
+  p.top_k = static_cast<std::int32_t>(args.integer("top-k", p.top_k, 0, 1 << 24));
+  p.top_p = args.real("top-p", p.top_p, 0.0, 1.0);
+  if (p.top_p == 0.0) throw UsageError("option --top-p must be in (0, 1], got 0");
+  p.min_p = args.real("min-p", p.min_p, 0.0, 1.0);
+  p.repetition_penalty = args.real("repeat-penalty", p.repetition_penalty, 0.01, proto::SamplingParams::kMaxRepetitionPenalty);
+  p.repetition_last_n = static_cast<std::int32_t>(args.integer("repeat-last-n", p.repetition_last_n, -1, 1 << 20));
+  p.frequency_penalty = args.real("frequency-penalty", p.frequency_penalty, -2.0, 2.0);
+  p.presence_penalty = args.real("presence-penalty", p.presence_penalty, -2.0, 2.0);
   const auto seed = args.integer("seed", -1, -1, INT64_MAX);
-  c.seed = seed >= 0 ? static_cast<std::uint64_t>(seed) : std::random_device{}();
+  if (seed >= 0) p.seed = static_cast<std::uint64_t>(seed);  // absent: the engine draws one
   for (auto& stop : args.all("stop")) {
     if (stop.empty()) throw UsageError("option --stop needs a non-empty string");
-    s.stop.push_back(std::move(stop));
+    p.stop.push_back(std::move(stop));
   }
-  s.ignore_eos = args.flag("ignore-eos");
-  return s;
+  p.ignore_eos = args.flag("ignore-eos");
+  return p;
 }
 
-struct Runtime {
-  std::unique_ptr<LoadedModel> loaded;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<LlamaModel> model;
+// What generate and chat load: the files, the compute threads, the context and the KV storage.
+struct EngineOptions {
+  std::string model_path;
+  std::string tokenizer_path;
+  int threads = 0;
+  std::int64_t context = 0;  // 0: the model's own
+  compute::KvCacheOptions kv;
 };
 
-Runtime open_runtime(const std::string& model_path, const std::string& tokenizer_path, int threads) {
+// The files must be there and usable before the engine loads: a model without a vocabulary needs
+// --tokenizer, and a budget too small for one block is the user's option at fault.
+void check_model_files(const std::string& model_path, const std::string& tokenizer_path,
+                       const compute::KvCacheOptions& kv) {
   if (model_path.empty()) throw UsageError("needs --model PATH");
-  Runtime r;
-  r.tokenizer = std::make_unique<Tokenizer>(load_vocabulary(model_path, tokenizer_path));
-  r.loaded = LoadedModel::open(model_path);
-  r.pool = std::make_unique<ThreadPool>(threads);
-  r.model = std::make_unique<LlamaModel>(r.loaded->config(), r.loaded->weights(), *r.pool, 512);
-  return r;
+  const bool gguf = GgufFile::has_magic(model_path);
+  if (tokenizer_path.empty() && !gguf) {
+    throw UsageError(model_path + " is not a GGUF file (a llama2.c checkpoint holds no vocabulary): pass --tokenizer FILE");
+  }
+  check_kv_budget(kv, gguf ? read_model_config(GgufFile::open(model_path))
+                           : read_model_config(Llama2cCheckpoint::open(model_path)));
 }
 
-Generator make_generator(Runtime& runtime, std::int64_t context, const compute::KvCacheOptions& kv) {
-  check_kv_budget(kv, runtime.model->config());
-  return Generator(*runtime.model, *runtime.tokenizer, context, kv);
+Engine::Config engine_config(const EngineOptions& options) {
+  actors::logger().set_level(spdlog::level::warn);  // the engine's progress lines are for servers, not this output
+  Engine::Config config;
+  config.model.model_path = options.model_path;
+  config.model.tokenizer_path = options.tokenizer_path;
+  config.model.threads = options.threads;
+  config.model.kv = options.kv;
+  config.model.kv_tokens = options.context;
+  config.io_threads = 1;
+  return config;
+}
+
+// The template chat renders with: the one named, else the one the model's GGUF names (when loom knows it).
+ChatTemplate chat_template_for(const std::string& model_path, const std::string& template_name) {
+  auto known_names = [] {
+    std::string names;
+    for (const auto t : all_chat_templates()) names += (names.empty() ? "" : ", ") + std::string(name(t));
+    return names;
+  };
+  std::optional<ChatTemplate> chat_template;
+  if (!template_name.empty()) {
+    chat_template = find_chat_template(template_name);
+    if (!chat_template) throw UsageError("unknown chat template '" + template_name + "' (known: " + known_names() + ")");
+  } else if (GgufFile::has_magic(model_path)) {
+    if (auto source = GgufFile::open(model_path).find_string("tokenizer.chat_template")) {
+      chat_template = detect_chat_template(*source);
+    }
+  }
+  if (!chat_template) {
+    throw UsageError("the model names no chat template that loom recognises; pass --chat-template NAME (one of " +
+                     known_names() + ")");
+  }
+  return *chat_template;
 }
 
 bool write_out(std::string_view text) {
@@ -231,27 +264,51 @@ int run_detokenize(CommandLine& args) {
   return 0;
 }
 
-// The request `loom generate` sends to the engine: the prompt as raw text, and the sampling options.
-proto::GenerateRequest generate_request(const std::string& prompt, const GenerationSettings& settings) {
-  proto::GenerateRequest request;
-  request.id = "loom-generate";
-  request.input = prompt;
-  proto::SamplingParams& p = request.params;
-  const SamplerConfig& c = settings.sampler;
-  p.temperature = c.temperature;
-  p.top_k = c.top_k;
-  p.top_p = c.top_p;
-  p.min_p = c.min_p;
-  p.repetition_penalty = c.repetition_penalty;
-  p.repetition_last_n = c.penalty_last_n;
-  p.frequency_penalty = c.frequency_penalty;
-  p.presence_penalty = c.presence_penalty;
-  p.seed = c.seed;
-  p.max_tokens = settings.max_tokens;
-  p.stop = settings.stop;
-  p.stop_token_ids = settings.stop_token_ids;
-  p.ignore_eos = settings.ignore_eos;
-  return request;
+// A request's last event, and the tokens and text streamed before it.
+struct StreamOutcome {
+  std::vector<std::int32_t> tokens;
+  std::string text;
+  std::optional<proto::DoneEvent> done;
+  std::optional<proto::ErrorEvent> error;
+};
+
+// Sends the request and streams its text to `write` as the engine's token events arrive (on the engine's
+// thread); the calling thread waits for the last event, polling the interrupt flag so that a Ctrl-C
+// becomes a cancel.
+StreamOutcome stream_request(Engine& engine, const proto::GenerateRequest& request,
+                             const std::function<bool(std::string_view)>& write) {
+  auto outcome = std::make_shared<StreamOutcome>();
+  auto finished = std::make_shared<std::promise<void>>();
+  auto over = finished->get_future();
+  engine.generate(request, [outcome, finished, write](proto::ServerMessage message) {
+    if (auto* token = std::get_if<proto::TokenEvent>(&message)) {
+      outcome->tokens.push_back(token->token);
+      outcome->text += token->text;
+      if (write) write(token->text);
+      return;
+    }
+    if (auto* done = std::get_if<proto::DoneEvent>(&message)) outcome->done = std::move(*done);
+    if (auto* error = std::get_if<proto::ErrorEvent>(&message)) outcome->error = std::move(*error);
+    finished->set_value();
+  });
+  bool cancelled = false;
+  while (over.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    if (g_interrupted.load() && !cancelled) {
+      engine.cancel(request.id);
+      cancelled = true;
+    }
+  }
+  return std::move(*outcome);
+}
+
+// Opens the chat's session (the n-th), with the system prompt when there is one.
+std::string open_chat_session(Engine& engine, const std::string& system, std::uint64_t& opened) {
+  proto::SessionOpen open;
+  open.session_id = "chat-session-" + std::to_string(++opened);
+  if (!system.empty()) open.system_prompt = system;
+  const proto::ServerMessage answer = engine.async_open_session(open, boost::asio::use_future).get();
+  if (const auto* error = std::get_if<proto::ErrorEvent>(&answer)) throw std::runtime_error(error->message);
+  return *open.session_id;
 }
 
 // Runs through loom::Engine (the same actors the gateway uses), on a thread pool of its own: the prompt
@@ -265,64 +322,25 @@ int run_generate(CommandLine& args) {
   const int threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
   const auto context = args.integer("context", 0, 0, 1 << 24);
   const compute::KvCacheOptions kv = read_kv_cache_options(args);
-  GenerationSettings settings = read_generation_settings(args, 256);
+  const proto::SamplingParams params = read_sampling_params(args, 256);
   args.reject_unknown();
   if (prompt_values.empty()) throw UsageError("generate needs --prompt TEXT");
-  if (model_path.empty()) throw UsageError("needs --model PATH");
-  if (tokenizer_path.empty() && !GgufFile::has_magic(model_path)) {
-    throw UsageError(model_path + " is not a GGUF file (a llama2.c checkpoint holds no vocabulary): pass --tokenizer FILE");
-  }
+  check_model_files(model_path, tokenizer_path, kv);
   const std::string& prompt = prompt_values.back();
-  // A budget too small for one block is the user's option at fault: say so before the engine loads.
-  check_kv_budget(kv, GgufFile::has_magic(model_path) ? read_model_config(GgufFile::open(model_path))
-                                                      : read_model_config(Llama2cCheckpoint::open(model_path)));
 
-  actors::logger().set_level(spdlog::level::warn);  // the engine's progress lines are for servers, not this output
-  Engine::Config config;
-  config.model.model_path = model_path;
-  config.model.tokenizer_path = tokenizer_path;
-  config.model.threads = threads;
-  config.model.kv = kv;
-  config.model.kv_tokens = context;
-  config.io_threads = 1;
-  Engine engine(config);
+  Engine engine(engine_config(EngineOptions{model_path, tokenizer_path, threads, context, kv}));
   const auto loaded = engine.async_load(boost::asio::use_future).get();
   if (!loaded.loaded()) throw std::runtime_error(loaded.error);
 
-  // The engine calls back on its own thread; the main thread waits for the last event, polling the
-  // interrupt flag so that a Ctrl-C becomes a cancel.
-  struct Outcome {
-    std::vector<std::int32_t> tokens;
-    std::string text;
-    std::optional<proto::DoneEvent> done;
-    std::optional<proto::ErrorEvent> error;
-  };
-  auto outcome = std::make_shared<Outcome>();
-  std::promise<void> finished;
-  auto over = finished.get_future();
   install_interrupt_handler();
   if (!json && !no_echo) write_out(prompt);
-  const proto::GenerateRequest request = generate_request(prompt, settings);
-  engine.generate(request, [outcome, json, &finished](proto::ServerMessage message) {
-    if (auto* token = std::get_if<proto::TokenEvent>(&message)) {
-      outcome->tokens.push_back(token->token);
-      outcome->text += token->text;
-      if (!json) write_out(token->text);
-      return;
-    }
-    if (auto* done = std::get_if<proto::DoneEvent>(&message)) outcome->done = std::move(*done);
-    if (auto* error = std::get_if<proto::ErrorEvent>(&message)) outcome->error = std::move(*error);
-    finished.set_value();
-  });
-  bool cancelled = false;
-  while (over.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
-    if (g_interrupted.load() && !cancelled) {
-      engine.cancel(request.id);
-      cancelled = true;
-    }
-  }
-  if (outcome->error) throw std::runtime_error(outcome->error->message);
-  const proto::DoneEvent& done = *outcome->done;
+  proto::GenerateRequest request;
+  request.id = "loom-generate";
+  request.input = prompt;
+  request.params = params;
+  const StreamOutcome outcome = stream_request(engine, request, json ? nullptr : write_out);
+  if (outcome.error) throw std::runtime_error(outcome.error->message);
+  const proto::DoneEvent& done = *outcome.done;
   if (done.finish_reason == proto::FinishReason::error || done.finish_reason == proto::FinishReason::timeout) {
     if (!json) write_out("\n");
     throw std::runtime_error("generation failed: " + done.error_message.value_or(std::string(to_string(done.finish_reason))));
@@ -330,8 +348,8 @@ int run_generate(CommandLine& args) {
   const auto& usage = done.usage;
   if (json) {
     nlohmann::json out;
-    out["text"] = outcome->text;
-    out["tokens"] = outcome->tokens;  // the tokens shown: an ending EOS or stop token is not among them
+    out["text"] = outcome.text;
+    out["tokens"] = outcome.tokens;  // the tokens shown: an ending EOS or stop token is not among them
     out["finish_reason"] = std::string(to_string(done.finish_reason));
     out["usage"] = {{"prompt_tokens", usage.prompt_tokens},
                     {"completion_tokens", usage.completion_tokens},
@@ -354,6 +372,8 @@ int run_generate(CommandLine& args) {
   return 0;
 }
 
+// Runs through loom::Engine like generate: one engine session holds the conversation (its history, the
+// chat template, trimming the oldest turns to fit the context); each line is a chat request in it.
 int run_chat(CommandLine& args) {
   const std::string model_path = args.text("model", "");
   const std::string tokenizer_path = args.text("tokenizer", "");
@@ -362,40 +382,28 @@ int run_chat(CommandLine& args) {
   const int threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
   const auto context = args.integer("context", 0, 0, 1 << 24);
   const compute::KvCacheOptions kv = read_kv_cache_options(args);
-  GenerationSettings settings = read_generation_settings(args, 1024);
+  const proto::SamplingParams params = read_sampling_params(args, 1024);
   args.reject_unknown();
+  check_model_files(model_path, tokenizer_path, kv);
+  const ChatTemplate chat_template = chat_template_for(model_path, template_name);
 
-  Runtime runtime = open_runtime(model_path, tokenizer_path, threads);
-  std::optional<ChatTemplate> chat_template;
-  auto known_names = [] {
-    std::string names;
-    for (const auto t : all_chat_templates()) names += (names.empty() ? "" : ", ") + std::string(name(t));
-    return names;
-  };
-  if (!template_name.empty()) {
-    chat_template = find_chat_template(template_name);
-    if (!chat_template) throw UsageError("unknown chat template '" + template_name + "' (known: " + known_names() + ")");
-  } else if (const GgufFile* gguf = runtime.loaded->gguf(); gguf != nullptr) {
-    if (auto source = gguf->find_string("tokenizer.chat_template")) chat_template = detect_chat_template(*source);
-  }
-  if (!chat_template) {
-    throw UsageError("the model names no chat template that loom recognises; pass --chat-template NAME (one of " +
-                     known_names() + ")");
-  }
-  for (const auto marker : end_of_turn_markers(*chat_template)) settings.stop.emplace_back(marker);
+  EngineOptions options{model_path, tokenizer_path, threads, context, kv};
+  Engine::Config config = engine_config(options);
+  config.chat_template = std::string(name(chat_template));
+  Engine engine(config);
+  const auto loaded = engine.async_load(boost::asio::use_future).get();
+  if (!loaded.loaded()) throw std::runtime_error(loaded.error);
 
-  Generator generator = make_generator(runtime, context, kv);
-  std::vector<ChatTurn> history;
-  if (!system.empty()) history.push_back({ChatTurnRole::system, system});
-  const std::size_t fixed_turns = history.size();
   const bool interactive = ::isatty(STDIN_FILENO) != 0;
   install_interrupt_handler();
   std::fprintf(stderr, "loom chat: %s template; Ctrl-C stops a reply, Ctrl-D or /quit leaves, /reset forgets the history\n",
-               std::string(name(*chat_template)).c_str());
+               std::string(name(chat_template)).c_str());
 
+  std::uint64_t sessions = 0;
+  std::string session_id = open_chat_session(engine, system, sessions);
   StdinLines input;
   std::string line;
-  for (;;) {
+  for (std::uint64_t turn = 1;; ++turn) {
     // The flag is cleared before the prompt is shown, so a Ctrl-C typed at the prompt is always seen.
     g_interrupted.store(false);
     if (interactive) write_out("> ");
@@ -407,32 +415,32 @@ int run_chat(CommandLine& args) {
     if (got == StdinLines::Result::end) break;
     if (line == "/quit" || line == "/exit") break;
     if (line == "/reset") {
-      history.resize(fixed_turns);
-      generator.reset();
+      engine.close_session(session_id);
+      session_id = open_chat_session(engine, system, sessions);
       continue;
     }
     if (line.empty()) continue;
-    history.push_back({ChatTurnRole::user, line});
-    // Forget the oldest exchanges while the conversation does not fit (keeping room for a reply).
-    std::vector<std::int32_t> ids;
-    for (;;) {
-      ids = encode_prompt(*runtime.tokenizer, render_chat(*chat_template, history, true), true);
-      if (static_cast<std::int64_t>(ids.size()) + 16 < generator.context_length() || history.size() <= fixed_turns + 1) break;
-      history.erase(history.begin() + static_cast<std::ptrdiff_t>(fixed_turns));
-    }
-    if (static_cast<std::int64_t>(ids.size()) >= generator.context_length()) {
-      std::fprintf(stderr, "loom: that message (%zu tokens with the template) does not fit the context of %lld\n",
-                   ids.size(), static_cast<long long>(generator.context_length()));
-      history.pop_back();
+    proto::GenerateRequest request;
+    request.id = "chat-" + std::to_string(turn);
+    request.session_id = session_id;
+    request.input = std::vector<proto::ChatMessage>{{proto::ChatRole::user, line}};
+    request.params = params;
+    const StreamOutcome outcome = stream_request(engine, request, write_out);
+    write_out("\n");
+    if (outcome.error) {
+      std::fprintf(stderr, "loom: %s\n", outcome.error->message.c_str());
       continue;
     }
-    const auto result = generator.generate(ids, settings, write_out, &g_interrupted);
-    write_out("\n");
-    if (result.finish == FinishReason::cancelled) std::fprintf(stderr, "loom: reply stopped\n");
-    if (result.finish == FinishReason::length) std::fprintf(stderr, "loom: reply cut at the length limit\n");
-    history.push_back({ChatTurnRole::assistant, result.text});
+    const auto reason = outcome.done->finish_reason;
+    if (reason == proto::FinishReason::cancelled) std::fprintf(stderr, "loom: reply stopped\n");
+    if (reason == proto::FinishReason::length) std::fprintf(stderr, "loom: reply cut at the length limit\n");
+    if (reason == proto::FinishReason::error || reason == proto::FinishReason::timeout) {
+      std::fprintf(stderr, "loom: the reply failed: %s\n",
+                   outcome.done->error_message.value_or(std::string(to_string(reason))).c_str());
+    }
   }
   if (interactive) write_out("\n");
+  engine.async_shutdown(Engine::ShutdownMode::cancel, boost::asio::use_future).get();
   return 0;
 }
 

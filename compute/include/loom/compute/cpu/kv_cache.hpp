@@ -1,4 +1,4 @@
-// KvCache: one sequence's keys and values for the single-sequence callers (Generator, `loom logits`, tests,
+// KvCache: one sequence's keys and values for the single-sequence callers (`loom logits`, tests,
 // benchmarks): a PagedKvCache of its own whose blocks 0, 1, 2, ... are the sequence's block table, in order.
 // The engine's scheduler instead shares one PagedKvCache among many sequences, with block tables from cache/.
 #pragma once
