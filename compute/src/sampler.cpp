@@ -11,44 +11,36 @@ namespace loom::compute {
 
 namespace {
 
-[[noreturn]] void bad_config(const char* field, const std::string& rule, double value) {
-  throw std::invalid_argument("SamplerConfig." + std::string(field) + " " + rule + " (got " +
+[[noreturn]] void bad_param(const char* field, const std::string& rule, double value) {
+  throw std::invalid_argument("sampling parameter " + std::string(field) + " " + rule + " (got " +
                               std::to_string(value) + ")");
 }
 
-void validate(const SamplerConfig& config, std::int32_t vocab_size) {
+void validate(const proto::SamplingParams& p, std::int32_t vocab_size) {
   if (vocab_size <= 0) {
     throw std::invalid_argument("Sampler: vocab_size must be > 0 (got " + std::to_string(vocab_size) + ")");
   }
-  if (!std::isfinite(config.temperature) || config.temperature < 0.0f) {
-    bad_config("temperature", "must be a finite number >= 0", config.temperature);
+  if (!std::isfinite(p.temperature) || p.temperature < 0.0) {
+    bad_param("temperature", "must be a finite number >= 0", p.temperature);
   }
-  if (config.top_k < 0) bad_config("top_k", "must be >= 0 (0 = off)", config.top_k);
-  if (!(config.top_p > 0.0f && config.top_p <= 1.0f)) {
-    bad_config("top_p", "must lie in (0, 1] (1 = off)", config.top_p);
+  if (p.top_k < 0) bad_param("top_k", "must be >= 0 (0 = off)", p.top_k);
+  if (!(p.top_p > 0.0 && p.top_p <= 1.0)) bad_param("top_p", "must lie in (0, 1] (1 = off)", p.top_p);
+  if (!(p.min_p >= 0.0 && p.min_p <= 1.0)) bad_param("min_p", "must lie in [0, 1] (0 = off)", p.min_p);
+  if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0.0) {
+    bad_param("repetition_penalty", "must be a finite number > 0 (1 = off)", p.repetition_penalty);
   }
-  if (!(config.min_p >= 0.0f && config.min_p <= 1.0f)) {
-    bad_config("min_p", "must lie in [0, 1] (0 = off)", config.min_p);
+  if (p.repetition_last_n < -1) {
+    bad_param("repetition_last_n", "must be >= -1 (-1 = the whole history)", p.repetition_last_n);
   }
-  if (!std::isfinite(config.repetition_penalty) || config.repetition_penalty <= 0.0f) {
-    bad_config("repetition_penalty", "must be a finite number > 0 (1 = off)", config.repetition_penalty);
-  }
-  if (config.penalty_last_n < -1) {
-    bad_config("penalty_last_n", "must be >= -1 (-1 = the whole history)", config.penalty_last_n);
-  }
-  if (!std::isfinite(config.frequency_penalty)) {
-    bad_config("frequency_penalty", "must be finite", config.frequency_penalty);
-  }
-  if (!std::isfinite(config.presence_penalty)) {
-    bad_config("presence_penalty", "must be finite", config.presence_penalty);
-  }
-  for (const auto& [id, bias] : config.logit_bias) {
+  if (!std::isfinite(p.frequency_penalty)) bad_param("frequency_penalty", "must be finite", p.frequency_penalty);
+  if (!std::isfinite(p.presence_penalty)) bad_param("presence_penalty", "must be finite", p.presence_penalty);
+  for (const auto& [id, bias] : p.logit_bias) {
     if (id < 0 || id >= vocab_size) {
-      throw std::invalid_argument("SamplerConfig.logit_bias: token id " + std::to_string(id) +
+      throw std::invalid_argument("sampling parameter logit_bias: token id " + std::to_string(id) +
                                   " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
     }
-    if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity()) {
-      throw std::invalid_argument("SamplerConfig.logit_bias: the bias of token " + std::to_string(id) +
+    if (std::isnan(bias) || bias == std::numeric_limits<double>::infinity()) {
+      throw std::invalid_argument("sampling parameter logit_bias: the bias of token " + std::to_string(id) +
                                   " must be a finite number or -inf (got " + std::to_string(bias) + ")");
     }
   }
@@ -59,7 +51,8 @@ void validate(const SamplerConfig& config, std::int32_t vocab_size) {
       "Sampler::sample: no token can be picked (every logit is -inf or NaN after bias and penalties)");
 }
 
-bool penalties_on(const SamplerConfig& config) {
+template <class Settings>
+bool penalties_on(const Settings& config) {
   return config.penalty_last_n != 0 && (config.repetition_penalty != 1.0f ||
                                         config.frequency_penalty != 0.0f || config.presence_penalty != 0.0f);
 }
@@ -96,10 +89,27 @@ std::size_t compact(C* begin, std::size_t count, Keep keep) {
 
 }  // namespace
 
-Sampler::Sampler(SamplerConfig config, std::int32_t vocab_size)
-    : config_(std::move(config)), vocab_size_(vocab_size) {
-  validate(config_, vocab_size_);
-  rng_.seed(config_.seed);
+Sampler::Settings Sampler::settings_of(const proto::SamplingParams& p, std::int32_t vocab_size) {
+  validate(p, vocab_size);
+  Settings s;
+  s.temperature = static_cast<float>(p.temperature);
+  s.top_k = p.top_k;
+  s.top_p = static_cast<float>(p.top_p);
+  s.min_p = static_cast<float>(p.min_p);
+  s.repetition_penalty = static_cast<float>(p.repetition_penalty);
+  s.penalty_last_n = p.repetition_last_n;
+  s.frequency_penalty = static_cast<float>(p.frequency_penalty);
+  s.presence_penalty = static_cast<float>(p.presence_penalty);
+  s.logit_bias.reserve(p.logit_bias.size());
+  for (const auto& [id, bias] : p.logit_bias) s.logit_bias.emplace_back(id, static_cast<float>(bias));
+  return s;
+}
+
+Sampler::Sampler(proto::SamplingParams params, std::int32_t vocab_size)
+    : params_(std::move(params)), config_(settings_of(params_, vocab_size)), vocab_size_(vocab_size) {
+  // An absent seed asks for a different stream each time.
+  rng_.seed(params_.seed ? *params_.seed
+                         : (static_cast<std::uint64_t>(std::random_device{}()) << 32 | std::random_device{}()));
   candidates_.resize(static_cast<std::size_t>(vocab_size_));
   if (config_.temperature > 0.0f && config_.top_k > 0) {
     top_k_heap_.resize(static_cast<std::size_t>(std::min(config_.top_k, vocab_size_)));

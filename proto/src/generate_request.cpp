@@ -21,6 +21,13 @@ Parsed<GenerateRequest> parse_generate_request(const nlohmann::json& j, const Pa
   return detail::guarded<GenerateRequest>([&] { return detail::read_generate_request(j, "", options); }, &j, options);
 }
 
+std::optional<ValidationError> check_generate_request(const GenerateRequest& request, const ParseOptions& options) {
+  const nlohmann::json j = request;
+  auto parsed = parse_generate_request(j, options);
+  if (parsed.ok()) return std::nullopt;
+  return parsed.error();
+}
+
 namespace detail {
 
 namespace {

@@ -1,6 +1,7 @@
 #include "loom/proto/sampling_params.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 
 #include "readers.hpp"
@@ -24,6 +25,10 @@ void to_json(nlohmann::json& j, const SamplingParams& params) {
       {"logprobs", params.logprobs},
   };
   if (params.seed) j["seed"] = *params.seed;
+  if (!params.logit_bias.empty()) {
+    auto& bias = j["logit_bias"] = nlohmann::json::object();
+    for (const auto& [token, value] : params.logit_bias) bias[std::to_string(token)] = value;
+  }
 }
 
 Parsed<SamplingParams> parse_sampling_params(const nlohmann::json& j, const ParseOptions& options) {
@@ -69,12 +74,32 @@ std::vector<std::int32_t> read_stop_token_ids(const Json& value, const std::stri
   return ids;
 }
 
+// An object of token id (a decimal string, as JSON keys are) to bias, OpenAI's form.
+std::map<std::int32_t, double> read_logit_bias(const Json& value, const std::string& path, const ParseOptions& options) {
+  if (!value.is_object()) fail(path, "must be an object of token id to bias, got " + describe(value));
+  if (value.size() > options.max_logit_bias) {
+    fail(path, "must have at most " + std::to_string(options.max_logit_bias) + " entries, got " +
+                   std::to_string(value.size()));
+  }
+  std::map<std::int32_t, double> bias;
+  for (const auto& [key, item] : value.items()) {
+    const std::string item_path = child_path(path, key);
+    std::int32_t token = 0;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), token);
+    if (key.empty() || ec != std::errc{} || end != key.data() + key.size() || token < 0) {
+      fail(item_path, "must be keyed by a token id, an integer in [0, 2147483647], got " + echo_text(key));
+    }
+    bias[token] = read_number(item, item_path, {-SamplingParams::kMaxAbsLogitBias, SamplingParams::kMaxAbsLogitBias});
+  }
+  return bias;
+}
+
 }  // namespace
 
 SamplingParams read_sampling_params(const Json& j, const std::string& path, const ParseOptions& options) {
   ObjectReader r(j, path, options);
   r.check_known({"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "frequency_penalty",
-                 "presence_penalty", "repetition_last_n", "seed", "max_tokens", "stop", "stop_token_ids", "ignore_eos", "logprobs"});
+                 "presence_penalty", "repetition_last_n", "seed", "max_tokens", "stop", "stop_token_ids", "ignore_eos", "logprobs", "logit_bias"});
   SamplingParams p;
   if (const Json* v = r.find("temperature")) {
     p.temperature = read_number(*v, r.path("temperature"), {0.0, SamplingParams::kMaxTemperature});
@@ -103,6 +128,7 @@ SamplingParams read_sampling_params(const Json& j, const std::string& path, cons
     p.repetition_last_n =
         static_cast<std::int32_t>(read_integer(*v, r.path("repetition_last_n"), -1, SamplingParams::kMaxRepetitionLastN));
   }
+  if (const Json* v = r.find("logit_bias")) p.logit_bias = read_logit_bias(*v, r.path("logit_bias"), options);
   if (const Json* v = r.find("seed")) p.seed = read_unsigned(*v, r.path("seed"));
   // The default must respect a deployment's lower limit too.
   p.max_tokens = std::min(SamplingParams::kDefaultMaxTokens, options.max_tokens_limit);

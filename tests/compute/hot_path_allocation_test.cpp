@@ -106,18 +106,18 @@ TEST(HotPathAllocation, SamplingATokenAllocatesNothing) {
   }
   std::vector<std::int32_t> history;
   for (std::int32_t i = 0; i < 100; ++i) history.push_back((i * 31) % vocab);
-  std::vector<SamplerConfig> configs(3);
+  std::vector<loom::proto::SamplingParams> configs(3);
   configs[0].temperature = 0.0f;
   configs[2].top_k = 0;
   configs[2].min_p = 0.0f;
   configs[2].top_p = 0.9f;
-  for (SamplerConfig& config : configs) {
+  for (loom::proto::SamplingParams& config : configs) {
     config.repetition_penalty = 1.1f;
     config.frequency_penalty = 0.1f;
     config.presence_penalty = 0.1f;
-    config.logit_bias = {{3, 1.0f}, {4, -std::numeric_limits<float>::infinity()}};
+    config.logit_bias = {{3, 1.0f}, {4, -std::numeric_limits<double>::infinity()}};
   }
-  for (const SamplerConfig& config : configs) {
+  for (const loom::proto::SamplingParams& config : configs) {
     Sampler sampler(config, vocab);
     allocations = 0;
     counting = true;

@@ -24,8 +24,8 @@ namespace {
 constexpr float inf = std::numeric_limits<float>::infinity();
 
 // Plain sampling from the softmax: every filter off, temperature 1.
-SamplerConfig plain(std::uint64_t seed) {
-  SamplerConfig config;
+proto::SamplingParams plain(std::uint64_t seed) {
+  proto::SamplingParams config;
   config.temperature = 1.0f;
   config.top_k = 0;
   config.top_p = 1.0f;
@@ -34,8 +34,8 @@ SamplerConfig plain(std::uint64_t seed) {
   return config;
 }
 
-SamplerConfig greedy_config() {
-  SamplerConfig config;
+proto::SamplingParams greedy_config() {
+  proto::SamplingParams config;
   config.temperature = 0.0f;
   return config;
 }
@@ -95,7 +95,7 @@ TEST(Sampler, DrawsFollowTheSoftmax) {
 TEST(Sampler, TemperatureSharpensTheDistribution) {
   // Logits log(p) divided by T = 0.5 give weights p^2.
   const std::vector<double> p{0.35, 0.25, 0.2, 0.1, 0.07, 0.03};
-  SamplerConfig config = plain(777);
+  proto::SamplingParams config = plain(777);
   config.temperature = 0.5f;
   Sampler sampler(config, static_cast<std::int32_t>(p.size()));
   const auto counts = histogram(sampler, log_of(p), draws);
@@ -109,7 +109,7 @@ TEST(Sampler, TemperatureSharpensTheDistribution) {
 TEST(Sampler, TopKKeepsTheKHighestAndBreaksTiesByLowerId) {
   // Distinct logits at shuffled ids: the three highest are ids 7, 2 and 5.
   const std::vector<float> logits{0.1f, 0.3f, 2.0f, 0.2f, 0.0f, 1.5f, 0.4f, 3.0f, -1.0f, 0.5f};
-  SamplerConfig config = plain(1);
+  proto::SamplingParams config = plain(1);
   config.top_k = 3;
   Sampler sampler(config, 10);
   EXPECT_EQ(seen(histogram(sampler, logits, 20'000)), (std::set<std::int32_t>{2, 5, 7}));
@@ -130,7 +130,7 @@ TEST(Sampler, TopPKeepsTheSmallestPrefixReachingP) {
   // Probabilities 0.4, 0.3, 0.2, 0.1 at ids 2, 0, 3, 1: the prefixes sum to 0.4, 0.7, 0.9, 1.0.
   const auto logits = log_of({0.3, 0.1, 0.4, 0.2});
   const auto kept = [&](float top_p) {
-    SamplerConfig config = plain(5);
+    proto::SamplingParams config = plain(5);
     config.top_p = top_p;
     Sampler sampler(config, 4);
     return seen(histogram(sampler, logits, 20'000));
@@ -168,7 +168,7 @@ TEST(Sampler, TopPWithoutTopKKeepsExactlyTheSetASortFinds) {
   ASSERT_LT(expected.size(), 140u);
   ASSERT_GT(cumulative - top_p * total, 1e-6) << "a knife-edge cut that rounding could move";
 
-  SamplerConfig config = plain(99);
+  proto::SamplingParams config = plain(99);
   config.top_p = top_p;
   Sampler sampler(config, vocab);
   EXPECT_EQ(seen(histogram(sampler, logits, 30'000)), expected);
@@ -177,7 +177,7 @@ TEST(Sampler, TopPWithoutTopKKeepsExactlyTheSetASortFinds) {
 TEST(Sampler, MinPKeepsTokensAtLeastMinPTimesTheMostLikely) {
   // Relative to the most likely (id 1): 0.21, 1, 0.5, 0.19, 0.05. min_p = 0.2 keeps ids 0, 1, 2.
   const auto logits = log_of({0.21, 1.0, 0.5, 0.19, 0.05});
-  SamplerConfig config = plain(8);
+  proto::SamplingParams config = plain(8);
   config.min_p = 0.2f;
   Sampler sampler(config, 5);
   EXPECT_EQ(seen(histogram(sampler, logits, 20'000)), (std::set<std::int32_t>{0, 1, 2}));
@@ -190,7 +190,7 @@ TEST(Sampler, TopPMeasuresTheMassOfWhatTopKKept) {
   // 0.4, 0.3, 0.2, 0.1. Alone, top-p 0.55 needs two tokens (0.4 < 0.55 <= 0.7); after top-k 2 the first
   // holds 0.4 / 0.7 = 0.57 of what is left, which is enough alone.
   const auto logits = log_of({0.4, 0.3, 0.2, 0.1});
-  SamplerConfig config = plain(3);
+  proto::SamplingParams config = plain(3);
   config.top_p = 0.55f;
   Sampler without_top_k(config, 4);
   EXPECT_EQ(seen(histogram(without_top_k, logits, 20'000)), (std::set<std::int32_t>{0, 1}));
@@ -203,7 +203,7 @@ TEST(Sampler, TemperatureChangesTheSharesButNotTheKeptSet) {
   // Top-p 0.65 keeps 0.4 and 0.3. Were temperature 5 applied first, the flattened distribution
   // (0.4^0.2 : 0.3^0.2 : 0.2^0.2 : 0.1^0.2 = 0.28 : 0.27 : 0.25 : 0.20) would need three tokens.
   const std::vector<double> p{0.4, 0.3, 0.2, 0.1};
-  SamplerConfig config = plain(4);
+  proto::SamplingParams config = plain(4);
   config.top_p = 0.65f;
   config.temperature = 5.0f;
   Sampler sampler(config, 4);
@@ -222,7 +222,7 @@ TEST(Sampler, GreedyPicksTheArgmaxLowestIdOnTiesAndSkipsNaN) {
 }
 
 TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
-  SamplerConfig config = greedy_config();
+  proto::SamplingParams config = greedy_config();
   config.repetition_penalty = 1.1f;
   const std::vector<std::int32_t> history{0};
   // 2.0 / 1.1 = 1.82 < 1.9.
@@ -240,7 +240,7 @@ TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
 TEST(Sampler, FrequencyPenaltyCountsOccurrencesPresencePenaltyDoesNot) {
   const std::vector<float> logits{3.0f, 2.0f};
   const std::vector<std::int32_t> history{0, 0, 0};
-  SamplerConfig config = greedy_config();
+  proto::SamplingParams config = greedy_config();
   config.frequency_penalty = 0.4f;  // 3 - 3 * 0.4 = 1.8 < 2
   EXPECT_EQ(Sampler(config, 2).sample(logits, history), 1);
   config.frequency_penalty = 0.3f;  // 3 - 0.9 = 2.1 > 2
@@ -254,7 +254,7 @@ TEST(Sampler, FrequencyPenaltyCountsOccurrencesPresencePenaltyDoesNot) {
 
 TEST(Sampler, RepetitionPenaltyComesBeforeTheSubtractions) {
   // (3 / 2) - 0.4 = 1.1 < 1.2 picks 1; (3 - 0.4) / 2 = 1.3 would pick 0.
-  SamplerConfig config = greedy_config();
+  proto::SamplingParams config = greedy_config();
   config.repetition_penalty = 2.0f;
   config.presence_penalty = 0.4f;
   EXPECT_EQ(Sampler(config, 2).sample(std::vector<float>{3.0f, 1.2f}, std::vector<std::int32_t>{0}), 1);
@@ -265,9 +265,9 @@ TEST(Sampler, PenaltiesLookOnlyAtTheLastNTokens) {
   const std::vector<float> logits{2.0f, 1.9f, 0.0f, 0.0f, 0.0f, -5.0f};
   const std::vector<std::int32_t> history{3, 0, 5};
   const auto pick = [&](std::int32_t last_n) {
-    SamplerConfig config = greedy_config();
+    proto::SamplingParams config = greedy_config();
     config.repetition_penalty = 1.1f;
-    config.penalty_last_n = last_n;
+    config.repetition_last_n = last_n;
     return Sampler(config, 6).sample(logits, history);
   };
   EXPECT_EQ(pick(0), 0);
@@ -278,10 +278,10 @@ TEST(Sampler, PenaltiesLookOnlyAtTheLastNTokens) {
 }
 
 TEST(Sampler, LogitBiasAddsAndComesBeforePenalties) {
-  SamplerConfig config = greedy_config();
+  proto::SamplingParams config = greedy_config();
   config.logit_bias = {{2, 2.5f}};  // 0 + 2.5 > 2
   EXPECT_EQ(Sampler(config, 3).sample(std::vector<float>{1.0f, 2.0f, 0.0f}, {}), 2);
-  config.logit_bias = {{2, 1.0f}, {2, 1.5f}};  // entries for one id add up
+  config.logit_bias = {{2, 2.5}, {1, -0.5}};  // several tokens at once: 0 + 2.5 > 2 - 0.5 > 1
   EXPECT_EQ(Sampler(config, 3).sample(std::vector<float>{1.0f, 2.0f, 0.0f}, {}), 2);
 
   // Token 0: 1.0 with bias -2 is -1.0, which the repetition penalty 2 multiplies to -2.0 < -1.75. The other
@@ -292,7 +292,7 @@ TEST(Sampler, LogitBiasAddsAndComesBeforePenalties) {
 }
 
 TEST(Sampler, MinusInfinityBiasBansATokenWhenSampling) {
-  SamplerConfig config = plain(11);
+  proto::SamplingParams config = plain(11);
   config.logit_bias = {{0, -inf}};
   Sampler sampler(config, 3);
   EXPECT_EQ(seen(histogram(sampler, {5.0f, 0.0f, 0.0f}, 5'000)), (std::set<std::int32_t>{1, 2}));
@@ -308,7 +308,7 @@ TEST(Sampler, InfiniteLogitsShareAllTheProbability) {
 TEST(Sampler, NoPickableTokenThrows) {
   Sampler sampling(plain(1), 3);
   EXPECT_THROW(sampling.sample(std::vector<float>{-inf, -inf, -inf}, {}), std::runtime_error);
-  SamplerConfig config = greedy_config();
+  proto::SamplingParams config = greedy_config();
   config.logit_bias = {{0, -inf}, {1, -inf}};
   Sampler greedy(config, 2);
   EXPECT_THROW(greedy.sample(std::vector<float>{1.0f, 2.0f}, {}), std::runtime_error);
@@ -327,7 +327,7 @@ TEST(Sampler, TheRandomStreamIsOneMt19937_64OutputPerTokenTopBitsFirst) {
 }
 
 std::vector<std::int32_t> generate(std::uint64_t seed, const std::vector<float>& logits, int count) {
-  SamplerConfig config;  // the defaults: top-k 40, top-p 0.95, min-p 0.05, temperature 0.8
+  proto::SamplingParams config;  // the defaults: top-k 40, top-p 0.95, min-p 0.05, temperature 0.8
   config.seed = seed;
   config.repetition_penalty = 1.1f;
   Sampler sampler(config, static_cast<std::int32_t>(logits.size()));
@@ -360,7 +360,7 @@ TEST(Sampler, LargeVocabularyPicksOnlyWhatTheFiltersAllow) {
             [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
   const std::set<std::int32_t> top_40(order.begin(), order.begin() + 40);
 
-  SamplerConfig config;
+  proto::SamplingParams config;
   config.seed = 17;
   Sampler defaults(config, vocab);
   for (int i = 0; i < 100; ++i) EXPECT_TRUE(top_40.count(defaults.sample(logits, {}))) << "draw " << i;
@@ -382,7 +382,7 @@ TEST(Sampler, LargeVocabularyPicksOnlyWhatTheFiltersAllow) {
 }
 
 TEST(Sampler, InvalidConfigurationsThrowNamingTheField) {
-  const auto rejects = [](SamplerConfig config, const std::string& field, std::int32_t vocab = 10) {
+  const auto rejects = [](proto::SamplingParams config, const std::string& field, std::int32_t vocab = 10) {
     try {
       Sampler sampler(std::move(config), vocab);
     } catch (const std::invalid_argument& e) {
@@ -392,45 +392,45 @@ TEST(Sampler, InvalidConfigurationsThrowNamingTheField) {
     ADD_FAILURE() << "accepted a bad " << field;
   };
   const auto with = [](auto change) {
-    SamplerConfig config;
+    proto::SamplingParams config;
     change(config);
     return config;
   };
-  rejects(with([](SamplerConfig& c) { c.temperature = -0.1f; }), "temperature");
-  rejects(with([](SamplerConfig& c) { c.temperature = std::numeric_limits<float>::quiet_NaN(); }),
+  rejects(with([](proto::SamplingParams& c) { c.temperature = -0.1f; }), "temperature");
+  rejects(with([](proto::SamplingParams& c) { c.temperature = std::numeric_limits<float>::quiet_NaN(); }),
           "temperature");
-  rejects(with([](SamplerConfig& c) { c.temperature = inf; }), "temperature");
-  rejects(with([](SamplerConfig& c) { c.top_k = -1; }), "top_k");
-  rejects(with([](SamplerConfig& c) { c.top_p = 0.0f; }), "top_p");
-  rejects(with([](SamplerConfig& c) { c.top_p = 1.01f; }), "top_p");
-  rejects(with([](SamplerConfig& c) { c.top_p = std::numeric_limits<float>::quiet_NaN(); }), "top_p");
-  rejects(with([](SamplerConfig& c) { c.min_p = -0.01f; }), "min_p");
-  rejects(with([](SamplerConfig& c) { c.min_p = 1.5f; }), "min_p");
-  rejects(with([](SamplerConfig& c) { c.repetition_penalty = 0.0f; }), "repetition_penalty");
-  rejects(with([](SamplerConfig& c) { c.repetition_penalty = inf; }), "repetition_penalty");
-  rejects(with([](SamplerConfig& c) { c.penalty_last_n = -2; }), "penalty_last_n");
-  rejects(with([](SamplerConfig& c) { c.frequency_penalty = inf; }), "frequency_penalty");
-  rejects(with([](SamplerConfig& c) { c.presence_penalty = -inf; }), "presence_penalty");
-  rejects(with([](SamplerConfig& c) { c.logit_bias = {{10, 1.0f}}; }), "logit_bias");
-  rejects(with([](SamplerConfig& c) { c.logit_bias = {{-1, 1.0f}}; }), "logit_bias");
-  rejects(with([](SamplerConfig& c) { c.logit_bias = {{3, inf}}; }), "logit_bias");
-  rejects(with([](SamplerConfig& c) {
+  rejects(with([](proto::SamplingParams& c) { c.temperature = inf; }), "temperature");
+  rejects(with([](proto::SamplingParams& c) { c.top_k = -1; }), "top_k");
+  rejects(with([](proto::SamplingParams& c) { c.top_p = 0.0f; }), "top_p");
+  rejects(with([](proto::SamplingParams& c) { c.top_p = 1.01f; }), "top_p");
+  rejects(with([](proto::SamplingParams& c) { c.top_p = std::numeric_limits<float>::quiet_NaN(); }), "top_p");
+  rejects(with([](proto::SamplingParams& c) { c.min_p = -0.01f; }), "min_p");
+  rejects(with([](proto::SamplingParams& c) { c.min_p = 1.5f; }), "min_p");
+  rejects(with([](proto::SamplingParams& c) { c.repetition_penalty = 0.0f; }), "repetition_penalty");
+  rejects(with([](proto::SamplingParams& c) { c.repetition_penalty = inf; }), "repetition_penalty");
+  rejects(with([](proto::SamplingParams& c) { c.repetition_last_n = -2; }), "repetition_last_n");
+  rejects(with([](proto::SamplingParams& c) { c.frequency_penalty = inf; }), "frequency_penalty");
+  rejects(with([](proto::SamplingParams& c) { c.presence_penalty = -inf; }), "presence_penalty");
+  rejects(with([](proto::SamplingParams& c) { c.logit_bias = {{10, 1.0f}}; }), "logit_bias");
+  rejects(with([](proto::SamplingParams& c) { c.logit_bias = {{-1, 1.0f}}; }), "logit_bias");
+  rejects(with([](proto::SamplingParams& c) { c.logit_bias = {{3, inf}}; }), "logit_bias");
+  rejects(with([](proto::SamplingParams& c) {
             c.logit_bias = {{3, std::numeric_limits<float>::quiet_NaN()}};
           }),
           "logit_bias");
-  rejects(SamplerConfig{}, "vocab_size", 0);
+  rejects(proto::SamplingParams{}, "vocab_size", 0);
   // The boundaries themselves are valid.
-  EXPECT_NO_THROW(Sampler(with([](SamplerConfig& c) {
+  EXPECT_NO_THROW(Sampler(with([](proto::SamplingParams& c) {
                             c.top_p = 1.0f;
                             c.min_p = 1.0f;
-                            c.penalty_last_n = -1;
+                            c.repetition_last_n = -1;
                             c.logit_bias = {{9, -inf}};
                           }),
                           10));
 }
 
 TEST(Sampler, BadInputsToSampleThrow) {
-  SamplerConfig config;
+  proto::SamplingParams config;
   config.repetition_penalty = 1.2f;
   Sampler sampler(config, 4);
   EXPECT_THROW(sampler.sample(std::vector<float>{1.0f, 2.0f, 3.0f}, {}), std::invalid_argument);
@@ -438,7 +438,7 @@ TEST(Sampler, BadInputsToSampleThrow) {
                std::invalid_argument);
   // A refused history leaves no counts behind: later, token 1 once in the window costs one frequency
   // penalty (2.0 - 0.05 = 1.95 > 1.9), not three (1.85 < 1.9) from the two counted before the bad token.
-  SamplerConfig frequency = greedy_config();
+  proto::SamplingParams frequency = greedy_config();
   frequency.frequency_penalty = 0.05f;
   Sampler greedy(frequency, 4);
   const std::vector<float> logits{0.0f, 2.0f, 1.9f, 0.0f};

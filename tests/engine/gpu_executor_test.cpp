@@ -76,8 +76,8 @@ compute::LoadOptions load_options() {
   return o;
 }
 
-compute::SamplerConfig greedy() {
-  compute::SamplerConfig c;
+proto::SamplingParams greedy() {
+  proto::SamplingParams c;
   c.temperature = 0.0f;
   return c;
 }
@@ -95,7 +95,7 @@ struct Driven {
   cache::SequenceId id = 0;
   std::vector<std::int32_t> prompt;
   std::vector<std::int32_t> table;
-  compute::SamplerConfig sampler = greedy();
+  proto::SamplingParams sampler = greedy();
   std::size_t chunk = 512;
   std::int32_t logprobs = 0;
   std::size_t position = 0;
@@ -349,7 +349,7 @@ TEST_F(GpuExecutorTest, TwoSequencesInOneBatchEachGetTheirTokensAlone) {
 // driven directly over the model's logits (the sampler's random stream persists across the executor's steps).
 TEST_F(GpuExecutorTest, SeededSamplingIsReproducibleAcrossExecutors) {
   const auto reference = read_reference("aidreams260K.once.json");
-  compute::SamplerConfig sampling;
+  proto::SamplingParams sampling;
   sampling.temperature = 1.5f;  // spread out, with no filter: every draw matters
   sampling.top_k = 0;
   sampling.top_p = 1.0f;
@@ -395,7 +395,7 @@ TEST_F(GpuExecutorTest, ReleasingASequenceStartsItsSamplerAfresh) {
   const auto reference = read_reference("aidreams260K.once.json");
   auto executor = spawn_executor();
   ASSERT_TRUE(load(executor).loaded());
-  compute::SamplerConfig sampling;
+  proto::SamplingParams sampling;
   sampling.temperature = 1.5f;
   sampling.top_k = 0;
   sampling.top_p = 1.0f;
@@ -492,7 +492,7 @@ TEST_F(GpuExecutorTest, LogprobsFollowTheModelsLogits) {
 
   // Beyond the bound, the step is refused by name.
   Driven greedy_one = d;
-  greedy_one.logprobs = compute::CpuBackend::kMaxLogprobs + 1;
+  greedy_one.logprobs = proto::SamplingParams::kMaxLogprobs + 1;
   compute::StepBatch batch;
   batch.sequences.push_back(greedy_one.next());
   const auto outcome = run(executor, std::move(batch));

@@ -434,7 +434,7 @@ TEST_F(SessionActorTest, ARawPromptIsSubmittedAsTheTokenizerEncodesItWithTheRequ
   EXPECT_FLOAT_EQ(submit.sampler.repetition_penalty, 1.2f);
   EXPECT_FLOAT_EQ(submit.sampler.frequency_penalty, 0.3f);
   EXPECT_FLOAT_EQ(submit.sampler.presence_penalty, -0.4f);
-  EXPECT_EQ(submit.sampler.penalty_last_n, 17);
+  EXPECT_EQ(submit.sampler.repetition_last_n, 17);
   EXPECT_EQ(submit.sampler.seed, 1234u);
   EXPECT_EQ(submit.max_tokens, 17);
   EXPECT_EQ(submit.logprobs, 2);
@@ -478,7 +478,7 @@ TEST_F(SessionActorTest, AnAbsentSeedIsDrawnAtRandom) {
     probe_->add_script({});
     generate(session, raw_request("r" + std::to_string(i), "Once"), static_cast<cache::SequenceId>(i + 1));
     probe_->finished("r" + std::to_string(i));
-    seeds.push_back(probe_->submit(static_cast<std::size_t>(i)).sampler.seed);
+    seeds.push_back(probe_->submit(static_cast<std::size_t>(i)).sampler.seed.value());
   }
   // Three equal 64-bit draws would mean the seed is not drawn at all.
   EXPECT_FALSE(seeds[0] == seeds[1] && seeds[1] == seeds[2]);
@@ -502,8 +502,9 @@ TEST_F(SessionActorTest, BadSamplingValuesBuiltByACallerAreRefusedNotSubmitted) 
   generate(session, request, 1);
   auto error = error_of(probe_->finished("r1"));
   EXPECT_EQ(error.code, ErrorCode::invalid_request);
-  EXPECT_EQ(error.field, "params");
-  EXPECT_NE(error.message.find("top_p"), std::string::npos) << error.message;
+  // The wire parser's own rule and field name: the session checks a built request with proto's parser.
+  EXPECT_EQ(error.field, "params.top_p");
+  EXPECT_NE(error.message.find("(0, 1]"), std::string::npos) << error.message;
 
   request = raw_request("r2", "Once");
   request.params.stop = {"ok", ""};
@@ -515,6 +516,24 @@ TEST_F(SessionActorTest, BadSamplingValuesBuiltByACallerAreRefusedNotSubmitted) 
   request.params.max_tokens = 0;
   generate(session, request, 3);
   EXPECT_EQ(error_of(probe_->finished("r3")).field, "params.max_tokens");
+
+  // Beyond a gateway's deployment limits is fine for an application's request: only the fixed ranges hold.
+  request = raw_request("r4", "Once");
+  request.params.logit_bias = {{3, 150.0}};
+  generate(session, request, 4);
+  EXPECT_EQ(error_of(probe_->finished("r4")).field, "params.logit_bias.3");
+  EXPECT_EQ(probe_->submit_count(), 0u);
+}
+
+TEST_F(SessionActorTest, ALogitBiasTokenOutsideTheVocabularyIsRefusedNamingIt) {
+  auto session = open();
+  auto request = raw_request("r1", "Once");
+  request.params.logit_bias = {{5, -100.0}, {512, 1.0}};
+  generate(session, request, 1);
+  const auto error = error_of(probe_->finished("r1"));
+  EXPECT_EQ(error.code, ErrorCode::invalid_request);
+  EXPECT_EQ(error.field, "params.logit_bias.512");
+  EXPECT_NE(error.message.find("outside the vocabulary"), std::string::npos) << error.message;
   EXPECT_EQ(probe_->submit_count(), 0u);
 }
 

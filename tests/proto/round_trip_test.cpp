@@ -38,6 +38,7 @@ SamplingParams non_default_params() {
   p.frequency_penalty = -0.75;
   p.presence_penalty = 1.5;
   p.repetition_last_n = -1;
+  p.logit_bias = {{0, -100.0}, {42, 2.5}, {2147483647, 100.0}};
   p.seed = 18446744073709551615ULL;  // needs all 64 bits: a double or int64 on the way would change it
   p.max_tokens = 77;
   p.stop = {"\n\n", "User:", "终"};

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "loom/proto/client_message.hpp"
+#include "loom/proto/generate_request.hpp"
 
 namespace loom::proto {
 namespace {
@@ -162,6 +164,25 @@ std::vector<MalformedCase> malformed_cases() {
        "is not a known field (strict mode)"},
       {"CancelIdMissing", R"({"type":"cancel"})", "id", "is required"},
       {"CancelIdNotAString", R"({"type":"cancel","id":["r1"]})", "id", "must be a string, got an array"},
+      // logit_bias: OpenAI's map of token id to bias.
+      {"LogitBiasNotAnObject", with_params(R"("logit_bias":[1,2])"), "params.logit_bias",
+       "must be an object of token id to bias, got an array"},
+      {"LogitBiasKeyNotAnId", with_params(R"("logit_bias":{"x1":1})"), "params.logit_bias.x1",
+       "must be keyed by a token id"},
+      {"LogitBiasKeyNegative", with_params(R"("logit_bias":{"-3":1})"), "params.logit_bias.-3",
+       "must be keyed by a token id"},
+      {"LogitBiasKeyTooLarge", with_params(R"("logit_bias":{"2147483648":1})"), "params.logit_bias.2147483648",
+       "must be keyed by a token id"},
+      {"LogitBiasAboveRange", with_params(R"("logit_bias":{"7":100.5})"), "params.logit_bias.7",
+       "must be a number in [-100, 100], got 100.5"},
+      {"LogitBiasNotANumber", with_params(R"("logit_bias":{"7":"up"})"), "params.logit_bias.7",
+       "must be a number in [-100, 100]"},
+      {"LogitBiasTooMany", with_params(R"("logit_bias":{)" + [] {
+         std::string entries;
+         for (int i = 0; i < 1025; ++i) entries += (i ? "," : "") + ("\"" + std::to_string(i) + "\":1");
+         return entries;
+       }() + "}"),
+       "params.logit_bias", "must have at most 1024 entries, got 1025"},
   };
 }
 
@@ -251,6 +272,33 @@ TEST(InvalidJsonText, NonFiniteNumbersBuiltInCodeAreRefusedByTheRangeCheck) {
   const auto inf = parse_client_message(j);
   ASSERT_FALSE(inf.ok());
   EXPECT_EQ(inf.error().message, "must be a finite number, got inf");
+}
+
+TEST(CheckGenerateRequest, HoldsABuiltRequestToTheWireRules) {
+  GenerateRequest request;
+  request.id = "r1";
+  request.input = std::string("hi");
+  EXPECT_FALSE(check_generate_request(request).has_value());
+
+  request.params.top_p = 1.5;
+  auto error = check_generate_request(request);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->field, "params.top_p");
+  EXPECT_EQ(error->request_id, "r1");
+
+  request.params.top_p = 0.5;
+  request.params.temperature = std::numeric_limits<double>::quiet_NaN();
+  error = check_generate_request(request);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->field, "params.temperature");
+
+  // A deployment's size limits bind the gateway's parse; unbounded() keeps only the fixed ranges.
+  request.params.temperature = 0.5;
+  request.params.max_tokens = 100000;
+  EXPECT_TRUE(check_generate_request(request).has_value());
+  EXPECT_FALSE(check_generate_request(request, ParseOptions::unbounded()).has_value());
+  request.params.max_tokens = 0;
+  EXPECT_TRUE(check_generate_request(request, ParseOptions::unbounded()).has_value());
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "loom/actors/runtime/logger.hpp"
-#include "loom/compute/sampler.hpp"
 #include "loom/compute/text/stop_matcher.hpp"
 #include "loom/compute/text/streaming_detokenizer.hpp"
 
@@ -33,49 +32,24 @@ ErrorEvent invalid(const std::string& request_id, std::string field, std::string
 
 std::string indexed(std::string_view name, std::size_t i) { return std::string(name) + "[" + std::to_string(i) + "]"; }
 
-compute::SamplerConfig sampler_config(const proto::SamplingParams& p) {
-  compute::SamplerConfig c;
-  c.temperature = static_cast<float>(p.temperature);
-  c.top_k = p.top_k;
-  c.top_p = static_cast<float>(p.top_p);
-  c.min_p = static_cast<float>(p.min_p);
-  c.repetition_penalty = static_cast<float>(p.repetition_penalty);
-  c.frequency_penalty = static_cast<float>(p.frequency_penalty);
-  c.presence_penalty = static_cast<float>(p.presence_penalty);
-  c.penalty_last_n = p.repetition_last_n;
-  // An absent seed asks for a different stream each time.
-  c.seed = p.seed ? *p.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32 | std::random_device{}());
-  return c;
-}
-
-// The checks the proto parser makes on what the session passes on, for requests built by an embedding
-// application rather than parsed: a bad value here would otherwise fail a whole batch in the executor.
+// The request's own rules, once each: the wire rules (types, ranges; for a request an application built
+// rather than a client's the gateway parsed) by proto's parser itself, with no deployment size limits; then
+// what only the loaded model can tell, token ids against its vocabulary.
 std::optional<ErrorEvent> check_params(const proto::GenerateRequest& r, const compute::Vocabulary& vocabulary) {
+  if (auto error = proto::check_generate_request(r, proto::ParseOptions::unbounded())) {
+    return invalid(r.id, error->field, error->message);
+  }
+  const auto outside = [&](std::int32_t id) {
+    return "token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(vocabulary.size() - 1) + ")";
+  };
   const auto& p = r.params;
-  if (p.max_tokens < 1) return invalid(r.id, "params.max_tokens", "max_tokens must be at least 1");
-  if (p.logprobs < 0 || p.logprobs > proto::SamplingParams::kMaxLogprobs) {
-    return invalid(r.id, "params.logprobs",
-                   "logprobs must lie in [0, " + std::to_string(proto::SamplingParams::kMaxLogprobs) + "]");
-  }
-  if (r.priority < proto::GenerateRequest::kMinPriority || r.priority > proto::GenerateRequest::kMaxPriority) {
-    return invalid(r.id, "priority",
-                   "priority must lie in [" + std::to_string(proto::GenerateRequest::kMinPriority) + ", " +
-                       std::to_string(proto::GenerateRequest::kMaxPriority) + "]");
-  }
-  for (std::size_t i = 0; i < p.stop.size(); ++i) {
-    if (p.stop[i].empty()) return invalid(r.id, indexed("params.stop", i), "a stop string must not be empty");
-  }
   for (std::size_t i = 0; i < p.stop_token_ids.size(); ++i) {
     if (!vocabulary.valid(p.stop_token_ids[i])) {
-      return invalid(r.id, indexed("params.stop_token_ids", i),
-                     "token id " + std::to_string(p.stop_token_ids[i]) + " is outside the vocabulary (0.." +
-                         std::to_string(vocabulary.size() - 1) + ")");
+      return invalid(r.id, indexed("params.stop_token_ids", i), outside(p.stop_token_ids[i]));
     }
   }
-  try {
-    compute::Sampler check(sampler_config(p), 1);  // its constructor validates every field (cheap at size 1)
-  } catch (const std::invalid_argument& e) {
-    return invalid(r.id, "params", e.what());
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (!vocabulary.valid(id)) return invalid(r.id, "params.logit_bias." + std::to_string(id), outside(id));
   }
   return std::nullopt;
 }
@@ -181,7 +155,12 @@ void SessionActor::on(SessionGenerate m) {
     SubmitSequence submit;
     submit.sequence = m.sequence;
     submit.prompt = active->prepared.tokens;
-    submit.sampler = sampler_config(params);
+    submit.sampler = params;
+    // An absent seed asks for a different stream each time: drawn here, once, so that the request keeps
+    // one stream however often its sampler is made.
+    if (!submit.sampler.seed) {
+      submit.sampler.seed = static_cast<std::uint64_t>(std::random_device{}()) << 32 | std::random_device{}();
+    }
     submit.logprobs = params.logprobs;
     submit.max_tokens = params.max_tokens;
     if (!params.ignore_eos) submit.end_ids = end_ids(context_->tokenizer->vocabulary());

@@ -44,15 +44,6 @@ Vocabulary load_vocabulary(const LoadOptions& o, const LoadedModel& loaded) {
   return Vocabulary::from_gguf(*loaded.gguf());
 }
 
-// Field by field, so that a sequence cannot change its parameters halfway without being told it must
-// start a fresh sampler.
-bool same_sampling(const SamplerConfig& a, const SamplerConfig& b) {
-  return std::tie(a.temperature, a.top_k, a.top_p, a.min_p, a.repetition_penalty, a.penalty_last_n,
-                  a.frequency_penalty, a.presence_penalty, a.logit_bias, a.seed) ==
-         std::tie(b.temperature, b.top_k, b.top_p, b.min_p, b.repetition_penalty, b.penalty_last_n,
-                  b.frequency_penalty, b.presence_penalty, b.logit_bias, b.seed);
-}
-
 std::string name(SequenceId sequence) { return "sequence " + std::to_string(sequence); }
 
 }  // namespace
@@ -119,13 +110,13 @@ void CpuBackend::check(const StepBatch& batch) {
       throw std::out_of_range(name(s.sequence) + ": " + e.what());
     }
     total += n;
-    if (s.logprobs < 0 || s.logprobs > std::min(kMaxLogprobs, vocab)) {
+    if (s.logprobs < 0 || s.logprobs > std::min(proto::SamplingParams::kMaxLogprobs, vocab)) {
       throw std::invalid_argument(name(s.sequence) + ": logprobs " + std::to_string(s.logprobs) + " is outside [0, " +
-                                  std::to_string(std::min(kMaxLogprobs, vocab)) + "]");
+                                  std::to_string(std::min(proto::SamplingParams::kMaxLogprobs, vocab)) + "]");
     }
     if (!s.sample) continue;
     const auto it = samplers_.find(s.sequence);
-    if (it != samplers_.end() && !same_sampling(it->second.config(), s.sampler)) {
+    if (it != samplers_.end() && it->second.params() != s.sampler) {
       throw std::invalid_argument(name(s.sequence) + " changed its sampling parameters; release it to start afresh");
     }
   }
@@ -142,20 +133,27 @@ void CpuBackend::check(const StepBatch& batch) {
       }
     }
   }
-  // New samplers last: their constructor checks the parameters, and nothing is kept for a failed check.
+}
+
+// The samplers of sequences sampling for the first time. Made before anything is touched: a constructor
+// that refuses the parameters fails the step with nothing kept.
+std::vector<std::pair<SequenceId, Sampler>> CpuBackend::new_samplers(const StepBatch& batch) const {
+  std::vector<std::pair<SequenceId, Sampler>> made;
+  const auto vocab = static_cast<std::int32_t>(model_->config().vocab_size);
   for (const StepSequence& s : batch.sequences) {
-    if (s.sample && !samplers_.contains(s.sequence)) {
-      try {
-        Sampler probe(s.sampler, vocab);
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(name(s.sequence) + ": " + e.what());
-      }
+    if (!s.sample || samplers_.contains(s.sequence)) continue;
+    try {
+      made.emplace_back(s.sequence, Sampler(s.sampler, vocab));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(name(s.sequence) + ": " + e.what());
     }
   }
+  return made;
 }
 
 StepResult CpuBackend::run(const StepBatch& batch) {
   check(batch);
+  for (auto& [sequence, sampler] : new_samplers(batch)) samplers_.insert_or_assign(sequence, std::move(sampler));
   for (const BlockCopy& copy : batch.copies) {
     cache_.copy_block(copy.source, copy.destination);
   }
@@ -187,10 +185,7 @@ StepResult CpuBackend::run(const StepBatch& batch) {
 }
 
 SampledToken CpuBackend::sample(const StepSequence& sequence, std::span<const float> logits) {
-  auto it = samplers_.find(sequence.sequence);
-  if (it == samplers_.end()) {
-    it = samplers_.try_emplace(sequence.sequence, sequence.sampler, static_cast<std::int32_t>(logits.size())).first;
-  }
+  auto it = samplers_.find(sequence.sequence);  // made by new_samplers() before the forward pass
   SampledToken out;
   out.sequence = sequence.sequence;
   out.token = it->second.sample(logits, sequence.history);

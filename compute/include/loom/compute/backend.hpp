@@ -19,7 +19,7 @@
 #include "loom/compute/kv_blocks.hpp"
 #include "loom/compute/kv_cache_options.hpp"
 #include "loom/compute/model_config.hpp"
-#include "loom/compute/sampler.hpp"
+#include "loom/proto/sampling_params.hpp"
 
 namespace loom::compute {
 
@@ -61,11 +61,13 @@ struct StepSequence {
   std::vector<BlockId> block_table{};  // physical block ids, covering start + tokens.size() positions
   // Sample a next token after the last of `tokens`: a decode, or the last chunk of a prompt.
   bool sample = false;
-  // The sequence's sampling parameters. Its sampler (and random stream) is made at its first sampled step
-  // and kept until the backend is told release(); later steps must give the same parameters.
-  SamplerConfig sampler{};
+  // The request's sampling parameters, as it came. Its sampler (and random stream) is made at its first
+  // sampled step and kept until the backend is told release(); later steps must give the same parameters.
+  proto::SamplingParams sampler{};
   std::vector<std::int32_t> history{};  // every token of the sequence so far, for the penalties
-  std::int32_t logprobs = 0;            // how many top alternatives to report with the sampled token (0: none)
+  // How many top alternatives to report with the sampled token (0: none), at most
+  // proto::SamplingParams::kMaxLogprobs.
+  std::int32_t logprobs = 0;
 };
 
 struct StepBatch {
@@ -94,9 +96,6 @@ struct StepResult {
 
 class Backend {
  public:
-  // Most alternatives a sequence may ask for with its sampled token.
-  static constexpr std::int32_t kMaxLogprobs = 20;
-
   virtual ~Backend() = default;
 
   virtual BackendInfo info() const = 0;

@@ -1,12 +1,14 @@
 // Sampler: turns one position's logits into the next token id, with the usual filters (top-k, top-p,
 // min-p), temperature, repetition/frequency/presence penalties, logit bias and a seeded random stream.
-// One Sampler per sequence: it owns the sequence's random stream and scratch buffers.
+// One Sampler per sequence: it owns the sequence's random stream and scratch buffers. It takes the
+// request's own proto::SamplingParams (the one form of sampling parameters, carried from the wire or the
+// application to here) and keeps the fields it computes with as floats.
 //
 // Order of the steps (that of the reference GGUF engine's default sampler chain, where our default values
 // come from):
 //   1. logit bias              added to the raw logits; -inf bans a token
 //   2. penalties               repetition (divide positive / multiply negative logits), then frequency and
-//                              presence (subtracted), for tokens among the last `penalty_last_n` of history
+//                              presence (subtracted), for tokens among the last `repetition_last_n` of history
 //   3. temperature == 0        greedy: the highest logit, the lowest id among equal ones; stop here
 //   4. top-k                   keep the k highest logits
 //   5. top-p                   softmax (at temperature 1) over what top-k kept; keep the smallest set of the
@@ -36,31 +38,21 @@
 #include <utility>
 #include <vector>
 
-namespace loom::compute {
+#include "loom/proto/sampling_params.hpp"
 
-struct SamplerConfig {
-  float temperature = 0.8f;          // 0 = greedy (argmax, lowest id on ties)
-  std::int32_t top_k = 40;           // 0 = off
-  float top_p = 0.95f;               // 1 = off
-  float min_p = 0.05f;               // 0 = off
-  float repetition_penalty = 1.0f;   // 1 = off; divides positive logits, multiplies negative ones (and 0)
-  std::int32_t penalty_last_n = 64;  // how many of the latest tokens the penalties look at; -1 = all
-  float frequency_penalty = 0.0f;    // subtracted once per occurrence in that window
-  float presence_penalty = 0.0f;     // subtracted once if the token occurs in that window
-  // Added to the logit; -inf bans the token. Several entries for one id add up.
-  std::vector<std::pair<std::int32_t, float>> logit_bias;
-  std::uint64_t seed = 0;
-};
+namespace loom::compute {
 
 class Sampler {
  public:
-  // Throws std::invalid_argument naming the field for values out of range: temperature negative or not
-  // finite, top_k negative, top_p outside (0, 1], min_p outside [0, 1], repetition_penalty not a finite
-  // positive number, penalty_last_n below -1, frequency/presence penalties not finite, a bias id outside
-  // the vocabulary or a bias that is NaN or +inf; and for vocab_size <= 0.
-  Sampler(SamplerConfig config, std::int32_t vocab_size);
+  // Throws std::invalid_argument naming the field for values it cannot compute with: temperature negative
+  // or not finite, top_k negative, top_p outside (0, 1], min_p outside [0, 1], repetition_penalty not a
+  // finite positive number, repetition_last_n below -1, frequency/presence penalties not finite, a bias id
+  // outside the vocabulary or a bias that is NaN or +inf (-inf bans the token); and for vocab_size <= 0.
+  // The wire parser and the session refuse such requests before they get here; this guards the
+  // arithmetic. Without a seed the stream is seeded at random.
+  Sampler(proto::SamplingParams params, std::int32_t vocab_size);
 
-  const SamplerConfig& config() const noexcept { return config_; }
+  const proto::SamplingParams& params() const noexcept { return params_; }
   std::int32_t vocab_size() const noexcept { return vocab_size_; }
 
   // Picks the next token. `logits` has vocab_size values and is not modified; `history` is the sequence
@@ -83,7 +75,22 @@ class Sampler {
   std::size_t keep_min_p(std::size_t count, float max_logit);
   std::int32_t draw(std::size_t count, float max_logit);
 
-  SamplerConfig config_;
+  // The parameters in the sampler's own arithmetic (float logits), converted once.
+  struct Settings {
+    float temperature = 0.0f;
+    std::int32_t top_k = 0;
+    float top_p = 1.0f;
+    float min_p = 0.0f;
+    float repetition_penalty = 1.0f;
+    std::int32_t penalty_last_n = 0;
+    float frequency_penalty = 0.0f;
+    float presence_penalty = 0.0f;
+    std::vector<std::pair<std::int32_t, float>> logit_bias;
+  };
+  static Settings settings_of(const proto::SamplingParams& params, std::int32_t vocab_size);
+
+  proto::SamplingParams params_;
+  Settings config_;
   std::int32_t vocab_size_;
   std::mt19937_64 rng_;
   // Every token as (id, adjusted logit); the filters compact the survivors to the front.

@@ -53,4 +53,10 @@ void to_json(nlohmann::json& j, const GenerateRequest& request);
 // On failure the error's request_id holds the request's id when that was well formed.
 Parsed<GenerateRequest> parse_generate_request(const nlohmann::json& j, const ParseOptions& options = {});
 
+// The wire rules (every type, range and size rule parse_generate_request applies) for a request built in
+// code rather than parsed, checked by that same parser on the request's JSON form: a request an embedding
+// application builds is held to exactly the rules a client's is, and the rules are written once. The
+// engine checks with ParseOptions::unbounded() (the fixed ranges, not a deployment's size limits).
+std::optional<ValidationError> check_generate_request(const GenerateRequest& request, const ParseOptions& options = {});
+
 }  // namespace loom::proto

@@ -36,6 +36,12 @@ struct ParseOptions {
   std::size_t max_stop_bytes = 256;
   // params.stop_token_ids: how many.
   std::size_t max_stop_token_ids = 32;
+  // params.logit_bias: how many tokens.
+  std::size_t max_logit_bias = 1024;
+
+  // Every size and count limit at its widest, the fixed ranges kept: what the engine holds a request built
+  // in code to (a deployment's limits are the gateway's, applied when it parses).
+  static ParseOptions unbounded() noexcept;
 };
 
 }  // namespace loom::proto

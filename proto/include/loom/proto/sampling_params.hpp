@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@ struct SamplingParams {
   static constexpr std::int32_t kMaxLogprobs = 20;
   static constexpr std::int32_t kDefaultMaxTokens = 256;
   static constexpr std::int32_t kMaxRepetitionLastN = 1 << 20;
+  static constexpr double kMaxAbsLogitBias = 100.0;  // OpenAI's range for logit_bias values
 
   // Divides the logits; 0 means greedy (always the most likely token). Range [0, 100].
   double temperature = 0.8;
@@ -42,6 +44,10 @@ struct SamplingParams {
   // How many of the latest tokens (prompt included) the three penalties look at; -1 = the whole sequence.
   // Range [-1, kMaxRepetitionLastN].
   std::int32_t repetition_last_n = 64;
+  // Added to a token's logit before the penalties and filters (token id -> bias), as OpenAI's logit_bias:
+  // -100 all but bans a token, +100 all but forces it. Ids >= 0 (the session checks them against the
+  // vocabulary); biases in [-100, 100]; at most ParseOptions::max_logit_bias entries.
+  std::map<std::int32_t, double> logit_bias;
   // Seed of the request's random stream; absent = drawn at random, so equal requests may differ.
   std::optional<std::uint64_t> seed;
   // Most tokens to generate. Range [1, ParseOptions::max_tokens_limit].

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "loom/compute/backend.hpp"
@@ -40,6 +41,7 @@ class CpuBackend final : public Backend {
 
  private:
   void check(const StepBatch& batch);
+  std::vector<std::pair<SequenceId, Sampler>> new_samplers(const StepBatch& batch) const;
   SampledToken sample(const StepSequence& sequence, std::span<const float> logits);
 
   std::unique_ptr<LoadedModel> loaded_;

@@ -99,7 +99,7 @@ using SequenceSink = std::function<void(SequenceEvent)>;
 struct SubmitSequence {
   cache::SequenceId sequence = 0;            // chosen by the submitter, unique among live sequences
   std::vector<std::int32_t> prompt{};        // at least one token, shorter than context_length
-  compute::SamplerConfig sampler{};
+  proto::SamplingParams sampler{};  // the request's own
   std::int32_t logprobs = 0;                 // alternatives per token (0: no logprobs)
   std::int32_t max_tokens = 256;             // at least 1
   std::vector<std::int32_t> end_ids{};       // end of generation (EOS, EOT): reason eos
