@@ -8,14 +8,21 @@
 // are computed.
 //
 //   embed_asio MODEL.gguf [--tokenizer FILE] [--max-tokens N] [--threads N]
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -25,7 +32,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
-#include "command_line.hpp"
 #include "loom/engine.hpp"
 
 namespace {
@@ -37,6 +43,80 @@ constexpr const char* kUsage =
     "usage: embed_asio MODEL.gguf [--tokenizer FILE] [--max-tokens N] [--threads N]\n"
     "  Runs a loom::Engine on the application's own io_context beside a 100 ms heartbeat, streams two\n"
     "  generations at once (one by callback, one by coroutine), then shuts the engine down.\n";
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The example's own small option reader (it builds out of tree against an installed loom, so it carries
+// what it needs): `--name value`, `--name=value`, the flag `--help`, positional arguments; the last value
+// of a repeated option wins; every error names the option.
+class Arguments {
+ public:
+  Arguments(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+      std::string_view arg = argv[i];
+      if (!arg.starts_with("--")) {
+        positional_.emplace_back(arg);
+        continue;
+      }
+      arg.remove_prefix(2);
+      const auto equals = arg.find('=');
+      std::string name(arg.substr(0, equals));
+      if (equals != std::string_view::npos) {
+        values_[name] = std::string(arg.substr(equals + 1));
+      } else if (name == "help") {
+        values_[name] = "true";
+      } else if (i + 1 < argc) {
+        values_[name] = argv[++i];
+      } else {
+        throw UsageError("option --" + name + " needs a value");
+      }
+    }
+  }
+
+  bool flag(const std::string& name) { return take(name).has_value(); }
+
+  std::string text(const std::string& name, std::string fallback) {
+    auto value = take(name);
+    return value ? *value : std::move(fallback);
+  }
+
+  std::int64_t integer(const std::string& name, std::int64_t fallback, std::int64_t min, std::int64_t max) {
+    auto value = take(name);
+    if (!value) return fallback;
+    std::int64_t parsed = 0;
+    const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), parsed);
+    if (ec != std::errc{} || end != value->data() + value->size()) {
+      throw UsageError("option --" + name + " expects an integer, got '" + *value + "'");
+    }
+    if (parsed < min || parsed > max) {
+      throw UsageError("option --" + name + " must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                       "], got " + *value);
+    }
+    return parsed;
+  }
+
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  // Called after reading every known option: anything left over is a mistake worth reporting.
+  void reject_unknown() const {
+    if (!values_.empty()) throw UsageError("unknown option --" + values_.begin()->first);
+  }
+
+ private:
+  std::optional<std::string> take(const std::string& name) {
+    auto it = values_.find(name);
+    if (it == values_.end()) return std::nullopt;
+    auto value = std::move(it->second);
+    values_.erase(it);
+    return value;
+  }
+
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
 
 struct Options {
   std::string model;
@@ -152,7 +232,7 @@ asio::awaitable<int> run_app(std::optional<loom::Engine>& engine, Heartbeat& hea
 int main(int argc, char** argv) {
   Options options;
   try {
-    loom::cli::CommandLine args(argc, argv, {"help"});
+    Arguments args(argc, argv);
     if (args.flag("help")) {
       std::fputs(kUsage, stdout);
       return 0;
@@ -167,7 +247,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.model = positional.front();
-  } catch (const loom::cli::UsageError& e) {
+  } catch (const UsageError& e) {
     std::fprintf(stderr, "embed_asio: %s\n%s", e.what(), kUsage);
     return 2;
   }
