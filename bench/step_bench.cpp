@@ -22,19 +22,6 @@ using loom::actors::SubmitSequence;
 
 constexpr std::size_t kBlockSize = 16;
 
-// The bytes a batch's values carry (what moving it to the executor's thread and a copy would touch).
-std::size_t payload_bytes(const loom::compute::StepBatch& batch) {
-  std::size_t bytes = batch.copies.size() * sizeof(loom::compute::BlockCopy);
-  for (const auto& s : batch.sequences) {
-    bytes += sizeof(s) + s.tokens.size() * sizeof(std::int32_t) + s.block_table.size() * sizeof(std::int32_t) +
-             s.history.size() * sizeof(std::int32_t);
-    for (const auto& stop : s.sampler.stop) bytes += stop.size();
-    bytes += s.sampler.stop_token_ids.size() * sizeof(std::int32_t);
-    bytes += s.sampler.logit_bias.size() * (sizeof(std::int32_t) + sizeof(double));
-  }
-  return bytes;
-}
-
 // The cache manager's part: every reservation granted, tables of consecutive block ids.
 class FakeCache {
  public:
@@ -82,8 +69,8 @@ void BM_DecodeStep(benchmark::State& state) {
     SubmitSequence submit;
     submit.sequence = i + 1;
     submit.prompt.assign(positions, 3);
-    submit.max_tokens = 1 << 30;
-    submit.sampler.stop = {"</s>", "\n\nUser:"};  // a typical request's stop strings
+    submit.params.max_tokens = 1 << 30;
+    submit.params.stop = {"</s>", "\n\nUser:"};  // a typical request's stop strings
     (void)scheduler.submit(std::move(submit));
   }
   const auto now = std::chrono::steady_clock::now();
@@ -100,7 +87,7 @@ void BM_DecodeStep(benchmark::State& state) {
   for (auto _ : state) {
     auto plan = scheduler.plan_step();
     auto batch = scheduler.start_step(cache.grant(plan.reserve), now);
-    bytes += payload_bytes(batch);
+    bytes += loom::compute::payload_bytes(batch);
     ++steps;
     benchmark::DoNotOptimize(batch);
     scheduler.apply_step(answer(batch), now);

@@ -90,7 +90,9 @@ std::vector<std::int32_t> scattered_table(std::int32_t count, std::int32_t first
 }
 
 // One sequence as the scheduler would drive it: its prompt in chunks of `chunk` tokens, sampling after the
-// last chunk, then one decode token per step (the token it sampled last).
+// last chunk, then one decode token per step (the token it sampled last). Its first step (and any step from
+// position 0, a fresh start) starts it on the backend with its parameters, the tokens before the step as
+// prefix and the whole table; later steps change nothing of the table (tests give it whole up front).
 struct Driven {
   cache::SequenceId id = 0;
   std::vector<std::int32_t> prompt;
@@ -100,14 +102,22 @@ struct Driven {
   std::int32_t logprobs = 0;
   std::size_t position = 0;
   std::vector<std::int32_t> generated{};
+  bool started = false;  // the backend holds it
 
   compute::StepSequence next() const {
     compute::StepSequence s;
     s.sequence = id;
     s.start = static_cast<std::int64_t>(position);
-    s.block_table = table;
-    s.sampler = sampler;
-    s.logprobs = logprobs;
+    if (!started || position == 0) {
+      compute::SequenceStart begin{sampler, prompt};
+      begin.params.logprobs = logprobs;
+      begin.prefix.insert(begin.prefix.end(), generated.begin(), generated.end());
+      begin.prefix.resize(position);
+      s.begin = std::move(begin);
+      s.blocks = table;
+    } else {
+      s.table_from = static_cast<std::int64_t>(table.size());
+    }
     if (position < prompt.size()) {
       const std::size_t n = std::min(chunk, prompt.size() - position);
       s.tokens.assign(prompt.begin() + static_cast<std::ptrdiff_t>(position),
@@ -117,12 +127,11 @@ struct Driven {
       s.tokens = {generated.back()};
       s.sample = true;
     }
-    s.history = prompt;
-    s.history.insert(s.history.end(), generated.begin(), generated.end());
     return s;
   }
   // After a StepDone: the positions are computed; `sampled` is this sequence's entry, if it sampled.
   void advance(const compute::StepSequence& step, const compute::SampledToken* sampled) {
+    started = true;
     position += step.tokens.size();
     if (sampled != nullptr) generated.push_back(sampled->token);
   }
@@ -297,7 +306,7 @@ TEST_F(GpuExecutorTest, ALlamaCheckpointLoadsWithItsTokenizerFile) {
 TEST_F(GpuExecutorTest, RunBeforeALoadFailsItsSequences) {
   auto executor = spawn_executor();
   compute::StepBatch batch;
-  batch.sequences.push_back(compute::StepSequence{.sequence = 7, .tokens = {1}, .block_table = {0}, .sample = true});
+  batch.sequences.push_back(compute::StepSequence{.sequence = 7, .tokens = {1}, .blocks = {0}, .sample = true, .begin = compute::SequenceStart{}});
   const auto outcome = run(executor, std::move(batch));
   const auto* failed = std::get_if<StepFailed>(&outcome);
   ASSERT_NE(failed, nullptr);
@@ -419,14 +428,31 @@ TEST_F(GpuExecutorTest, ReleasingASequenceStartsItsSamplerAfresh) {
   generate(executor, {&fresh}, 12);
   EXPECT_EQ(fresh.generated, first);
 
-  // A sequence that changes its parameters without a release is refused, and nothing else breaks.
+  // A fresh start with other parameters replaces the sampler: the stream of a new sequence with them.
   Driven changed = fresh;
   changed.sampler.seed = 6;
+  changed.position = 0;
+  changed.generated.clear();
+  generate(executor, {&changed}, 12);
+  Driven other_id = changed;
+  other_id.id = 5;
+  other_id.started = false;
+  other_id.position = 0;
+  other_id.generated.clear();
+  generate(executor, {&other_id}, 12);
+  EXPECT_EQ(changed.generated, other_id.generated);
+  EXPECT_NE(changed.generated, first);
+
+  // A step that does not follow from what the backend holds is refused, naming the sequence.
+  Driven skipped = changed;
+  skipped.position += 1;
   compute::StepBatch batch;
-  batch.sequences.push_back(changed.next());
+  batch.sequences.push_back(skipped.next());
   const auto outcome = run(executor, std::move(batch));
   ASSERT_TRUE(std::holds_alternative<StepFailed>(outcome));
-  EXPECT_NE(std::get<StepFailed>(outcome).error.find("sequence 4 changed its sampling parameters"), std::string::npos);
+  EXPECT_NE(std::get<StepFailed>(outcome).error.find("sequence 4 continues at position"),
+            std::string::npos)
+      << std::get<StepFailed>(outcome).error;
 }
 
 // A fork: the child shares the parent's full blocks and gets a copy of the partial last block, which the
@@ -445,6 +471,7 @@ TEST_F(GpuExecutorTest, BlockCopiesOfAStepAreDoneBeforeItsForwardPass) {
   ASSERT_EQ(parent.generated, std::vector<std::int32_t>{reference.greedy[0]});
   Driven child = parent;
   child.id = 2;
+  child.started = false;  // starts with the parent's 13 positions as its prefix
   child.table = {20, 21, 22, 100, 26, 27};
   const auto done = step(executor, {&parent, &child}, {compute::BlockCopy{23, 100}});
   ASSERT_TRUE(done);
@@ -492,6 +519,7 @@ TEST_F(GpuExecutorTest, LogprobsFollowTheModelsLogits) {
 
   // Beyond the bound, the step is refused by name.
   Driven greedy_one = d;
+  greedy_one.started = false;  // the parameters come with a start
   greedy_one.logprobs = proto::SamplingParams::kMaxLogprobs + 1;
   compute::StepBatch batch;
   batch.sequences.push_back(greedy_one.next());
@@ -538,16 +566,17 @@ TEST_F(GpuExecutorTest, AFailingStepFailsOnlyItsSequencesAndTheNextStepRuns) {
   EXPECT_NE(std::get<StepFailed>(doubled).error.find("sequence 1 appears twice"), std::string::npos);
   compute::StepBatch short_table;
   short_table.sequences = {a.next()};
-  short_table.sequences[0].block_table.resize(1);  // 4 positions; the decode writes position 20
+  short_table.sequences[0].table_from = 1;  // the table cut to 1 block (4 positions); the decode writes position 20
   const auto unplaced = run(executor, std::move(short_table));
   ASSERT_TRUE(std::holds_alternative<StepFailed>(unplaced));
-  EXPECT_NE(std::get<StepFailed>(unplaced).error.find("sequence 1: a block table of 1 blocks cannot hold 21 positions"), std::string::npos)
+  EXPECT_NE(std::get<StepFailed>(unplaced).error.find("sequence 1 has a block table of 1 blocks for 21 positions"), std::string::npos)
       << std::get<StepFailed>(unplaced).error;
   compute::StepBatch too_large;  // two prefills of 70 tokens (each within the context of 128): 140 in the step
   for (const cache::SequenceId id : {50, 51}) {
     too_large.sequences.push_back(compute::StepSequence{.sequence = id,
                                                .tokens = std::vector<std::int32_t>(70, 1),
-                                               .block_table = scattered_table(18, static_cast<std::int32_t>(id), 2)});
+                                               .blocks = scattered_table(18, static_cast<std::int32_t>(id), 2),
+                                               .begin = compute::SequenceStart{}});
   }
   const auto refused_size = run(executor, std::move(too_large));
   ASSERT_TRUE(std::holds_alternative<StepFailed>(refused_size));

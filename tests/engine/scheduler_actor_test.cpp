@@ -20,6 +20,7 @@
 #include "loom/actors/engine/cache_manager_actor.hpp"
 #include "loom/actors/engine/gpu_executor_actor.hpp"
 #include "loom/actors/engine/scheduler_actor.hpp"
+#include "loom/compute/held_sequences.hpp"
 #include "loom/cache/block_manager.hpp"
 #include "test_support.hpp"
 
@@ -81,7 +82,7 @@ class PagedFakeBackend final : public compute::Backend {
   }
   compute::BackendInfo info() const override { return info_; }
   std::shared_ptr<const compute::Tokenizer> tokenizer() const override { return nullptr; }
-  void release(cache::SequenceId) override {}
+  void release(cache::SequenceId sequence) override { held_.release(sequence); }
 
   compute::StepResult run(const compute::StepBatch& batch) override {
     {
@@ -95,12 +96,17 @@ class PagedFakeBackend final : public compute::Backend {
     for (const auto& copy : batch.copies) {
       for (std::int64_t i = 0; i < block_size_; ++i) slot(copy.destination, i) = slot(copy.source, i);
     }
+    // The tables come as changes: followed as every backend follows them (a step that does not follow from
+    // what is held fails, as it would on the real backend).
+    for (const auto& s : batch.sequences) held_.check(s, block_size_);
     compute::StepResult result;
-    for (const auto& s : batch.sequences) {
-      for (std::size_t i = 0; i < s.tokens.size(); ++i) at(s, s.start + static_cast<std::int64_t>(i)) = s.tokens[i];
+    for (const auto& step : batch.sequences) {
+      const auto& s = step;
+      const auto& table = held_.apply(step).table;
+      for (std::size_t i = 0; i < s.tokens.size(); ++i) at(table, s.start + static_cast<std::int64_t>(i)) = s.tokens[i];
       if (!s.sample) continue;
       std::vector<std::int32_t> seen;
-      for (std::int64_t p = 0; p < s.start + static_cast<std::int64_t>(s.tokens.size()); ++p) seen.push_back(at(s, p));
+      for (std::int64_t p = 0; p < s.start + static_cast<std::int64_t>(s.tokens.size()); ++p) seen.push_back(at(table, p));
       result.sampled.push_back(compute::SampledToken{.sequence = s.sequence, .token = next_token(seen), .logprob = 0, .top = {}});
     }
     return result;
@@ -110,12 +116,13 @@ class PagedFakeBackend final : public compute::Backend {
   std::int32_t& slot(std::uint32_t block, std::int64_t offset) {
     return slots_.at(static_cast<std::size_t>(block * block_size_ + offset));
   }
-  std::int32_t& at(const compute::StepSequence& s, std::int64_t position) {
+  std::int32_t& at(const std::vector<compute::BlockId>& table, std::int64_t position) {
     const auto index = static_cast<std::size_t>(position / block_size_);
-    if (index >= s.block_table.size()) throw std::out_of_range("position past the block table");
-    return slot(static_cast<std::uint32_t>(s.block_table[index]), position % block_size_);
+    if (index >= table.size()) throw std::out_of_range("position past the block table");
+    return slot(static_cast<std::uint32_t>(table[index]), position % block_size_);
   }
 
+  compute::HeldSequences held_;
   std::shared_ptr<FakeLog> log_;
   compute::BackendInfo info_;
   std::int64_t block_size_;
@@ -209,8 +216,8 @@ struct Rig {
     SubmitSequence s;
     s.sequence = id;
     s.prompt = std::move(prompt);
-    s.sampler.temperature = 0.0f;
-    s.max_tokens = max_tokens;
+    s.params.temperature = 0.0f;
+    s.params.max_tokens = max_tokens;
     s.end_ids = {kEnd};
     s.priority = priority;
     s.fairness_key = key.empty() ? "key" + std::to_string(id) : key;
@@ -456,9 +463,9 @@ TEST(SchedulerActor, EndAndStopIdsAndTheContextEndASequence) {
   SubmitSequence s;
   s.sequence = 1;
   s.prompt = prompt;
-  s.sampler.temperature = 0.0f;
-  s.max_tokens = 50;
-  s.stop_ids = {out[2]};
+  s.params.temperature = 0.0f;
+  s.params.max_tokens = 50;
+  s.params.stop_token_ids = {out[2]};
   s.sink = rig.collector.sink(1);
   rig.scheduler.address().tell(std::move(s));
   rig.submit(2, prompt, 50);  // runs into the context: 20 - 6 = 14 tokens
@@ -483,8 +490,8 @@ TEST(SchedulerActor, ADeadlineEndsTheSequenceWithTimeout) {
   SubmitSequence s;
   s.sequence = 1;
   s.prompt = prompt_of(1, 4);
-  s.sampler.temperature = 0.0f;
-  s.max_tokens = 200;
+  s.params.temperature = 0.0f;
+  s.params.max_tokens = 200;
   s.deadline = std::chrono::steady_clock::now() + 100ms;
   s.sink = rig.collector.sink(1);
   rig.scheduler.address().tell(std::move(s));

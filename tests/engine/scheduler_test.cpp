@@ -110,7 +110,7 @@ struct Harness {
     SubmitSequence s;
     s.sequence = id;
     s.prompt = prompt(prompt_length);
-    s.max_tokens = max_tokens;
+    s.params.max_tokens = max_tokens;
     s.end_ids = {kEnd};
     s.priority = priority;
     s.fairness_key = key.empty() ? "key" + std::to_string(id) : key;
@@ -228,7 +228,8 @@ TEST(Scheduler, PlansEveryDecodeFirstThenPrefillChunksUnderTheTokenBudget) {
   EXPECT_EQ(in_batch(s.batch, 1).start, 6);
   EXPECT_EQ(in_batch(s.batch, 2).tokens.size(), 15u);
   EXPECT_FALSE(in_batch(s.batch, 2).sample);
-  EXPECT_EQ(in_batch(s.batch, 2).block_table, (std::vector<cache::BlockId>{20}));
+  ASSERT_TRUE(in_batch(s.batch, 2).begin.has_value()) << "its first step starts it on the backend";
+  EXPECT_EQ(in_batch(s.batch, 2).blocks, (std::vector<cache::BlockId>{20}));
 
   s = h.step();
   ASSERT_EQ(s.plan.reserve.size(), 1u) << "a later chunk reserves nothing";
@@ -240,7 +241,7 @@ TEST(Scheduler, PlansEveryDecodeFirstThenPrefillChunksUnderTheTokenBudget) {
   EXPECT_EQ(in_batch(s.batch, 2).start, 30);
   EXPECT_EQ(in_batch(s.batch, 2).tokens.size(), 10u);
   EXPECT_TRUE(in_batch(s.batch, 2).sample) << "the last chunk samples";
-  EXPECT_EQ(in_batch(s.batch, 2).history.size(), 40u);
+  EXPECT_FALSE(in_batch(s.batch, 2).begin.has_value()) << "later steps carry no history";
   EXPECT_EQ(s.applied.prefill_tokens, 10u);
   EXPECT_EQ(tokens(s.applied.actions, 2), (std::vector<std::int32_t>{kToken}));
 
@@ -387,13 +388,133 @@ TEST(Scheduler, SeriousHalvesMaxRunningWhenItsTableHasNoCap) {
   EXPECT_EQ(g.scheduler.step_cap(), 3u) << "the table's own cap wins";
 }
 
+// ---- What a step carries ----
+
+// A cache manager that grows each sequence's table by a block every 4 tokens (block ids 100 * id + n), and
+// that swaps a sequence's last block when told (a copy-on-write).
+struct GrowingTables {
+  std::map<cache::SequenceId, std::size_t> tokens;
+  std::map<cache::SequenceId, std::vector<cache::BlockId>> tables;
+  ReserveResult grant(const std::vector<ReserveItem>& items, std::size_t reused = 0) {
+    ReserveResult result;
+    result.reserved = true;
+    for (const auto& item : items) {
+      auto& table = tables[item.sequence];
+      std::size_t& count = tokens[item.sequence];
+      cache::Reservation r;
+      if (item.new_sequence) {
+        table.clear();
+        count = 0;
+        r.reused_tokens = reused;
+      }
+      count += item.tokens.size();
+      while (table.size() * 4 < count) {
+        table.push_back(static_cast<cache::BlockId>(100 * item.sequence + table.size()));
+      }
+      result.reservations.push_back(r);
+      result.block_tables.push_back(table);
+    }
+    return result;
+  }
+};
+
+TEST(Scheduler, StepsCarryOnlyWhatChangedSinceTheSequencesLastStep) {
+  Harness h(SchedulerConfig{.context_length = 64});
+  SubmitSequence submit = h.sequence(1, 6, 20);
+  submit.params.temperature = 0.25;
+  submit.params.stop = {"END"};
+  h.submit(std::move(submit));
+  GrowingTables cache;
+  const auto run = [&](std::size_t reused = 0) {
+    const StepPlan plan = h.scheduler.plan_step();
+    compute::StepBatch batch = h.scheduler.start_step(cache.grant(plan.reserve, reused), h.now);
+    h.scheduler.apply_step(Harness::answer(batch, [](cache::SequenceId) { return kToken; }), h.now);
+    return batch;
+  };
+
+  // The first step starts the sequence: its parameters, the reused prefix (2 of its 6 prompt tokens), the
+  // whole table.
+  auto batch = run(2);
+  ASSERT_EQ(batch.sequences.size(), 1u);
+  const compute::StepSequence& first = batch.sequences[0];
+  ASSERT_TRUE(first.begin.has_value());
+  EXPECT_EQ(first.begin->params.temperature, 0.25);
+  EXPECT_EQ(first.begin->params.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(first.begin->prefix, std::vector<std::int32_t>(2, prompt(1).front()));
+  EXPECT_EQ(first.start, 2);
+  EXPECT_EQ(first.table_from, 0);
+  EXPECT_EQ(first.blocks, (std::vector<cache::BlockId>{100, 101}));
+
+  // Decodes: nothing but the token, and a new block when the table grows (positions 8, 12, ...).
+  std::vector<std::int64_t> grew_at;
+  for (int i = 0; i < 8; ++i) {
+    batch = run();
+    const compute::StepSequence& step = batch.sequences.at(0);
+    EXPECT_FALSE(step.begin.has_value());
+    EXPECT_EQ(step.tokens.size(), 1u);
+    if (step.blocks.empty()) {
+      EXPECT_EQ(step.table_from, static_cast<std::int64_t>(cache.tables[1].size()));
+    } else {
+      EXPECT_EQ(step.blocks.size(), 1u);
+      EXPECT_EQ(step.table_from + 1, static_cast<std::int64_t>(cache.tables[1].size()));
+      grew_at.push_back(step.start);
+    }
+  }
+  EXPECT_EQ(grew_at, (std::vector<std::int64_t>{8, 12}));
+
+  // A copy-on-write swaps the last block: only that entry is sent.
+  cache.tables[1].back() = 999;
+  batch = run();
+  EXPECT_EQ(batch.sequences.at(0).table_from, static_cast<std::int64_t>(cache.tables[1].size()) - 1);
+  EXPECT_EQ(batch.sequences.at(0).blocks, (std::vector<cache::BlockId>{999}));
+
+  // What one decode step carries is a few dozen bytes, whatever the sequence's length.
+  batch = run();
+  EXPECT_LT(compute::payload_bytes(batch), sizeof(compute::StepSequence) + 64);
+}
+
+TEST(Scheduler, APreemptedSequenceStartsAfreshOnTheBackendWhenItRunsAgain) {
+  Harness h(SchedulerConfig{.context_length = 64});
+  h.submit(1, 6, 20, 1);
+  h.submit(2, 6, 20, 0);
+  GrowingTables cache;
+  const auto run = [&] {
+    const StepPlan plan = h.scheduler.plan_step();
+    compute::StepBatch batch = h.scheduler.start_step(cache.grant(plan.reserve), h.now);
+    h.scheduler.apply_step(Harness::answer(batch, [](cache::SequenceId) { return kToken; }), h.now);
+    return batch;
+  };
+  run();
+  run();
+  // A shortage: sequence 2 (lower priority) yields. When it runs again (once sequence 1 is done) it starts
+  // afresh: its 6 prompt tokens and the 2 it had generated to recompute (nothing reused), its new table whole.
+  const StepPlan plan = h.scheduler.plan_step();
+  ASSERT_TRUE(plan.planned);
+  h.scheduler.shortage(1, h.now);
+  std::optional<compute::StepSequence> restarted;
+  for (int i = 0; i < 40 && !restarted; ++i) {
+    const compute::StepBatch batch = run();
+    for (const auto& step : batch.sequences) {
+      if (step.sequence == 2) restarted = step;
+      else EXPECT_FALSE(step.begin.has_value()) << "sequence 1 was never preempted";
+    }
+  }
+  ASSERT_TRUE(restarted.has_value());
+  ASSERT_TRUE(restarted->begin.has_value());
+  EXPECT_EQ(restarted->start, 0);
+  EXPECT_TRUE(restarted->begin->prefix.empty());
+  EXPECT_EQ(restarted->tokens.size(), 8u);
+  EXPECT_EQ(restarted->table_from, 0);
+  EXPECT_EQ(restarted->blocks, cache.tables[2]);
+}
+
 // ---- Finishing ----
 
 TEST(Scheduler, EndIdsStopIdsMaxTokensAndTheContextEndASequence) {
   Harness h(SchedulerConfig{.context_length = 12});
   h.submit(1, 4, 50);                  // samples the end id
   SubmitSequence with_stop = h.sequence(2, 4, 50);
-  with_stop.stop_ids = {9};
+  with_stop.params.stop_token_ids = {9};
   h.submit(std::move(with_stop));      // 7, then the stop id 9
   h.submit(3, 4, 2);                   // max_tokens
   h.submit(4, 10, 50);                 // 10 + 2 fills the context

@@ -427,19 +427,19 @@ TEST_F(SessionActorTest, ARawPromptIsSubmittedAsTheTokenizerEncodesItWithTheRequ
   EXPECT_EQ(submit.sequence, 42u);
   EXPECT_EQ(submit.prompt, compute::encode_prompt(*tokenizer_, "Once upon a time", false));
   EXPECT_EQ(submit.prompt.front(), 1) << "BOS first: the vocabulary adds it";
-  EXPECT_FLOAT_EQ(submit.sampler.temperature, 0.5f);
-  EXPECT_EQ(submit.sampler.top_k, 7);
-  EXPECT_FLOAT_EQ(submit.sampler.top_p, 0.9f);
-  EXPECT_FLOAT_EQ(submit.sampler.min_p, 0.1f);
-  EXPECT_FLOAT_EQ(submit.sampler.repetition_penalty, 1.2f);
-  EXPECT_FLOAT_EQ(submit.sampler.frequency_penalty, 0.3f);
-  EXPECT_FLOAT_EQ(submit.sampler.presence_penalty, -0.4f);
-  EXPECT_EQ(submit.sampler.repetition_last_n, 17);
-  EXPECT_EQ(submit.sampler.seed, 1234u);
-  EXPECT_EQ(submit.max_tokens, 17);
-  EXPECT_EQ(submit.logprobs, 2);
+  EXPECT_FLOAT_EQ(submit.params.temperature, 0.5f);
+  EXPECT_EQ(submit.params.top_k, 7);
+  EXPECT_FLOAT_EQ(submit.params.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(submit.params.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(submit.params.repetition_penalty, 1.2f);
+  EXPECT_FLOAT_EQ(submit.params.frequency_penalty, 0.3f);
+  EXPECT_FLOAT_EQ(submit.params.presence_penalty, -0.4f);
+  EXPECT_EQ(submit.params.repetition_last_n, 17);
+  EXPECT_EQ(submit.params.seed, 1234u);
+  EXPECT_EQ(submit.params.max_tokens, 17);
+  EXPECT_EQ(submit.params.logprobs, 2);
   EXPECT_EQ(submit.end_ids, (Ids{kEos}));
-  EXPECT_EQ(submit.stop_ids, (Ids{5, 6}));
+  EXPECT_EQ(submit.params.stop_token_ids, (Ids{5, 6}));
   EXPECT_EQ(submit.priority, 3);
   EXPECT_EQ(submit.fairness_key, "s1");
   EXPECT_EQ(submit.deadline, std::optional(deadline));
@@ -478,7 +478,7 @@ TEST_F(SessionActorTest, AnAbsentSeedIsDrawnAtRandom) {
     probe_->add_script({});
     generate(session, raw_request("r" + std::to_string(i), "Once"), static_cast<cache::SequenceId>(i + 1));
     probe_->finished("r" + std::to_string(i));
-    seeds.push_back(probe_->submit(static_cast<std::size_t>(i)).sampler.seed.value());
+    seeds.push_back(probe_->submit(static_cast<std::size_t>(i)).params.seed.value());
   }
   // Three equal 64-bit draws would mean the seed is not drawn at all.
   EXPECT_FALSE(seeds[0] == seeds[1] && seeds[1] == seeds[2]);

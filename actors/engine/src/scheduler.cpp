@@ -66,6 +66,10 @@ struct Scheduler::Sequence {
   std::size_t reserved = 0;          // tokens with a slot in the cache (while in_cache)
   std::size_t computed = 0;          // positions whose K/V are in the cache (while in_cache)
   std::vector<std::int32_t> block_table;
+  // What the backend holds of it: its table as last sent, and whether it holds the sequence at all (not
+  // before its first step, nor after a preemption until it starts again). Steps send the difference.
+  std::vector<std::int32_t> backend_table;
+  bool backend_holds = false;
   std::uint64_t admission = 0;       // order of the last admission (0: never admitted)
   std::optional<FinishReason> ending;  // cancelled or timed out while its step was out
   std::int32_t cached_tokens = -1;   // from the first creation
@@ -138,8 +142,8 @@ std::optional<SinkEvent> Scheduler::submit(SubmitSequence m) {
                   "the prompt is " + std::to_string(m.prompt.size()) + " tokens; the context holds " +
                       std::to_string(config_.context_length) + " (and one generated token needs a place)");
   }
-  if (m.max_tokens < 1) return reject(proto::ErrorCode::invalid_request, "max_tokens must be at least 1");
-  if (m.logprobs < 0) return reject(proto::ErrorCode::invalid_request, "logprobs must not be negative");
+  if (m.params.max_tokens < 1) return reject(proto::ErrorCode::invalid_request, "max_tokens must be at least 1");
+  if (m.params.logprobs < 0) return reject(proto::ErrorCode::invalid_request, "logprobs must not be negative");
   if (waiting_.size() >= config_.max_waiting) {
     return reject(proto::ErrorCode::overloaded,
                   "the waiting queue is full (" + std::to_string(config_.max_waiting) + " requests)");
@@ -289,6 +293,7 @@ void Scheduler::preempt(cache::SequenceId id, SchedulerActions& actions) {
     s.computed = 0;
     s.reserved = 0;
     s.block_table.clear();
+    s.backend_holds = false;  // its next step starts it afresh (the executor keeps its sampler)
     ++s.preemptions;
     ++preemptions_;
   }
@@ -403,23 +408,32 @@ void Scheduler::settle_chunks() {
 
 // The batch the executor runs: per planned sequence its chunk of tokens from the first position not yet
 // computed, its block table, and when it samples its sampler, history and logprobs.
-compute::StepBatch Scheduler::build_step_batch(std::vector<compute::BlockCopy> copies) const {
+compute::StepBatch Scheduler::build_step_batch(std::vector<compute::BlockCopy> copies) {
   compute::StepBatch batch;
   batch.copies = std::move(copies);
   for (const PlannedItem& p : plan_) {
-    const Sequence& s = at(p.id);
+    Sequence& s = at(p.id);
     compute::StepSequence step;
     step.sequence = p.id;
     step.start = static_cast<std::int64_t>(s.computed);
     step.tokens.assign(s.tokens.begin() + static_cast<std::ptrdiff_t>(s.computed),
                        s.tokens.begin() + static_cast<std::ptrdiff_t>(s.computed + p.chunk));
-    step.block_table = s.block_table;
     step.sample = p.sample;
-    if (p.sample) {
-      step.sampler = s.submit.sampler;
-      step.history = s.tokens;
-      step.logprobs = s.submit.logprobs;
+    if (!s.backend_holds) {
+      // The backend starts the sequence (afresh after a preemption): its parameters, the reused prefix,
+      // the whole table.
+      step.begin = compute::SequenceStart{
+          s.submit.params, std::vector<std::int32_t>(s.tokens.begin(), s.tokens.begin() + step.start)};
+      s.backend_table.clear();
     }
+    // Only the table's entries that differ from what the backend holds: one new block every block_size
+    // decodes, the last one after a copy-on-write, nothing in most steps.
+    const auto same = std::mismatch(s.backend_table.begin(), s.backend_table.end(), s.block_table.begin(),
+                                    s.block_table.end());
+    step.table_from = same.first - s.backend_table.begin();
+    step.blocks.assign(same.second, s.block_table.end());
+    s.backend_table = s.block_table;
+    s.backend_holds = true;
     batch.sequences.push_back(std::move(step));
   }
   return batch;
@@ -493,7 +507,7 @@ AppliedStep Scheduler::apply_step(StepDone done, Clock::time_point now) {
 // An end id or a stop id ends the sequence with the token that was sampled (which is not streamed).
 std::optional<FinishReason> Scheduler::ending_for(const Sequence& s, std::int32_t token) const {
   if (contains_id(s.submit.end_ids, token)) return FinishReason::eos;
-  if (contains_id(s.submit.stop_ids, token)) return FinishReason::stop;
+  if (contains_id(s.submit.params.stop_token_ids, token)) return FinishReason::stop;
   return std::nullopt;
 }
 
@@ -535,13 +549,13 @@ void Scheduler::apply_item(const PlannedItem& p, StepDone& done, std::size_t& sa
   if (s.sink) {
     SequenceToken event{.sequence = p.id, .token = token, .index = static_cast<std::int32_t>(s.generated - 1),
                         .logprob = std::nullopt, .top = {}};
-    if (s.submit.logprobs > 0) {
+    if (s.submit.params.logprobs > 0) {
       event.logprob = sampled.logprob;
       event.top = std::move(sampled.top);
     }
     out.actions.emplace_back(SinkEvent{s.sink, std::move(event)});
   }
-  if (s.generated >= static_cast<std::size_t>(s.submit.max_tokens) ||
+  if (s.generated >= static_cast<std::size_t>(s.submit.params.max_tokens) ||
       static_cast<std::int64_t>(s.tokens.size()) >= config_.context_length) {
     finish(p.id, FinishReason::length, {}, now, out.actions);
   }

@@ -155,16 +155,13 @@ void SessionActor::on(SessionGenerate m) {
     SubmitSequence submit;
     submit.sequence = m.sequence;
     submit.prompt = active->prepared.tokens;
-    submit.sampler = params;
+    submit.params = params;
     // An absent seed asks for a different stream each time: drawn here, once, so that the request keeps
     // one stream however often its sampler is made.
-    if (!submit.sampler.seed) {
-      submit.sampler.seed = static_cast<std::uint64_t>(std::random_device{}()) << 32 | std::random_device{}();
+    if (!submit.params.seed) {
+      submit.params.seed = static_cast<std::uint64_t>(std::random_device{}()) << 32 | std::random_device{}();
     }
-    submit.logprobs = params.logprobs;
-    submit.max_tokens = params.max_tokens;
     if (!params.ignore_eos) submit.end_ids = end_ids(context_->tokenizer->vocabulary());
-    submit.stop_ids = params.stop_token_ids;
     submit.priority = request.priority;
     submit.fairness_key = options_.session_id;
     submit.deadline = m.deadline;

@@ -85,7 +85,7 @@ BackendInfo CpuBackend::info() const {
 
 // Everything is checked before a block is copied or a position written, with the sequence's id in the
 // message (the forward pass checks its inputs again, by position in the step).
-void CpuBackend::check(const StepBatch& batch) {
+void CpuBackend::check(const StepBatch& batch) const {
   if (batch.sequences.empty()) throw std::invalid_argument("a step needs at least one sequence");
   const auto vocab = static_cast<std::int32_t>(model_->config().vocab_size);
   const std::int64_t context = model_->config().context_length;
@@ -99,25 +99,26 @@ void CpuBackend::check(const StepBatch& batch) {
       throw std::out_of_range(name(s.sequence) + ": positions " + std::to_string(s.start) + " + " + std::to_string(n) +
                               " exceed the context length " + std::to_string(context));
     }
+    const auto in_vocabulary = [vocab](std::int32_t token) { return token >= 0 && token < vocab; };
     for (const std::int32_t token : s.tokens) {
-      if (token < 0 || token >= vocab) {
+      if (!in_vocabulary(token)) {
         throw std::out_of_range(name(s.sequence) + ": token id " + std::to_string(token) + " is outside the vocabulary");
       }
     }
-    try {
-      cache_.check_table(s.block_table, s.start + n);
-    } catch (const std::out_of_range& e) {
-      throw std::out_of_range(name(s.sequence) + ": " + e.what());
-    }
+    held_.check(s, cache_.block_size());
+    for (const BlockId block : s.blocks) check_block(block, name(s.sequence) + ": block table");
     total += n;
-    if (s.logprobs < 0 || s.logprobs > std::min(proto::SamplingParams::kMaxLogprobs, vocab)) {
-      throw std::invalid_argument(name(s.sequence) + ": logprobs " + std::to_string(s.logprobs) + " is outside [0, " +
-                                  std::to_string(std::min(proto::SamplingParams::kMaxLogprobs, vocab)) + "]");
+    if (!s.begin) continue;
+    for (const std::int32_t token : s.begin->prefix) {
+      if (!in_vocabulary(token)) {
+        throw std::out_of_range(name(s.sequence) + ": prefix token id " + std::to_string(token) +
+                                " is outside the vocabulary");
+      }
     }
-    if (!s.sample) continue;
-    const auto it = samplers_.find(s.sequence);
-    if (it != samplers_.end() && it->second.params() != s.sampler) {
-      throw std::invalid_argument(name(s.sequence) + " changed its sampling parameters; release it to start afresh");
+    const std::int32_t logprobs = s.begin->params.logprobs;
+    if (logprobs < 0 || logprobs > std::min(proto::SamplingParams::kMaxLogprobs, vocab)) {
+      throw std::invalid_argument(name(s.sequence) + ": logprobs " + std::to_string(logprobs) + " is outside [0, " +
+                                  std::to_string(std::min(proto::SamplingParams::kMaxLogprobs, vocab)) + "]");
     }
   }
   if (total > model_->max_batch()) {
@@ -125,25 +126,31 @@ void CpuBackend::check(const StepBatch& batch) {
                                 std::to_string(model_->max_batch()) + " tokens a step may hold");
   }
   for (const BlockCopy& copy : batch.copies) {
-    for (const BlockId block : {copy.source, copy.destination}) {
-      if (block < 0 || block >= cache_.blocks()) {
-        throw std::out_of_range("block copy " + std::to_string(copy.source) + " -> " + std::to_string(copy.destination) +
-                                ": block " + std::to_string(block) + " is outside the pool of " +
-                                std::to_string(cache_.blocks()));
-      }
-    }
+    const std::string what = "block copy " + std::to_string(copy.source) + " -> " + std::to_string(copy.destination);
+    check_block(copy.source, what);
+    check_block(copy.destination, what);
   }
 }
 
-// The samplers of sequences sampling for the first time. Made before anything is touched: a constructor
-// that refuses the parameters fails the step with nothing kept.
+void CpuBackend::check_block(BlockId block, const std::string& what) const {
+  if (block < 0 || block >= cache_.blocks()) {
+    throw std::out_of_range(what + ": block " + std::to_string(block) + " is outside the pool of " +
+                            std::to_string(cache_.blocks()));
+  }
+}
+
+// The samplers of sequences that start with parameters other than their kept sampler's (or have none).
+// Made before anything is touched: a constructor that refuses the parameters fails the step with nothing
+// kept.
 std::vector<std::pair<SequenceId, Sampler>> CpuBackend::new_samplers(const StepBatch& batch) const {
   std::vector<std::pair<SequenceId, Sampler>> made;
   const auto vocab = static_cast<std::int32_t>(model_->config().vocab_size);
   for (const StepSequence& s : batch.sequences) {
-    if (!s.sample || samplers_.contains(s.sequence)) continue;
+    if (!s.begin) continue;
+    const auto kept = samplers_.find(s.sequence);
+    if (kept != samplers_.end() && kept->second.params() == s.begin->params) continue;
     try {
-      made.emplace_back(s.sequence, Sampler(s.sampler, vocab));
+      made.emplace_back(s.sequence, Sampler(s.begin->params, vocab));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(name(s.sequence) + ": " + e.what());
     }
@@ -154,9 +161,7 @@ std::vector<std::pair<SequenceId, Sampler>> CpuBackend::new_samplers(const StepB
 StepResult CpuBackend::run(const StepBatch& batch) {
   check(batch);
   for (auto& [sequence, sampler] : new_samplers(batch)) samplers_.insert_or_assign(sequence, std::move(sampler));
-  for (const BlockCopy& copy : batch.copies) {
-    cache_.copy_block(copy.source, copy.destination);
-  }
+  for (const BlockCopy& copy : batch.copies) cache_.copy_block(copy.source, copy.destination);
   const auto vocab = static_cast<std::size_t>(model_->config().vocab_size);
   const auto sampling = static_cast<std::size_t>(
       std::count_if(batch.sequences.begin(), batch.sequences.end(), [](const StepSequence& s) { return s.sample; }));
@@ -164,10 +169,11 @@ StepResult CpuBackend::run(const StepBatch& batch) {
   steps_.clear();
   std::size_t row = 0;
   for (const StepSequence& s : batch.sequences) {
+    const HeldSequences::Sequence& held = held_.apply(s);  // node-based map: the table stays put
     LlamaModel::SequenceStep step;
     step.tokens = s.tokens;
     step.start = s.start;
-    step.block_table = s.block_table;
+    step.block_table = held.table;
     step.mode = s.sample ? LlamaModel::Logits::last : LlamaModel::Logits::none;
     step.logits = s.sample ? logits_.data() + vocab * row++ : nullptr;
     steps_.push_back(step);
@@ -179,17 +185,19 @@ StepResult CpuBackend::run(const StepBatch& batch) {
   row = 0;
   for (const StepSequence& s : batch.sequences) {
     if (!s.sample) continue;
-    result.sampled.push_back(sample(s, std::span<const float>(logits_.data() + vocab * row++, vocab)));
+    result.sampled.push_back(sample(s.sequence, std::span<const float>(logits_.data() + vocab * row++, vocab)));
   }
   return result;
 }
 
-SampledToken CpuBackend::sample(const StepSequence& sequence, std::span<const float> logits) {
-  auto it = samplers_.find(sequence.sequence);  // made by new_samplers() before the forward pass
+SampledToken CpuBackend::sample(SequenceId id, std::span<const float> logits) {
+  const HeldSequences::Sequence& held = *held_.find(id);  // applied before the forward pass
+  const auto it = samplers_.find(id);                     // made when the sequence started
+  if (it == samplers_.end()) throw std::logic_error(name(id) + " has no sampler");
   SampledToken out;
-  out.sequence = sequence.sequence;
-  out.token = it->second.sample(logits, sequence.history);
-  if (sequence.logprobs == 0) return out;
+  out.sequence = id;
+  out.token = it->second.sample(logits, held.tokens);
+  if (held.params.logprobs == 0) return out;
 
   // log softmax(logits)[t] = logit[t] - max - log(sum exp(logit - max)); NaN logits count as impossible.
   float max_logit = -INFINITY;
@@ -214,7 +222,7 @@ SampledToken CpuBackend::sample(const StepSequence& sequence, std::span<const fl
     if (std::isnan(la) || std::isnan(lb)) return !std::isnan(la) && std::isnan(lb);
     return la != lb ? la > lb : a < b;
   };
-  const auto k = static_cast<std::size_t>(sequence.logprobs);
+  const auto k = static_cast<std::size_t>(held.params.logprobs);
   std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), better);
   out.top.reserve(k);
   for (std::size_t i = 0; i < k; ++i) out.top.push_back(TokenLogprob{ids[i], logprob(ids[i])});

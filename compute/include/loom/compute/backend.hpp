@@ -10,9 +10,11 @@
 // (and an application embedding it) compiles against this header without compute's model/ or cpu/ rooms.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,27 +55,45 @@ struct BackendInfo {
   std::string chat_template_source;  // the model's tokenizer.chat_template (Jinja), empty when it has none
 };
 
-// One sequence's share of a step.
+// How a sequence starts on a backend, in its first step (or its first after a preemption): what the
+// backend keeps for it from then on, so that later steps carry only what changed.
+struct SequenceStart {
+  // The request's sampling parameters, as it came (logprobs among them). The backend makes the sequence's
+  // sampler from them and keeps it until release(); a start with the same parameters keeps the sampler (a
+  // preempted sequence's random stream goes on), other parameters replace it.
+  proto::SamplingParams params{};
+  // The tokens at positions [0, start) of this step, whose K/V is already in the cache (a reused prefix):
+  // the start of the history the penalties read.
+  std::vector<std::int32_t> prefix{};
+};
+
+// One sequence's share of a step: what changed since its last one.
 struct StepSequence {
   SequenceId sequence = 0;
   std::vector<std::int32_t> tokens{};  // computed at positions start, start + 1, ...
-  std::int64_t start = 0;              // positions before it are already in the KV storage
-  std::vector<BlockId> block_table{};  // physical block ids, covering start + tokens.size() positions
+  // Positions before it are already in the KV storage: for a sequence the backend holds, exactly the
+  // positions its steps computed.
+  std::int64_t start = 0;
+  // The block table's change: its entries from table_from on become `blocks` (the entries before are kept;
+  // a longer table is cut). A start gives the whole table (table_from 0). After it the table covers
+  // start + tokens.size() positions.
+  std::int64_t table_from = 0;
+  std::vector<BlockId> blocks{};
   // Sample a next token after the last of `tokens`: a decode, or the last chunk of a prompt.
   bool sample = false;
-  // The request's sampling parameters, as it came. Its sampler (and random stream) is made at its first
-  // sampled step and kept until the backend is told release(); later steps must give the same parameters.
-  proto::SamplingParams sampler{};
-  std::vector<std::int32_t> history{};  // every token of the sequence so far, for the penalties
-  // How many top alternatives to report with the sampled token (0: none), at most
-  // proto::SamplingParams::kMaxLogprobs.
-  std::int32_t logprobs = 0;
+  // Present in the first step of a sequence the backend does not hold, or holds from before a preemption
+  // (it starts afresh); absent, the backend must hold the sequence.
+  std::optional<SequenceStart> begin{};
 };
 
 struct StepBatch {
   std::vector<BlockCopy> copies{};         // done before the forward pass, in order
   std::vector<StepSequence> sequences{};   // each id at most once
 };
+
+// The bytes a batch's values carry (vectors' payloads, strings), for the benchmarks that measure what a
+// step sends.
+std::size_t payload_bytes(const StepBatch& batch) noexcept;
 
 // A token's log-probability under the model's own distribution: the softmax of the raw logits (temperature
 // 1, before logit bias and penalties), so it does not depend on the sampling parameters.
@@ -104,7 +124,8 @@ class Backend {
   // Runs one step. Throws (std::exception, its what() naming the problem) when the step cannot be done;
   // the backend stays usable for the next one.
   virtual StepResult run(const StepBatch& batch) = 0;
-  // Forgets the sequence's sampler (a later step with this id starts a fresh one). Unknown ids are ignored.
+  // Forgets the sequence: its table, history and sampler (a later step with this id must start it again).
+  // Unknown ids are ignored.
   virtual void release(SequenceId sequence) = 0;
 };
 

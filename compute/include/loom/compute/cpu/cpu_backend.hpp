@@ -15,6 +15,7 @@
 #include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/cpu/paged_kv_cache.hpp"
 #include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/held_sequences.hpp"
 #include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/sampler.hpp"
 #include "loom/compute/text/tokenizer.hpp"
@@ -31,7 +32,10 @@ class CpuBackend final : public Backend {
   BackendInfo info() const override;
   std::shared_ptr<const Tokenizer> tokenizer() const override { return tokenizer_; }
   StepResult run(const StepBatch& batch) override;
-  void release(SequenceId sequence) override { samplers_.erase(sequence); }
+  void release(SequenceId sequence) override {
+    samplers_.erase(sequence);
+    held_.release(sequence);
+  }
 
   // Positions the model has computed since the load (a count tests compare with the steps they ran).
   std::uint64_t positions_computed() const noexcept { return model_->positions_computed(); }
@@ -40,9 +44,10 @@ class CpuBackend final : public Backend {
                const LoadOptions& options);
 
  private:
-  void check(const StepBatch& batch);
+  void check(const StepBatch& batch) const;
+  void check_block(BlockId block, const std::string& what) const;
   std::vector<std::pair<SequenceId, Sampler>> new_samplers(const StepBatch& batch) const;
-  SampledToken sample(const StepSequence& sequence, std::span<const float> logits);
+  SampledToken sample(SequenceId id, std::span<const float> logits);
 
   std::unique_ptr<LoadedModel> loaded_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -50,7 +55,8 @@ class CpuBackend final : public Backend {
   std::unique_ptr<LlamaModel> model_;
   PagedKvCache cache_;
   std::string chat_template_source_;
-  std::unordered_map<SequenceId, Sampler> samplers_;
+  HeldSequences held_;                                // tables, histories and parameters between steps
+  std::unordered_map<SequenceId, Sampler> samplers_;  // kept across a preempted sequence's fresh start
   // Scratch of the step: the sequences' model views and the logits of those that sample, one row each.
   std::vector<LlamaModel::SequenceStep> steps_;
   std::vector<float> logits_;

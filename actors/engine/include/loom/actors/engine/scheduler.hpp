@@ -139,7 +139,7 @@ class Scheduler {
   void settle_chunks();
   // The one place a step's batch is built from the plan: what it carries per sequence (tokens, start, block
   // table, sampling parameters, history) is decided here and nowhere else.
-  compute::StepBatch build_step_batch(std::vector<compute::BlockCopy> copies) const;
+  compute::StepBatch build_step_batch(std::vector<compute::BlockCopy> copies);
   void apply_item(const PlannedItem& p, StepDone& done, std::size_t& sampled_index, Clock::time_point now,
                   AppliedStep& out);
   std::optional<proto::FinishReason> ending_for(const Sequence& s, std::int32_t token) const;

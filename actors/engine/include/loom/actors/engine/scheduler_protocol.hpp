@@ -99,11 +99,10 @@ using SequenceSink = std::function<void(SequenceEvent)>;
 struct SubmitSequence {
   cache::SequenceId sequence = 0;            // chosen by the submitter, unique among live sequences
   std::vector<std::int32_t> prompt{};        // at least one token, shorter than context_length
-  proto::SamplingParams sampler{};  // the request's own
-  std::int32_t logprobs = 0;                 // alternatives per token (0: no logprobs)
-  std::int32_t max_tokens = 256;             // at least 1
+  // The request's own: max_tokens (at least 1), stop_token_ids (reason stop) and logprobs (alternatives
+  // per token) rule the sequence here; the rest go to the backend's sampler in the sequence's first step.
+  proto::SamplingParams params{};
   std::vector<std::int32_t> end_ids{};       // end of generation (EOS, EOT): reason eos
-  std::vector<std::int32_t> stop_ids{};      // the request's stop token ids: reason stop
   std::int32_t priority = 0;
   std::string fairness_key{};                // the session: round-robin among keys of equal priority
   std::optional<std::chrono::steady_clock::time_point> deadline{};  // reason timeout past it
