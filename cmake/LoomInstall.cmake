@@ -1,5 +1,5 @@
 # `cmake --install` and `cpack`: what goes where, in two components.
-#   runtime      the binaries (loom, loom-gateway): what the Debian package holds (cpack -G DEB).
+#   runtime      the binaries (loom, loom-gateway, loom-ws-client): what the Debian package holds (cpack -G DEB).
 #   development  the static libraries, their public headers (each library's include/ tree; the headers
 #                under */src stay private) and the CMake package, so that an application does
 #                  find_package(loom CONFIG REQUIRED)
@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 
 set(LOOM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/loom)
 
-install(TARGETS loom loom-gateway
+install(TARGETS loom loom-gateway loom-ws-client
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 
 # The libraries carry EXPORT_NAMEs (proto, cache, compute, actors, engine, net) and the namespace makes them

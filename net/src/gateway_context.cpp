@@ -1,5 +1,6 @@
 #include "gateway_context.hpp"
 
+#include <filesystem>
 #include <vector>
 
 namespace loom::net {
@@ -12,6 +13,12 @@ std::string_view to_string(GatewayPhase phase) noexcept {
     case GatewayPhase::failed: return "failed";
   }
   return "unknown";
+}
+
+std::string model_id_for(const GatewayConfig& config) {
+  if (!config.model_id.empty()) return config.model_id;
+  if (config.model_is_demo) return "loom-demo";
+  return std::filesystem::path(config.model).stem().string();
 }
 
 std::optional<RequestBudget::Slot> RequestBudget::try_acquire() noexcept {

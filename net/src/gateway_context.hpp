@@ -23,6 +23,9 @@ namespace loom::net {
 enum class GatewayPhase : std::uint8_t { loading, ready, draining, failed };
 std::string_view to_string(GatewayPhase phase) noexcept;
 
+// The model's name in the API: config.model_id, "loom-demo" for the demo model, else the file's stem.
+std::string model_id_for(const GatewayConfig& config);
+
 // Requests in flight on the whole gateway, at most a limit. A Slot gives its place back when destroyed.
 class RequestBudget {
  public:

@@ -1,5 +1,8 @@
 #include "http_util.hpp"
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
 
 namespace loom::net {
@@ -74,6 +77,14 @@ bool authorized(const GatewayContext& context, const HttpRequest& request, bool 
     if (const auto token = query_parameter(request.target(), "access_token")) return constant_time_equal(*token, key);
   }
   return false;
+}
+
+boost::asio::awaitable<bool> write_http_response(GatewayContext& context, TcpStream& stream, HttpResponse response) {
+  context.metrics.http_response(static_cast<int>(response.result_int()));
+  const bool keep_alive = response.keep_alive();
+  boost::system::error_code ec;
+  co_await http::async_write(stream, response, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  co_return !ec && keep_alive;
 }
 
 }  // namespace loom::net

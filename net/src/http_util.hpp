@@ -1,11 +1,13 @@
 // HTTP helpers shared by the routes: request/response types, JSON and OpenAI-style error responses, the
-// API key check, the path without its query.
+// API key check, the path without its query, writing one whole response.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>  // before awaitable.hpp: Boost 1.74 uses std::exchange without including it
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -39,5 +41,9 @@ HttpResponse make_openai_error(const HttpRequest& request, http::status status, 
 // WebSocket upgrade only, where browsers cannot set headers, the query parameter access_token=KEY).
 // Compared in constant time.
 bool authorized(const GatewayContext& context, const HttpRequest& request, bool websocket_upgrade);
+
+// Writes one whole response, counted in the metrics by status; true when the connection may be kept alive
+// (the response said so and the write succeeded).
+boost::asio::awaitable<bool> write_http_response(GatewayContext& context, TcpStream& stream, HttpResponse response);
 
 }  // namespace loom::net

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +47,11 @@ struct Error {
 // what llama.cpp's server does too, so users of OpenAI-compatible servers expect it.
 std::variant<Request, Error> translate_request(std::string_view body, OpenAiRoute route, std::string request_id,
                                                const proto::ParseOptions& options);
+
+// proto's path of a refused value ("params.repetition_penalty", "params.stop[1]", "messages[0].role") in
+// the client's spelling ("repeat_penalty", "stop[1]", "messages[0].role"): `client_names` maps proto's
+// parameter names to the ones the client wrote where they differ.
+std::string client_field(const std::string& field, const std::map<std::string, std::string>& client_names);
 
 // An error event the engine sent instead of accepting the request, as an HTTP error.
 Error from_error_event(const proto::ErrorEvent& event);

@@ -18,8 +18,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/websocket.hpp>
@@ -37,7 +35,7 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
-using Strand = asio::strand<asio::any_io_executor>;
+using Strand = WebSocketStrand;
 using proto::ErrorCode;
 
 // Removes every occurrence of the connection's prefix from an engine message, so that errors name the ids
@@ -444,34 +442,10 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   bool closed_ = false;
 };
 
-constexpr std::size_t kMinKernelSendBuffer = 16u << 10;
-constexpr std::size_t kMaxKernelSendBuffer = 256u << 10;
-
 }  // namespace
 
-asio::awaitable<void> run_websocket(GatewayContext& context, TcpStream stream, HttpRequest upgrade) {
-  // The reader, the writer, Beast's ping timer and the engine's events must not run at once: move the
-  // socket onto a strand of its own, whatever executor the HTTP layer ran it on.
-  Strand strand = asio::make_strand(co_await asio::this_coro::executor);
-  auto& socket = stream.socket();
-  beast::error_code ec;
-  const auto protocol = socket.local_endpoint(ec).protocol();
-  if (ec) co_return;  // the peer is already gone
-  stream.expires_never();
-  const auto native = socket.release(ec);
-  if (ec) {
-    logger().warn("websocket: cannot move the socket to its strand: {}", ec.message());
-    co_return;
-  }
-  asio::ip::tcp::socket socket_on_strand(strand, protocol, native);
-  // A modest kernel send buffer: what the kernel holds for a client that stopped reading counts against
-  // nobody's limit, and autotuning lets it grow to megabytes. Token streams need little bandwidth.
-  const std::size_t kernel_buffer =
-      std::clamp<std::size_t>(context.config.ws_send_queue_bytes, kMinKernelSendBuffer, kMaxKernelSendBuffer);
-  socket_on_strand.set_option(asio::socket_base::send_buffer_size(static_cast<int>(kernel_buffer)), ec);
-  TcpStream on_strand(std::move(socket_on_strand));
-
-  auto connection = std::make_shared<WebSocketConnection>(context, strand, std::move(on_strand));
+asio::awaitable<void> run_websocket(GatewayContext& context, Strand strand, TcpStream stream, HttpRequest upgrade) {
+  auto connection = std::make_shared<WebSocketConnection>(context, strand, std::move(stream));
   co_await asio::co_spawn(strand, connection->run(std::move(upgrade)), asio::use_awaitable);
 }
 

@@ -8,14 +8,20 @@
 
 #include <utility>  // before awaitable.hpp: Boost 1.74 uses std::exchange without including it
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/strand.hpp>
 
 #include "http_util.hpp"
 
 namespace loom::net {
 
-// Takes over the stream after the HTTP layer has checked the path, auth and Origin; accepts the upgrade
-// and runs until the connection closes.
-boost::asio::awaitable<void> run_websocket(GatewayContext& context, TcpStream stream, HttpRequest upgrade);
+// Everything of one WebSocket connection runs on one strand.
+using WebSocketStrand = boost::asio::strand<boost::asio::any_io_executor>;
+
+// Takes over the stream (its socket already on `strand`) after the upgrade was checked
+// (websocket_upgrade.hpp); accepts the upgrade and runs until the connection closes.
+boost::asio::awaitable<void> run_websocket(GatewayContext& context, WebSocketStrand strand, TcpStream stream,
+                                           HttpRequest upgrade);
 
 }  // namespace loom::net

@@ -1,0 +1,165 @@
+// The OpenAI-compatible routes' response half: engine events as OpenAI's error objects, completion objects
+// and stream chunks (openai_translate.hpp).
+#include "openai_translate.hpp"
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace loom::net::openai {
+
+using nlohmann::json;
+
+nlohmann::json Error::to_json() const {
+  json error = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+  if (param) error["param"] = *param;
+  if (code) error["code"] = *code;
+  return json{{"error", std::move(error)}};
+}
+
+Error from_error_event(const proto::ErrorEvent& event) {
+  Error error;
+  error.message = event.message;
+  error.code = std::string(proto::to_string(event.code));
+  switch (event.code) {
+    case proto::ErrorCode::invalid_request:
+      error.status = 400;
+      if (!event.field.empty()) {
+        error.param = client_field(event.field, {});
+        error.message = *error.param + ": " + event.message;
+      }
+      break;
+    case proto::ErrorCode::unsupported:  // well formed, but not offered: the client's to change
+      error.status = 400;
+      break;
+    case proto::ErrorCode::not_found:
+      error.status = 404;
+      error.type = "not_found_error";
+      break;
+    case proto::ErrorCode::conflict:
+      error.status = 409;
+      break;
+    case proto::ErrorCode::overloaded:
+      error.status = 503;
+      error.type = "overloaded_error";
+      break;
+    case proto::ErrorCode::unavailable:
+      error.status = 503;
+      error.type = "server_error";
+      break;
+    case proto::ErrorCode::internal:
+      error.status = 500;
+      error.type = "server_error";
+      break;
+  }
+  return error;
+}
+
+std::optional<std::string> finish_reason(proto::FinishReason reason) {
+  switch (reason) {
+    case proto::FinishReason::eos:
+    case proto::FinishReason::stop: return "stop";
+    case proto::FinishReason::length: return "length";
+    case proto::FinishReason::cancelled:
+    case proto::FinishReason::error:
+    case proto::FinishReason::timeout: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Error from_failed_done(const proto::DoneEvent& done) {
+  Error error;
+  error.type = "server_error";
+  const std::string generated = " (after " + std::to_string(done.usage.completion_tokens) + " generated tokens)";
+  switch (done.finish_reason) {
+    case proto::FinishReason::timeout:
+      error.status = 504;
+      error.code = "timeout";
+      error.message = done.error_message.value_or("the request exceeded its time limit") + generated;
+      break;
+    case proto::FinishReason::cancelled:
+      // Nobody but the server cancels an HTTP request that is still connected: it is shutting down.
+      error.status = 503;
+      error.code = "cancelled";
+      error.message = "the request was cancelled by the server" + generated;
+      break;
+    default:
+      error.status = 500;
+      error.code = "internal";
+      error.message = done.error_message.value_or("the request failed") + generated;
+      break;
+  }
+  return error;
+}
+
+nlohmann::json usage_json(const proto::Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+namespace {
+json envelope(const ResponseIdentity& identity, std::string_view object) {
+  return {{"id", identity.id}, {"object", object}, {"created", identity.created}, {"model", identity.model}};
+}
+bool is_chat(const ResponseIdentity& identity) { return identity.route == OpenAiRoute::chat_completions; }
+std::string_view chunk_object(const ResponseIdentity& identity) {
+  return is_chat(identity) ? "chat.completion.chunk" : "text_completion";
+}
+json chunk_choice(const ResponseIdentity& identity, const std::string& text, const json& finish_reason) {
+  if (is_chat(identity)) {
+    const json delta = text.empty() ? json::object() : json{{"content", text}};
+    return {{"index", 0}, {"delta", delta}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+  }
+  return {{"index", 0}, {"text", text}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+}
+}  // namespace
+
+nlohmann::json completion_object(const ResponseIdentity& identity, const std::string& text,
+                                 const std::string& finish_reason, const proto::Usage& usage) {
+  json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+  if (is_chat(identity)) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  json object = envelope(identity, is_chat(identity) ? "chat.completion" : "text_completion");
+  object["choices"] = json::array({std::move(choice)});
+  object["usage"] = usage_json(usage);
+  return object;
+}
+
+nlohmann::json role_chunk(const ResponseIdentity& identity) {
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array({{{"index", 0},
+                                   {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                   {"finish_reason", nullptr},
+                                   {"logprobs", nullptr}}});
+  return chunk;
+}
+
+nlohmann::json text_chunk(const ResponseIdentity& identity, const std::string& text) {
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array({chunk_choice(identity, text, nullptr)});
+  return chunk;
+}
+
+nlohmann::json finish_chunk(const ResponseIdentity& identity, const std::string& finish_reason) {
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array({chunk_choice(identity, "", finish_reason)});
+  return chunk;
+}
+
+nlohmann::json usage_chunk(const ResponseIdentity& identity, const proto::Usage& usage) {
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array();
+  chunk["usage"] = usage_json(usage);
+  return chunk;
+}
+
+std::string sse_event(const nlohmann::json& payload) {
+  return "data: " + payload.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+}  // namespace loom::net::openai
