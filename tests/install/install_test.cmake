@@ -4,16 +4,8 @@
 #   -DBUILD_TYPE [-DSANITIZE_FLAGS] -DMODEL
 cmake_minimum_required(VERSION 3.25)
 
-# run_step(NAME COMMAND...): runs the command; on a non-zero exit, fails naming the step, with its output.
-# The output (stdout and stderr together) is left in STEP_OUTPUT.
-function(run_step name)
-  message(STATUS "install test: ${name}")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT rc STREQUAL "0")
-    message(FATAL_ERROR "install test: step '${name}' failed (${rc}):\n${ARGN}\n${out}")
-  endif()
-  set(STEP_OUTPUT "${out}" PARENT_SCOPE)
-endfunction()
+set(STEP_PREFIX "install test")
+include("${CMAKE_CURRENT_LIST_DIR}/run_step.cmake")
 
 if(NOT EXISTS "${MODEL}")
   message(FATAL_ERROR "install test: the model ${MODEL} is missing (LOOM_SHARED_DIR)")

@@ -1,17 +1,11 @@
 # debian_package (cmake -P): cpack -G DEB in the build, then the package checked with dpkg-deb: named loom,
-# this version, the two binaries under /usr/bin and nothing of the development component (static libraries,
+# this version, the three binaries under /usr/bin and nothing of the development component (static libraries,
 # headers, the CMake package), and Depends naming the Debian runtime libraries the binaries link.
 #   -DLOOM_BUILD_DIR -DWORK_DIR -DCPACK -DDPKG_DEB -DVERSION
 cmake_minimum_required(VERSION 3.25)
 
-function(run_step name)
-  message(STATUS "package test: ${name}")
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT rc STREQUAL "0")
-    message(FATAL_ERROR "package test: step '${name}' failed (${rc}):\n${ARGN}\n${out}")
-  endif()
-  set(STEP_OUTPUT "${out}" PARENT_SCOPE)
-endfunction()
+set(STEP_PREFIX "package test")
+include("${CMAKE_CURRENT_LIST_DIR}/run_step.cmake")
 
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
