@@ -65,10 +65,10 @@ struct Scheduler::Sequence {
   bool in_cache = false;             // the cache manager holds the sequence
   std::size_t reserved = 0;          // tokens with a slot in the cache (while in_cache)
   std::size_t computed = 0;          // positions whose K/V are in the cache (while in_cache)
-  std::vector<std::int32_t> block_table;
+  std::vector<compute::BlockId> block_table;
   // What the backend holds of it: its table as last sent, and whether it holds the sequence at all (not
   // before its first step, nor after a preemption until it starts again). Steps send the difference.
-  std::vector<std::int32_t> backend_table;
+  std::vector<compute::BlockId> backend_table;
   bool backend_holds = false;
   std::uint64_t admission = 0;       // order of the last admission (0: never admitted)
   std::optional<FinishReason> ending;  // cancelled or timed out while its step was out
