@@ -28,23 +28,22 @@ std::size_t payload_bytes(const StepBatch& batch) noexcept {
 
 void HeldSequences::check(const StepSequence& step, std::int64_t block_size) const {
   const Sequence* held = find(step.sequence);
-  std::int64_t positions = 0;
-  std::int64_t table_size = 0;
+  std::int64_t table_size = 0;  // a start replaces the table whole
   if (step.begin) {
-    positions = static_cast<std::int64_t>(step.begin->prefix.size());
-    if (positions != step.start) {
+    const auto prefix = static_cast<std::int64_t>(step.begin->prefix.size());
+    if (prefix != step.start) {
       refuse(step.sequence, "starts at position " + std::to_string(step.start) + " with a prefix of " +
-                                std::to_string(positions) + " tokens");
+                                std::to_string(prefix) + " tokens");
     }
   } else if (held == nullptr) {
     refuse(step.sequence, "is not held by the backend: its first step must start it");
   } else {
-    positions = static_cast<std::int64_t>(held->tokens.size());
+    const auto positions = static_cast<std::int64_t>(held->tokens.size());
+    if (step.start != positions) {
+      refuse(step.sequence, "continues at position " + std::to_string(step.start) + " but " +
+                                std::to_string(positions) + " positions are computed");
+    }
     table_size = static_cast<std::int64_t>(held->table.size());
-  }
-  if (step.start != positions) {
-    refuse(step.sequence, "continues at position " + std::to_string(step.start) + " but " +
-                              std::to_string(positions) + " positions are computed");
   }
   if (step.table_from < 0 || step.table_from > table_size) {
     refuse(step.sequence, "changes its block table from entry " + std::to_string(step.table_from) + " of " +
