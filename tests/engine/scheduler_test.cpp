@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -174,6 +175,64 @@ TEST(Scheduler, AdmitsByPriorityThenTheLeastRecentlyServedKeyThenArrival) {
   // then c (5: served before a's last admission); then a again (2).
   EXPECT_EQ(order, (Ids{4, 1, 3, 5, 2}));
   EXPECT_TRUE(h.scheduler.empty());
+}
+
+// A conversation's next turn under a steady stream of stand-alone requests, each with a key never seen
+// before (as the engine gives every stand-alone request a session of its own). Its key was admitted before
+// (turn 1), which must not put it behind every new key: it waits only for the backlog that was there when
+// it arrived. Here the backlog is 6 at 2 admissions a step (max_running 2, each request ends in its first
+// step), so its turn comes within 6 / 2 + 1 = 4 steps; two new requests arrive every step, so the queue
+// never drains and a policy that lets new keys go first never admits it.
+TEST(Scheduler, ANextTurnWaitsOnlyForTheBacklogAheadOfItNotForEveryNewKey) {
+  Harness h(SchedulerConfig{.max_running = 2});
+  cache::SequenceId next = 1;
+  const auto stand_alone = [&] {
+    const cache::SequenceId id = next++;
+    h.submit(id, 4, 1, 0, "request:" + std::to_string(id));
+  };
+  h.submit(next++, 4, 1, 0, "chat");  // turn 1: admitted and finished
+  ASSERT_EQ(batch_ids(h.step().batch), (Ids{1}));
+  constexpr int kBacklog = 6;
+  for (int i = 0; i < kBacklog; ++i) stand_alone();
+  const cache::SequenceId turn_two = next++;
+  h.submit(turn_two, 4, 1, 0, "chat");
+
+  int steps = 0;
+  bool admitted = false;
+  while (!admitted && steps < 100) {
+    stand_alone();
+    stand_alone();
+    const Step s = h.step();
+    ++steps;
+    const Ids ids = batch_ids(s.batch);
+    admitted = std::find(ids.begin(), ids.end(), turn_two) != ids.end();
+  }
+  ASSERT_TRUE(admitted) << "turn two starved behind " << steps << " steps of new keys";
+  EXPECT_LE(steps, kBacklog / 2 + 1);
+}
+
+// The round-robin state is per live key: a key is forgotten with its last sequence, so a stream of
+// stand-alone requests (a new key each) leaves nothing behind. Every per-sequence structure is back to 0.
+TEST(Scheduler, EveryPerSequenceStructureIsEmptyOnceItsSequencesHaveEnded) {
+  Harness h(SchedulerConfig{.max_running = 4});
+  for (cache::SequenceId id = 1; id <= 1000; ++id) {
+    h.submit(id, 4, 2, 0, "request:" + std::to_string(id));
+    if (id % 8 == 0) {
+      while (!h.scheduler.empty()) h.step();
+    }
+  }
+  h.submit(1001, 4, 2, 0, "chat");
+  h.submit(1002, 4, 2, 0, "chat");
+  h.submit(1003, 4, 2, 0, "other");
+  EXPECT_EQ(h.scheduler.bookkeeping().fairness_keys, 2u) << "one entry per live key";
+  EXPECT_EQ(h.scheduler.bookkeeping().sequences, 3u);
+  while (!h.scheduler.empty()) h.step();
+  const SchedulerBookkeeping b = h.scheduler.bookkeeping();
+  EXPECT_EQ(b.sequences, 0u);
+  EXPECT_EQ(b.waiting, 0u);
+  EXPECT_EQ(b.running, 0u);
+  EXPECT_EQ(b.fairness_keys, 0u);
+  EXPECT_EQ(b.step_plan, 0u);
 }
 
 TEST(Scheduler, TheWaitingQueueIsBoundedAndBadSubmitsAreRejected) {

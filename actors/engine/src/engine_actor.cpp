@@ -112,6 +112,24 @@ void EngineConfig::validate() const {
   if (thermal_provider) thermal.validate();
 }
 
+std::vector<BookkeepingEntry> EngineStats::bookkeeping_entries() const {
+  const SchedulerBookkeeping& s = scheduler.bookkeeping;
+  return {
+      {"engine.requests", bookkeeping.requests},
+      {"engine.sessions", bookkeeping.sessions},
+      {"engine.named_sessions", bookkeeping.named_sessions},
+      {"scheduler.sequences", s.sequences},
+      {"scheduler.waiting", s.waiting},
+      {"scheduler.running", s.running},
+      {"scheduler.fairness_keys", s.fairness_keys},
+      {"scheduler.step_plan", s.step_plan},
+      {"scheduler.drain_replies", s.drain_replies},
+      {"cache.sequences", cache.cache.sequences},
+      {"executor.sequences", executor.bookkeeping.sequences},
+      {"executor.pending_jobs", executor.bookkeeping.pending_jobs},
+  };
+}
+
 double EngineStats::kv_usage() const noexcept {
   const auto total = cache.cache.total_blocks;
   return total == 0 ? 0.0 : static_cast<double>(cache.cache.used_blocks) / static_cast<double>(total);
@@ -443,6 +461,9 @@ void EngineActor::on(GetEngineStats m) {
   stats.requests_accepted = s.accepted;
   stats.requests_refused = s.refused;
   stats.requests_completed = s.completed;
+  stats.bookkeeping.requests = s.requests.size();
+  stats.bookkeeping.sessions = s.sessions.size();
+  stats.bookkeeping.named_sessions = s.named_sessions.size();
   gather->reply = std::move(m.reply);
 
   // What each child knows, asked together; a child that does not answer leaves its part at the defaults.

@@ -58,6 +58,7 @@ GpuExecutorActor::GpuExecutorActor(compute::BackendFactory factory)
 
 void GpuExecutorActor::on(LoadModel m) {
   const std::uint64_t job = next_job_id();
+  started_.clear();  // the load replaces the backend, and the sequences it held go with it
   pending_loads_.emplace(job, std::move(m.reply));
   asio::post(compute_thread_, [state = compute_state_, factory = factory_, options = std::move(m.options),
                                done = continuation("LoadFinished", [this](std::uint64_t id, LoadResult result,
@@ -94,6 +95,9 @@ void GpuExecutorActor::on(LoadModel m) {
 
 void GpuExecutorActor::on(RunStep m) {
   const std::uint64_t job = next_job_id();
+  for (const compute::StepSequence& s : m.batch.sequences) {
+    if (s.begin) started_.insert(s.sequence);
+  }
   pending_steps_.emplace(job, std::move(m.reply));
   asio::post(compute_thread_, [state = compute_state_, batch = std::move(m.batch), job, arrived = Clock::now(),
                                done = continuation("StepFinished", [this](std::uint64_t id, StepOutcome outcome,
@@ -107,6 +111,7 @@ void GpuExecutorActor::on(RunStep m) {
 }
 
 void GpuExecutorActor::on(ReleaseSequence m) {
+  started_.erase(m.sequence);
   asio::post(compute_thread_, [state = compute_state_, sequence = m.sequence, actor = name()] {
     if (!state->backend) return;
     try {
@@ -127,6 +132,8 @@ void GpuExecutorActor::on(GetExecutorStats m) {
   ExecutorStats stats = stats_;
   stats.model_loaded = model_.has_value();
   stats.queued_jobs = pending_loads_.size() + pending_steps_.size();
+  stats.bookkeeping.sequences = started_.size();
+  stats.bookkeeping.pending_jobs = stats.queued_jobs;
   m.reply(stats);
 }
 

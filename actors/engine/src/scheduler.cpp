@@ -71,6 +71,7 @@ struct Scheduler::Sequence {
   std::vector<compute::BlockId> backend_table;
   bool backend_holds = false;
   std::uint64_t admission = 0;       // order of the last admission (0: never admitted)
+  std::uint64_t arrival_turn = 0;    // admissions made before it arrived: its place in the round-robin
   std::optional<FinishReason> ending;  // cancelled or timed out while its step was out
   std::int32_t cached_tokens = -1;   // from the first creation
   std::int32_t prefilled = 0;
@@ -120,6 +121,16 @@ std::size_t Scheduler::paused_count() const {
       std::count_if(running_.begin(), running_.end(), [&](cache::SequenceId id) { return !may_run(at(id)); }));
 }
 
+SchedulerBookkeeping Scheduler::bookkeeping() const noexcept {
+  SchedulerBookkeeping out;
+  out.sequences = sequences_.size();
+  out.waiting = waiting_.size();
+  out.running = running_.size();
+  out.fairness_keys = fairness_keys_.size();
+  out.step_plan = plan_.size();
+  return out;
+}
+
 bool Scheduler::set_thermal(ThermalState state) noexcept {
   if (state == thermal_) return false;
   thermal_ = state;
@@ -150,9 +161,11 @@ std::optional<SinkEvent> Scheduler::submit(SubmitSequence m) {
   }
   auto s = std::make_unique<Sequence>();
   s->tokens = m.prompt;
+  s->arrival_turn = admissions_;
   s->sink = share(std::move(m.sink));
   s->submit = std::move(m);
   const cache::SequenceId id = s->submit.sequence;
+  ++fairness_keys_[s->submit.fairness_key].live;
   sequences_.emplace(id, std::move(s));
   waiting_.push_back(id);
   return std::nullopt;
@@ -205,6 +218,9 @@ void Scheduler::finish(cache::SequenceId id, FinishReason reason, std::string er
   std::unique_ptr<Sequence> owned = std::move(it->second);
   sequences_.erase(it);
   const Sequence& s = *owned;
+  if (const auto key = fairness_keys_.find(s.submit.fairness_key); key != fairness_keys_.end() && --key->second.live == 0) {
+    fairness_keys_.erase(key);  // its last sequence: a later one starts from its own arrival (see admission_rank)
+  }
   std::erase(running_, id);
   if (const auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
   if (s.in_cache) actions.emplace_back(Release{id});
@@ -234,27 +250,42 @@ void Scheduler::finish(cache::SequenceId id, FinishReason reason, std::string er
 
 // ---- Admission ----
 
-// The waiting sequence to admit next: highest priority first, then the fairness key admitted least
-// recently, then arrival order. Paused priorities are skipped. end(): none.
+// A waiting sequence's place in the round-robin among its priority: the admission count when it arrived,
+// or its key's last admission if that came later (a key that was just served waits behind the others). A
+// smaller rank goes first; equal ranks go in queue order (arrival, preempted ones first).
+//
+// Why every wait is bounded: a sequence that arrives when the count is A has a rank of A (its key was last
+// admitted before), raised only by admissions of its own key; every sequence arriving after it has a rank
+// of at least A and queues behind it. So among its priority it waits only for what was there before it
+// (waiting, or running and sent back to the front by a KV shortage) and its own key's earlier sequences.
+// (Ranking a never-admitted key as 0, as before, let a stream of new keys, one per stand-alone request,
+// overtake a conversation's next turn for as long as the stream lasted.) A key with no live sequence is
+// forgotten: its next sequence's arrival count is at least its last admission, so that changes no rank.
+std::uint64_t Scheduler::admission_rank(const Sequence& s) const {
+  const auto key = fairness_keys_.find(s.submit.fairness_key);
+  const std::uint64_t last_admitted = key == fairness_keys_.end() ? 0 : key->second.last_admitted;
+  return std::max(s.arrival_turn, last_admitted);
+}
+
+// The waiting sequence to admit next: highest priority first, then the smallest admission rank, then queue
+// order. Paused priorities are skipped. end(): none.
 std::deque<cache::SequenceId>::iterator Scheduler::next_to_admit() {
-  const auto served = [&](const Sequence& x) {
-    const auto f = last_admitted_.find(x.submit.fairness_key);
-    return f == last_admitted_.end() ? std::uint64_t{0} : f->second;
-  };
   auto best = waiting_.end();
+  std::uint64_t best_rank = 0;
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     const Sequence& s = at(*it);
     if (!may_run(s)) continue;
-    if (best == waiting_.end()) {
-      best = it;
-      continue;
+    const std::uint64_t rank = admission_rank(s);
+    if (best != waiting_.end()) {
+      const Sequence& b = at(*best);
+      if (s.submit.priority != b.submit.priority) {
+        if (s.submit.priority < b.submit.priority) continue;
+      } else if (rank >= best_rank) {
+        continue;  // ties keep the earlier place in the queue
+      }
     }
-    const Sequence& b = at(*best);
-    if (s.submit.priority != b.submit.priority) {
-      if (s.submit.priority > b.submit.priority) best = it;
-      continue;
-    }
-    if (served(s) < served(b)) best = it;  // ties keep the earlier arrival
+    best = it;
+    best_rank = rank;
   }
   return best;
 }
@@ -276,7 +307,7 @@ void Scheduler::admit(SchedulerActions& actions) {
       preempt(*lowest, actions);  // one place for one sequence: the loop checks again for the next candidate
     }
     candidate.admission = ++admissions_;
-    last_admitted_[candidate.submit.fairness_key] = candidate.admission;
+    fairness_keys_.at(candidate.submit.fairness_key).last_admitted = candidate.admission;
     running_.push_back(chosen);
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), chosen));
   }

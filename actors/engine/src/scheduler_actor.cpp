@@ -16,6 +16,9 @@ using proto::FinishReason;
 
 constexpr auto kDeadlineCheck = std::chrono::milliseconds(20);
 constexpr auto kRateWindow = std::chrono::seconds(5);
+// Steps ending this close together share one entry of the rate window, so the window holds at most
+// kRateWindow / kRateBucket entries however fast the steps are (a fake backend's take microseconds).
+constexpr auto kRateBucket = std::chrono::milliseconds(100);
 constexpr auto kReserveTimeout = std::chrono::seconds(30);
 
 }  // namespace
@@ -129,6 +132,8 @@ void SchedulerActor::on(GetSchedulerStats m) {
   out.paused = scheduler_.paused_count();
   out.thermal = scheduler_.thermal();
   out.preemptions = scheduler_.preemptions();
+  out.bookkeeping = scheduler_.bookkeeping();
+  out.bookkeeping.drain_replies = drain_replies_.size();
   const auto now = Clock::now();
   forget_old_rates(now);
   std::size_t tokens = 0;
@@ -249,7 +254,13 @@ void SchedulerActor::record(const AppliedStep& applied, Clock::time_point now) {
   stats_.generated_tokens += applied.generated_tokens;
   for (const auto latency : applied.first_token_latencies) stats_.time_to_first_token.record(latency);
   for (const auto latency : applied.inter_token_latencies) stats_.inter_token_latency.record(latency);
-  if (applied.generated_tokens > 0) recent_tokens_.emplace_back(now, applied.generated_tokens);
+  if (applied.generated_tokens > 0) {
+    if (!recent_tokens_.empty() && now - recent_tokens_.back().first < kRateBucket) {
+      recent_tokens_.back().second += applied.generated_tokens;
+    } else {
+      recent_tokens_.emplace_back(now, applied.generated_tokens);
+    }
+  }
   forget_old_rates(now);
 }
 

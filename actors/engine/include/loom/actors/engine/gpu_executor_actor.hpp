@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 
 #include <boost/asio/thread_pool.hpp>
@@ -53,6 +54,10 @@ class GpuExecutorActor : public Actor<GpuExecutorActor, GpuExecutorProtocol> {
   std::shared_ptr<ComputeState> compute_state_ = std::make_shared<ComputeState>();
   std::unordered_map<std::uint64_t, Reply<LoadResult>> pending_loads_;
   std::unordered_map<std::uint64_t, Reply<StepOutcome>> pending_steps_;
+  // The sequences the backend holds as the strand knows them: started by a step's begin, forgotten by
+  // ReleaseSequence (or a new load). Only counted, so a sequence the scheduler never releases shows in
+  // the stats' bookkeeping.
+  std::unordered_set<compute::SequenceId> started_;
   std::optional<LoadResult> model_;  // the last successful load, as the strand knows it
   ExecutorStats stats_;
   // Declared last so it is destroyed first: the running job finishes before the rest goes.

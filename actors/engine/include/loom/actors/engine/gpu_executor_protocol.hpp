@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "loom/actors/engine/bookkeeping.hpp"
 #include "loom/actors/runtime/reply.hpp"
 #include "loom/compute/backend.hpp"
 
@@ -31,6 +32,7 @@ struct ExecutorStats {
   std::uint64_t tokens_sampled = 0;
   std::chrono::nanoseconds busy_time{0};  // on the compute thread: loads and steps, failed ones included
   std::size_t queued_jobs = 0;            // loads and steps posted and not yet reported back
+  ExecutorBookkeeping bookkeeping{};      // the sizes of its per-sequence and per-job structures
 };
 
 struct StepDone {

@@ -1,7 +1,7 @@
 // Scheduler: the SchedulerActor's policy as a plain class, the way cache::BlockManager sits under the
 // CacheManagerActor. It owns the sequences (waiting, running, paused) and decides everything about them:
-// admission (higher priority first, then round-robin across fairness keys, then arrival; a bounded waiting
-// queue), the plan of a step under the token budget (every decode's one token first, then prefill chunks),
+// admission (higher priority first, then round-robin across fairness keys with every wait bounded, then
+// arrival; a bounded waiting queue), the plan of a step under the token budget (every decode's one token first, then prefill chunks),
 // which sequence yields on a KV shortage, the thermal policy (which priorities run, the batch cap), what a
 // step's sampled tokens do (append, stream, finish on an end id, a stop id, max_tokens or the context),
 // deadlines and cancellation. It does no I/O and reads no clock: a call that needs the time is given `now`.
@@ -118,6 +118,8 @@ class Scheduler {
   const std::vector<cache::SequenceId>& running() const noexcept { return running_; }  // admission order
   std::size_t paused_count() const;    // running sequences the thermal policy holds back
   std::uint64_t preemptions() const noexcept { return preemptions_; }
+  // The sizes of every per-sequence structure: all of them are 0 once no sequence is live.
+  SchedulerBookkeeping bookkeeping() const noexcept;
 
  private:
   struct Sequence;
@@ -131,6 +133,7 @@ class Scheduler {
 
   void admit(SchedulerActions& actions);
   std::deque<cache::SequenceId>::iterator next_to_admit();
+  std::uint64_t admission_rank(const Sequence& s) const;
   void preempt(cache::SequenceId id, SchedulerActions& actions);
   std::vector<cache::SequenceId> stepping_order() const;
   void plan_chunks(const std::vector<cache::SequenceId>& order);
@@ -151,7 +154,13 @@ class Scheduler {
   std::unordered_map<cache::SequenceId, std::unique_ptr<Sequence>> sequences_;
   std::deque<cache::SequenceId> waiting_;   // arrival order (preempted ones at the front)
   std::vector<cache::SequenceId> running_;  // admission order
-  std::unordered_map<std::string, std::uint64_t> last_admitted_;  // fairness key -> admission number
+  // Round-robin state of the fairness keys that have a live sequence (a key goes with its last sequence, so
+  // the map never holds more keys than there are live sequences).
+  struct FairnessKey {
+    std::uint64_t last_admitted = 0;  // admission number of the key's last admitted sequence (0: none yet)
+    std::size_t live = 0;             // its sequences not yet finished
+  };
+  std::unordered_map<std::string, FairnessKey> fairness_keys_;
   std::uint64_t admissions_ = 0;
   std::uint64_t preemptions_ = 0;
   std::vector<PlannedItem> plan_;           // the step that is out

@@ -76,7 +76,8 @@ class SchedulerActor : public Actor<SchedulerActor, SchedulerProtocol> {
   bool draining_ = false;
   std::vector<Reply<bool>> drain_replies_;
   SchedulerStats stats_;
-  std::deque<std::pair<Clock::time_point, std::size_t>> recent_tokens_;  // (step end, tokens) for tokens/s
+  // (first step end of a 100 ms bucket, tokens) for tokens/s, over the last 5 s
+  std::deque<std::pair<Clock::time_point, std::size_t>> recent_tokens_;
 };
 
 }  // namespace loom::actors
