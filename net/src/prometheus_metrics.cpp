@@ -239,6 +239,15 @@ void render_engine(Exposition& out, const actors::EngineStats& engine) {
                std::uint64_t{state == engine.thermal ? 1u : 0u});
   }
 
+  // One series per structure, so a leak (a map that gains an entry per request and never loses it) shows
+  // as a line that only climbs while the others follow the load.
+  out.family("engine_bookkeeping_entries", "gauge",
+             "Entries of the engine's per-request and per-session structures, by structure; each is back at "
+             "its idle value once the requests have ended.");
+  for (const actors::BookkeepingEntry& entry : engine.bookkeeping_entries()) {
+    out.sample("engine_bookkeeping_entries", {{"map", entry.map}}, as_double(entry.entries));
+  }
+
   out.counter("executor_tokens_computed_total", "Positions run through the model by successful steps.",
               engine.executor.tokens_computed);
   out.family("executor_busy_seconds_total", "counter", "Time the compute thread spent on loads and steps.");

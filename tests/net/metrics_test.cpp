@@ -319,6 +319,10 @@ TEST_F(RenderFixture, HandMadeStatsRenderAsValidExpositionWithTheirValues) {
   engine_stats.cache.cache.cached_blocks = 15;
   engine_stats.cache.cache.free_blocks = 60;
   engine_stats.thermal = actors::ThermalState::serious;
+  engine_stats.bookkeeping.requests = 2;
+  engine_stats.scheduler.bookkeeping.fairness_keys = 7;
+  engine_stats.cache.cache.sequences = 3;
+  engine_stats.executor.bookkeeping.sequences = 4;
 
   GatewayMetrics metrics;
   for (int i = 0; i < 3; ++i) metrics.request_finished(Endpoint::websocket, "eos");
@@ -377,6 +381,17 @@ TEST_F(RenderFixture, HandMadeStatsRenderAsValidExpositionWithTheirValues) {
   EXPECT_EQ(parsed.value("loom_kv_blocks", Labels{{"state", "cached"}}), 15);
   EXPECT_EQ(parsed.value("loom_kv_blocks", Labels{{"state", "free"}}), 60);
   EXPECT_EQ(parsed.value("loom_kv_usage_ratio"), 0.25);
+
+  // One gauge per bookkeeping structure, named as EngineStats names them (a soak test reads these).
+  EXPECT_EQ(parsed.types.at("loom_engine_bookkeeping_entries"), "gauge");
+  EXPECT_EQ(parsed.value("loom_engine_bookkeeping_entries", Labels{{"map", "engine.requests"}}), 2);
+  EXPECT_EQ(parsed.value("loom_engine_bookkeeping_entries", Labels{{"map", "scheduler.fairness_keys"}}), 7);
+  EXPECT_EQ(parsed.value("loom_engine_bookkeeping_entries", Labels{{"map", "cache.sequences"}}), 3);
+  EXPECT_EQ(parsed.value("loom_engine_bookkeeping_entries", Labels{{"map", "executor.sequences"}}), 4);
+  EXPECT_EQ(parsed.value("loom_engine_bookkeeping_entries", Labels{{"map", "scheduler.sequences"}}), 0);
+  for (const auto& entry : engine_stats.bookkeeping_entries()) {
+    EXPECT_TRUE(parsed.value("loom_engine_bookkeeping_entries", Labels{{"map", entry.map}})) << entry.map;
+  }
 
   for (const std::string state : {"nominal", "fair", "serious", "critical"}) {
     EXPECT_EQ(parsed.value("loom_thermal_state", Labels{{"state", state}}), state == "serious" ? 1 : 0) << state;
@@ -449,7 +464,13 @@ TEST_F(MetricsEndToEnd, AfterStartupTheModelIsReadyAndLoaded) {
   EXPECT_EQ(parsed.value("loom_model_loaded"), 1);
   EXPECT_EQ(parsed.value("loom_model_context_length_tokens"), 128);  // aidreams260K
   EXPECT_GT(*parsed.value("loom_kv_blocks", {{"state", "free"}}), 0);
+  EXPECT_EQ(parsed.value("loom_kv_blocks", {{"state", "used"}}), 0);
+  EXPECT_EQ(parsed.value("loom_engine_active_requests"), 0);
   EXPECT_EQ(parsed.value("loom_sequences_running"), 0);
+  for (const std::string map : {"engine.requests", "scheduler.sequences", "scheduler.fairness_keys", "cache.sequences",
+                                "executor.sequences"}) {
+    EXPECT_EQ(parsed.value("loom_engine_bookkeeping_entries", {{"map", map}}), 0) << map;
+  }
 }
 
 TEST_F(MetricsEndToEnd, ARequestOverTheWebSocketIsCounted) {
@@ -482,6 +503,9 @@ TEST_F(MetricsEndToEnd, ARequestOverTheWebSocketIsCounted) {
   EXPECT_EQ(parsed.value("loom_gateway_requests_total", websocket_outcome), 1);
   EXPECT_GE(parsed.value("loom_generated_tokens_total").value_or(0), completion_tokens);
   EXPECT_EQ(parsed.value("loom_engine_requests_completed_total"), 1);
+  // Its engine and scheduler entries went with it (the cache manager's and executor's follow by message).
+  EXPECT_EQ(parsed.value("loom_engine_bookkeeping_entries", {{"map", "engine.requests"}}), 0);
+  EXPECT_EQ(parsed.value("loom_engine_bookkeeping_entries", {{"map", "scheduler.fairness_keys"}}), 0);
   EXPECT_EQ(parsed.value("loom_time_to_first_token_seconds_count"), 1);
   if (completion_tokens > 1) {
     EXPECT_GE(parsed.value("loom_inter_token_latency_seconds_count").value_or(0), 1);
