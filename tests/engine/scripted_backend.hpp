@@ -33,10 +33,15 @@ struct ScriptedStep {
 // Shared by the test (any thread) and the backend (the executor's compute thread).
 class BackendScript {
  public:
-  // The run() call (0-based) that throws, once; -1: none.
+  // The run() call (0-based) that throws; -1: none.
   void fail_step(int index) {
     std::lock_guard lock(mutex_);
     fail_at_ = index;
+  }
+  // The run() call (0-based) that computes its step but answers no sampled token; -1: none.
+  void answer_without_tokens_at(int index) {
+    std::lock_guard lock(mutex_);
+    tokenless_at_ = index;
   }
 
   // Gated: every step waits in run() until the test lets it go (allow(n) lets n more steps through).
@@ -84,15 +89,18 @@ class BackendScript {
  private:
   friend class ScriptedBackend;
 
-  // Called by run() on the compute thread: records the step, waits at the gate, then says whether it fails.
-  bool enter(ScriptedStep step) {
+  enum class Outcome { tokens, throws, no_tokens };
+
+  // Called by run() on the compute thread: records the step, waits at the gate, then says how it ends.
+  Outcome enter(ScriptedStep step) {
     std::unique_lock lock(mutex_);
     const int index = static_cast<int>(entered_++);
     if (keep_log_) steps_.push_back(std::move(step));
     changed_.notify_all();
     changed_.wait(lock, [&] { return !gated_ || permits_ > 0; });
     if (gated_) --permits_;
-    return index == fail_at_;
+    if (index == fail_at_) return Outcome::throws;
+    return index == tokenless_at_ ? Outcome::no_tokens : Outcome::tokens;
   }
   void set_held(std::size_t count) {
     std::lock_guard lock(mutex_);
@@ -102,6 +110,7 @@ class BackendScript {
   std::mutex mutex_;
   std::condition_variable changed_;
   int fail_at_ = -1;
+  int tokenless_at_ = -1;
   bool gated_ = false;
   int permits_ = 0;
   std::size_t entered_ = 0;
@@ -126,13 +135,13 @@ class ScriptedBackend final : public compute::Backend {
       record.sequences.push_back(s.sequence);
       if (s.sample) record.sampled.push_back(s.sequence);
     }
-    const bool fail = script_->enter(std::move(record));
+    const BackendScript::Outcome outcome = script_->enter(std::move(record));
     for (const auto& s : batch.sequences) held_.check(s, info_.kv_block_size);
-    if (fail) throw std::runtime_error("scripted backend failure");
+    if (outcome == BackendScript::Outcome::throws) throw std::runtime_error("scripted backend failure");
     compute::StepResult result;
     for (const auto& s : batch.sequences) {
       held_.apply(s);
-      if (s.sample) result.sampled.push_back(compute::SampledToken{.sequence = s.sequence, .token = token_, .logprob = 0.0f, .top = {}});
+      if (s.sample && outcome == BackendScript::Outcome::tokens) result.sampled.push_back(compute::SampledToken{.sequence = s.sequence, .token = token_, .logprob = 0.0f, .top = {}});
     }
     script_->set_held(held_.size());
     return result;
