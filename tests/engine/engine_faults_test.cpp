@@ -125,6 +125,21 @@ TEST(EngineFaults, AStepAnsweredWithoutTokensEndsThoseRequestsWithAnErrorAndNoth
   expect_serves(engine);
 }
 
+// A backend whose release() throws something that is not a std::exception: the executor logs it and
+// carries on (it used to escape the compute thread's job and end the process).
+TEST(EngineFaults, ABackendReleaseThatThrowsANonStandardExceptionIsLoggedAndTheEngineCarriesOn) {
+  REQUIRE_SHARED_FILE(compute::testing::shared_path(kScriptedModel));
+  auto script = std::make_shared<BackendScript>();
+  script->throw_on_release();
+  Engine engine(scripted_config(script));
+  load(engine);
+  const auto idle = stats_of(engine).bookkeeping_entries();
+  expect_serves(engine, "first");
+  expect_serves(engine, "second");
+  expect_bookkeeping_back_to(engine, idle);
+  EXPECT_EQ(script->held(), 0u);
+}
+
 // KV exhaustion: sixteen requests at once, each of which alone needs most of a 16-block cache. They are
 // preempted and queued, and each still ends with its full length (or the context), never an error, a
 // crash or a leaked block.

@@ -44,6 +44,16 @@ class BackendScript {
     tokenless_at_ = index;
   }
 
+  // release() throws something that is not a std::exception (after forgetting the sequence).
+  void throw_on_release() {
+    std::lock_guard lock(mutex_);
+    release_throws_ = true;
+  }
+  bool release_throws() {
+    std::lock_guard lock(mutex_);
+    return release_throws_;
+  }
+
   // Gated: every step waits in run() until the test lets it go (allow(n) lets n more steps through).
   void hold_steps() {
     std::lock_guard lock(mutex_);
@@ -111,6 +121,7 @@ class BackendScript {
   std::condition_variable changed_;
   int fail_at_ = -1;
   int tokenless_at_ = -1;
+  bool release_throws_ = false;
   bool gated_ = false;
   int permits_ = 0;
   std::size_t entered_ = 0;
@@ -150,6 +161,7 @@ class ScriptedBackend final : public compute::Backend {
   void release(compute::SequenceId sequence) override {
     held_.release(sequence);
     script_->set_held(held_.size());
+    if (script_->release_throws()) throw 42;  // not a std::exception
   }
 
  private:

@@ -119,6 +119,9 @@ void GpuExecutorActor::on(ReleaseSequence m) {
     } catch (const std::exception& e) {
       // A release is told, not asked: nobody to answer, so it is logged.
       logger().error("actor={} message=ReleaseSequence sequence={} error=\"{}\"", actor, sequence, e.what());
+    } catch (...) {
+      // Anything else escaping a job would end the compute thread (and the process) with it.
+      logger().error("actor={} message=ReleaseSequence sequence={} error=\"a non-standard exception\"", actor, sequence);
     }
   });
 }
