@@ -53,6 +53,7 @@ TEST(EngineFaults, AStepThatThrowsEndsItsRequestsWithOneErrorDoneEachAndNothingL
   auto script = std::make_shared<BackendScript>();
   script->hold_steps();
   Engine engine(scripted_config(script));
+  OpenGateOnExit open_on_exit{script};
   load(engine);
   const auto idle = stats_of(engine).bookkeeping_entries();
 

@@ -34,10 +34,7 @@ TEST(EngineOverload, AFullWaitingQueueRefusesAtOnceWhileTheAdmittedStreamsGetATo
   config.scheduler.max_running = 2;
   config.scheduler.max_waiting = 2;
   Engine engine(config);
-  struct OpenOnExit {
-    std::shared_ptr<BackendScript> script;
-    ~OpenOnExit() { script->open(); }  // before the engine (declared earlier) waits for its steps
-  } open_on_exit{script};
+  OpenGateOnExit open_on_exit{script};
   ASSERT_TRUE(engine.async_load(boost::asio::use_future).get().loaded());
   const auto idle = stats_of(engine).bookkeeping_entries();
 

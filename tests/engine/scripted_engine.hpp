@@ -50,6 +50,13 @@ inline proto::GenerateRequest small_request(const std::string& id, std::int32_t 
   return r;
 }
 
+// Opens the script's gate when the test leaves (a failed assertion included), before the engine, declared
+// earlier, waits for the step held there.
+struct OpenGateOnExit {
+  std::shared_ptr<BackendScript> script;
+  ~OpenGateOnExit() { script->open(); }
+};
+
 inline EngineStats stats_of(Engine& engine) { return engine.async_stats(boost::asio::use_future).get(); }
 
 // Every request's events, from the engine's callbacks (any thread).
