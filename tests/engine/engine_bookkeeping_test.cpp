@@ -109,7 +109,8 @@ TEST(EngineBookkeeping, EveryPerRequestStructureIsBackToIdleAfterAHundredThousan
   ASSERT_TRUE(engine.async_load(boost::asio::use_future).get().loaded());
   proto::SessionOpen open;
   open.session_id = "kept-open";  // an open session is part of the idle state
-  ASSERT_TRUE(std::holds_alternative<proto::SessionOpened>(engine.async_open_session(open, boost::asio::use_future).get()));
+  const proto::ServerMessage opened = engine.async_open_session(open, boost::asio::use_future).get();
+  ASSERT_TRUE(std::holds_alternative<proto::SessionOpened>(opened));
 
   const std::vector<BookkeepingEntry> idle = stats_of(engine).bookkeeping_entries();
   ASSERT_FALSE(idle.empty());

@@ -152,7 +152,8 @@ class ScriptedBackend final : public compute::Backend {
     compute::StepResult result;
     for (const auto& s : batch.sequences) {
       held_.apply(s);
-      if (s.sample && outcome == BackendScript::Outcome::tokens) result.sampled.push_back(compute::SampledToken{.sequence = s.sequence, .token = token_, .logprob = 0.0f, .top = {}});
+      if (!s.sample || outcome != BackendScript::Outcome::tokens) continue;
+      result.sampled.push_back(compute::SampledToken{.sequence = s.sequence, .token = token_, .logprob = 0.0f, .top = {}});
     }
     script_->set_held(held_.size());
     return result;

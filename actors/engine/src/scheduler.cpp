@@ -218,9 +218,9 @@ void Scheduler::finish(cache::SequenceId id, FinishReason reason, std::string er
   std::unique_ptr<Sequence> owned = std::move(it->second);
   sequences_.erase(it);
   const Sequence& s = *owned;
-  if (const auto key = fairness_keys_.find(s.submit.fairness_key); key != fairness_keys_.end() && --key->second.live == 0) {
-    fairness_keys_.erase(key);  // its last sequence: a later one starts from its own arrival (see admission_rank)
-  }
+  // The key's last live sequence takes its round-robin state with it (see admission_rank).
+  const auto key = fairness_keys_.find(s.submit.fairness_key);
+  if (key != fairness_keys_.end() && --key->second.live == 0) fairness_keys_.erase(key);
   std::erase(running_, id);
   if (const auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
   if (s.in_cache) actions.emplace_back(Release{id});
