@@ -134,7 +134,7 @@ TEST(EngineBookkeeping, EveryPerRequestStructureIsBackToIdleAfterAHundredThousan
   EXPECT_EQ(after.cache.cache.used_blocks, 0u);
   EXPECT_EQ(after.active_requests, 0u);
   EXPECT_EQ(after.requests_completed, total);
-  EXPECT_EQ(script->held(), 0u) << "the backend holds no sequence";
+  expect_backend_holds_nothing(*script);
 
   // Still serving.
   Outcomes outcomes;

@@ -89,7 +89,7 @@ TEST(EngineFaults, AStepThatThrowsEndsItsRequestsWithOneErrorDoneEachAndNothingL
 
   expect_bookkeeping_back_to(engine, idle);
   EXPECT_EQ(stats_of(engine).cache.cache.used_blocks, 0u);
-  EXPECT_EQ(script->held(), 0u);
+  expect_backend_holds_nothing(*script);
   expect_serves(engine);
 }
 
@@ -122,7 +122,7 @@ TEST(EngineFaults, AStepAnsweredWithoutTokensEndsThoseRequestsWithAnErrorAndNoth
   EXPECT_GE(errors, 1u);
   expect_bookkeeping_back_to(engine, idle);
   EXPECT_EQ(stats_of(engine).cache.cache.used_blocks, 0u);
-  EXPECT_EQ(script->held(), 0u);
+  expect_backend_holds_nothing(*script);
   expect_serves(engine);
 }
 
@@ -138,7 +138,7 @@ TEST(EngineFaults, ABackendReleaseThatThrowsANonStandardExceptionIsLoggedAndTheE
   expect_serves(engine, "first");
   expect_serves(engine, "second");
   expect_bookkeeping_back_to(engine, idle);
-  EXPECT_EQ(script->held(), 0u);
+  expect_backend_holds_nothing(*script);
 }
 
 // KV exhaustion: sixteen requests at once, each of which alone needs most of a 16-block cache. They are
@@ -170,7 +170,7 @@ TEST(EngineFaults, AKvCacheFarTooSmallForTheLoadPreemptsAndQueuesAndLeaksNothing
   EXPECT_GE(stats.scheduler.preemptions, 1u) << "the cache was meant to run short";
   EXPECT_EQ(stats.cache.cache.used_blocks, 0u);
   expect_bookkeeping_back_to(engine, idle);
-  EXPECT_EQ(script->held(), 0u);
+  expect_backend_holds_nothing(*script);
   expect_serves(engine);
 }
 

@@ -139,4 +139,10 @@ inline void expect_bookkeeping_back_to(Engine& engine, const std::vector<Bookkee
   EXPECT_TRUE(back) << "bookkeeping not back to idle: " << differences;
 }
 
+// The backend holds no sequence (bounded wait: a release runs on the compute thread after the executor
+// has counted it).
+inline void expect_backend_holds_nothing(BackendScript& script, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  EXPECT_TRUE(eventually([&] { return script.held() == 0; }, limit)) << script.held() << " sequences still held";
+}
+
 }  // namespace loom::actors::testing
