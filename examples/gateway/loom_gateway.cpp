@@ -45,7 +45,8 @@ Model:
                          (default: the model's own; chatml when it has none loom recognises)
   --device cpu|vulkan    where the forward pass runs (default cpu; vulkan is not built yet)
   --compute-threads N    forward-pass threads (default: the physical cores)
-  --kv-cache-mb M        KV cache size in MiB (default: room for 4 full model contexts)
+  --kv-cache-mb M        KV cache size in MiB (default: room for 4 full model contexts); less than one
+                         context is warned, and requests are limited to what it holds (/health says how much)
   --demo-model-path P    where the demo model is made (default: $XDG_CACHE_HOME/loom or ~/.cache/loom)
 
 Network:
