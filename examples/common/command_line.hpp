@@ -1,6 +1,9 @@
 // A small command-line reader shared by the loom binaries: `--name value`, `--name=value` and boolean
 // `--flag`, with numbers checked against a range and every error naming the option. Deliberately tiny:
-// the binaries' option sets are small and each documents its own --help.
+// the binaries' option sets are small and each documents its own --help. A value that itself begins with
+// "--" must be written `--name=--value`: `--model --port 80` is --model without a value, not a model named
+// "--port". An option missing its value is reported when it is read (a known option: "needs a value") or
+// by reject_unknown (an unknown one: "unknown option"), so a typo is never blamed on a missing value.
 #pragma once
 
 #include <charconv>
@@ -36,15 +39,20 @@ class CommandLine {
         values_[name].emplace_back(arg.substr(arg.find('=') + 1));
       } else if (is_flag(name)) {
         values_[name].emplace_back("true");
-      } else if (i + 1 < argc) {
+      } else if (i + 1 < argc && !std::string_view(argv[i + 1]).starts_with("--")) {
         values_[name].emplace_back(argv[++i]);
       } else {
-        throw UsageError("option --" + name + " needs a value");
+        values_[name];  // present, with no value: an error once we know whether the option exists
       }
     }
   }
 
-  bool flag(const std::string& name) { return take(name).has_value(); }
+  bool flag(const std::string& name) {
+    auto it = values_.find(name);
+    if (it == values_.end()) return false;
+    values_.erase(it);
+    return true;
+  }
 
   std::string text(const std::string& name, std::string fallback) {
     auto value = take(name);
@@ -85,6 +93,7 @@ class CommandLine {
   std::vector<std::string> all(const std::string& name) {
     auto it = values_.find(name);
     if (it == values_.end()) return {};
+    if (it->second.empty()) throw UsageError("option --" + name + " needs a value");
     auto values = std::move(it->second);
     values_.erase(it);
     return values;
@@ -108,6 +117,7 @@ class CommandLine {
   std::optional<std::string> take(const std::string& name) {
     auto it = values_.find(name);
     if (it == values_.end()) return std::nullopt;
+    if (it->second.empty()) throw UsageError("option --" + name + " needs a value");
     auto value = std::move(it->second.back());
     values_.erase(it);
     return value;

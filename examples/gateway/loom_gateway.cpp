@@ -16,6 +16,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "available_memory.hpp"
 #include "command_line.hpp"
 #include "loom/compute/model_synth.hpp"
 #include "loom/net/gateway.hpp"
@@ -44,7 +45,8 @@ Model:
                          (default: the model's own; chatml when it has none loom recognises)
   --device cpu|vulkan    where the forward pass runs (default cpu; vulkan is not built yet)
   --compute-threads N    forward-pass threads (default: the physical cores)
-  --kv-cache-mb M        KV cache size in MiB (default: room for 4 full model contexts)
+  --kv-cache-mb M        KV cache size in MiB (default: room for 4 full model contexts); less than one
+                         context is warned, and requests are limited to what it holds (/health says how much)
   --demo-model-path P    where the demo model is made (default: $XDG_CACHE_HOME/loom or ~/.cache/loom)
 
 Network:
@@ -126,6 +128,21 @@ std::vector<std::string> split_commas(const std::string& text) {
   return items;
 }
 
+// Why `path` cannot be a model (or tokenizer) file, or "" when it may be one. Checked before the gateway
+// starts, so that a typo fails at once, with exit 2; the loader checks again as it opens the file.
+std::string model_file_problem(const std::string& what, const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) return "the " + what + " file " + path + " does not exist";
+  if (ec) return "cannot read the " + what + " file " + path + ": " + ec.message();
+  if (status.type() == std::filesystem::file_type::regular) return "";
+  const char* kind = status.type() == std::filesystem::file_type::directory ? "a directory"
+                     : status.type() == std::filesystem::file_type::fifo    ? "a FIFO (named pipe)"
+                     : status.type() == std::filesystem::file_type::socket  ? "a socket"
+                                                                            : "a device or other special file";
+  return "the " + what + " path " + path + " is " + kind + ", not a file";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,6 +198,7 @@ int main(int argc, char** argv) {
     if (!args.positional().empty()) throw loom::cli::UsageError("unexpected argument '" + args.positional()[0] + "'");
     if (config.threads == 0) config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     config.validate();
+    loom::cli::check_kv_cache_fits_memory(config.kv_cache_mb);
   } catch (const loom::cli::UsageError& e) {
     std::fprintf(stderr, "loom-gateway: %s\nRun 'loom-gateway --help' for the options.\n", e.what());
     return 2;
@@ -200,8 +218,13 @@ int main(int argc, char** argv) {
       config.model_is_demo = true;
       spdlog::warn("no --model given: serving the DEMO model (random weights: it streams gibberish). "
                    "Serve a real model with --model FILE.gguf");
-    } else if (!std::filesystem::exists(config.model)) {
-      std::fprintf(stderr, "loom-gateway: the model file %s does not exist\n", config.model.c_str());
+    } else if (const auto problem = model_file_problem("model", config.model); !problem.empty()) {
+      std::fprintf(stderr, "loom-gateway: %s\n", problem.c_str());
+      return 2;
+    }
+    if (const auto problem = config.tokenizer.empty() ? "" : model_file_problem("tokenizer", config.tokenizer);
+        !problem.empty()) {
+      std::fprintf(stderr, "loom-gateway: %s\n", problem.c_str());
       return 2;
     }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "available_memory.hpp"
 #include "command_line.hpp"
 #include "loom/compute/cpu/paged_kv_cache.hpp"
 #include "loom/compute/model_config.hpp"
@@ -15,7 +16,9 @@ inline compute::KvCacheOptions read_kv_cache_options(CommandLine& args) {
   compute::KvCacheOptions options;
   options.block_size = args.integer("kv-block-size", 16, 1, compute::PagedKvCache::kMaxBlockSize);
   // 0 (the default): as much as the context needs. At most 1 TiB.
-  options.budget_bytes = static_cast<std::uint64_t>(args.integer("kv-cache-mb", 0, 0, 1 << 20)) * 1024 * 1024;
+  const std::int64_t megabytes = args.integer("kv-cache-mb", 0, 0, 1 << 20);
+  check_kv_cache_fits_memory(megabytes);
+  options.budget_bytes = static_cast<std::uint64_t>(megabytes) * 1024 * 1024;
   const std::string type = args.text("kv-type", "f16");
   if (type == "f16") {
     options.type = compute::TensorType::f16;

@@ -3,7 +3,10 @@
 // shutdown. The rest of the gateway, one file per role, is listed in net/README.md.
 #include "loom/net/gateway.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -46,6 +49,27 @@ actors::EngineConfig engine_config_for(const GatewayConfig& config) {
   return engine;
 }
 
+// What a request may hold, prompt and output together: the model's context, or less when the KV cache
+// cannot hold that much (the engine limits its sequences to the same).
+std::int64_t effective_context_length(const actors::LoadResult& result) {
+  const auto& info = result.info;
+  return std::min(info.config.context_length, info.kv_blocks * info.kv_block_size);
+}
+
+// A KV cache smaller than one model context is allowed (a small machine, short chats), but said loudly,
+// with the budget that would hold a full context.
+void warn_short_context(const actors::LoadResult& result, std::int64_t context_length) {
+  const auto& info = result.info;
+  const std::int64_t kv_tokens = info.kv_blocks * info.kv_block_size;
+  const double bytes_per_token = static_cast<double>(info.kv_bytes) / static_cast<double>(std::max<std::int64_t>(1, kv_tokens));
+  const auto full_context_mb = static_cast<std::int64_t>(
+      std::ceil(bytes_per_token * static_cast<double>(info.config.context_length) / (1024.0 * 1024.0)));
+  logger().warn("the KV cache holds {} tokens, less than the model's context of {}: every request is limited to {} "
+                "tokens, prompt and output together (reported as context_length by /health and max_model_len by "
+                "/v1/models); a KV cache of at least {} MiB (--kv-cache-mb) holds one full context",
+                kv_tokens, info.config.context_length, context_length, full_context_mb);
+}
+
 std::int64_t unix_seconds_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -71,8 +95,9 @@ struct Gateway::State : std::enable_shared_from_this<Gateway::State> {
 
   void start_accepting();
   void load_model(std::function<void(std::string error)> on_loaded);
-  // The phase and the log once the load answered; returns the error ("" when loaded).
-  std::string model_loaded(boost::system::error_code ec, const actors::LoadResult& result,
+  // The phase and the log once the load answered; returns the error ("" when loaded), or nullopt when the
+  // shutdown began first (on_loaded is then not called: the shutdown's own callback ends the story).
+  std::optional<std::string> model_loaded(boost::system::error_code ec, const actors::LoadResult& result,
                            std::chrono::steady_clock::time_point started);
   void begin_shutdown(std::function<void()> done);
   void start_draining();
@@ -97,15 +122,22 @@ void Gateway::State::load_model(std::function<void(std::string error)> on_loaded
                          boost::system::error_code ec, actors::LoadResult result) mutable {
     auto self = weak.lock();
     if (!self) return;
-    std::string error = self->model_loaded(ec, result, started);
-    if (on_loaded) asio::post(self->io, [on_loaded = std::move(on_loaded), error = std::move(error)] { on_loaded(error); });
+    std::optional<std::string> error = self->model_loaded(ec, result, started);
+    if (error && on_loaded) {
+      asio::post(self->io, [on_loaded = std::move(on_loaded), error = std::move(*error)] { on_loaded(error); });
+    }
     self.reset();  // before the lambda ends on the engine's thread (see drain_engine)
   });
 }
 
-std::string Gateway::State::model_loaded(boost::system::error_code ec, const actors::LoadResult& result,
+std::optional<std::string> Gateway::State::model_loaded(boost::system::error_code ec, const actors::LoadResult& result,
                                          std::chrono::steady_clock::time_point started) {
   auto& ctx = *context;
+  if (ctx.phase.load(std::memory_order_acquire) == GatewayPhase::draining) {
+    // The shutdown came first: the load was cut short or its model is not wanted; neither is a failure.
+    logger().info("the model load ended by the shutdown");
+    return std::nullopt;
+  }
   std::string error;
   if (ec) {
     error = "the engine did not answer the load: " + ec.message();
@@ -119,12 +151,13 @@ std::string Gateway::State::model_loaded(boost::system::error_code ec, const act
     return error;
   }
   ctx.model_id = model_id_for(ctx.config);
-  ctx.context_length = result.info.config.context_length;
+  ctx.context_length = effective_context_length(result);
   ctx.created_unix = unix_seconds_now();
   ctx.phase.compare_exchange_strong(expected, GatewayPhase::ready, std::memory_order_acq_rel);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
   logger().info("model loaded model_id={} context_length={} kv_blocks={} load_ms={}", ctx.model_id,
                 ctx.context_length, result.info.kv_blocks, ms.count());
+  if (ctx.context_length < result.info.config.context_length) warn_short_context(result, ctx.context_length);
   return error;
 }
 

@@ -1,8 +1,10 @@
 #include "loom/net/gateway_config.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include <boost/asio/ip/address.hpp>
 #include <nlohmann/json.hpp>
@@ -20,6 +22,31 @@ void within(const std::string& field, T value, T low, T high) {
   if (value < low || value > high) {
     refuse(field, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + std::to_string(value));
   }
+}
+
+// Where byte `offset` of `text` is, as a person finds it in an editor: "line 3, column 14".
+std::string line_and_column(const std::string& text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  std::size_t line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(offset - line_start + 1);
+}
+
+// nlohmann's explanation without its "[json.exception.parse_error.101] parse error at line 1, column 5: "
+// prefix: the position is reported our way, and the exception's id means nothing to a user.
+std::string parse_problem(const nlohmann::json::parse_error& error) {
+  std::string_view what = error.what();
+  if (const auto at = what.find("parse error"); at != std::string_view::npos) {
+    what.remove_prefix(at);
+    if (const auto colon = what.find(": "); colon != std::string_view::npos) what.remove_prefix(colon + 2);
+  }
+  return std::string(what);
 }
 
 }  // namespace
@@ -115,11 +142,19 @@ void apply_json_file(GatewayConfig& config, const std::string& path) {
   if (!file) throw std::invalid_argument("cannot read the config file " + path);
   std::stringstream text;
   text << file.rdbuf();
+  const std::string content = text.str();
+  const auto invalid = [&](std::size_t offset, const std::string& problem) {
+    return std::invalid_argument("the config file " + path + " is not valid JSON: " + line_and_column(content, offset) +
+                                 " (byte " + std::to_string(offset) + "): " + problem);
+  };
+  // The JSON reader takes a NUL byte for the end of the text and would ignore whatever follows it.
+  if (const auto nul = content.find('\0'); nul != std::string::npos) throw invalid(nul, "a NUL byte (JSON has none)");
   nlohmann::json object;
   try {
-    object = nlohmann::json::parse(text.str());
+    object = nlohmann::json::parse(content);
   } catch (const nlohmann::json::parse_error& e) {
-    throw std::invalid_argument("the config file " + path + " is not valid JSON: " + e.what());
+    // nlohmann counts the bytes read, the offending one included.
+    throw invalid(e.byte > 0 ? e.byte - 1 : 0, parse_problem(e));
   }
   try {
     apply_json(config, object);

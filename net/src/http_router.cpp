@@ -44,8 +44,10 @@ std::string served_model_id(const GatewayContext& context) {
 
 HttpResponse health_response(const GatewayContext& context, const HttpRequest& request) {
   const auto phase = context.phase.load(std::memory_order_acquire);
-  const nlohmann::json body = {
+  nlohmann::json body = {
       {"status", to_string(phase)}, {"model", served_model_id(context)}, {"demo", context.config.model_is_demo}};
+  // The context a request may use (prompt and output), once known: the model's, or less when the KV cache is smaller.
+  if (context.ready()) body["context_length"] = context.context_length;
   return make_json_response(request, phase == GatewayPhase::ready ? http::status::ok : http::status::service_unavailable,
                             body);
 }
@@ -53,7 +55,8 @@ HttpResponse health_response(const GatewayContext& context, const HttpRequest& r
 // GET /v1/models (the list of one) and GET /v1/models/ID.
 HttpResponse models_response(const GatewayContext& context, const HttpRequest& request, const std::string& path) {
   const std::string id = served_model_id(context);
-  const nlohmann::json model = {{"id", id}, {"object", "model"}, {"created", context.created_unix}, {"owned_by", "loom"}};
+  nlohmann::json model = {{"id", id}, {"object", "model"}, {"created", context.created_unix}, {"owned_by", "loom"}};
+  if (context.ready()) model["max_model_len"] = context.context_length;  // vLLM's name for the usable context
   if (path == "/v1/models") {
     nlohmann::json list = {{"object", "list"}, {"data", nlohmann::json::array()}};
     list["data"].push_back(model);

@@ -62,6 +62,11 @@ nlohmann::json parse_json_text(std::string_view text, const ParseOptions& option
                  std::to_string(text.size()));
   }
   check_depth(text, options.max_json_depth);
+  // A JSON text holds no NUL byte (not even in a string, where it is written \u0000), and the JSON reader
+  // would take one for the end of the text, accepting `{...}\0garbage` as `{...}`.
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    fail("", "invalid JSON at byte offset " + std::to_string(nul) + ": a NUL byte");
+  }
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& error) {

@@ -9,6 +9,7 @@
 
 #include "loom/proto/client_message.hpp"
 #include "loom/proto/generate_request.hpp"
+#include "loom/proto/server_message.hpp"
 
 namespace loom::proto {
 namespace {
@@ -248,10 +249,21 @@ INSTANTIATE_TEST_SUITE_P(Table, InvalidJsonText,
                                            InvalidJsonCase{"MissingValue", R"({"type": })", 9},
                                            InvalidJsonCase{"Truncated", R"({"type":"cancel")", 16},
                                            InvalidJsonCase{"TrailingGarbage", R"({"type":"cancel"} x)", 18},
-                                           InvalidJsonCase{"InvalidUtf8", "{\"type\":\"ca\xff\"}", 11}),
+                                           InvalidJsonCase{"InvalidUtf8", "{\"type\":\"ca\xff\"}", 11},
+                                           // The JSON reader stops at a NUL byte: what follows must not be ignored.
+                                           InvalidJsonCase{"NulThenGarbage",
+                                                           std::string(R"({"type":"cancel","id":"r1"})" "\0garbage", 35), 27},
+                                           InvalidJsonCase{"TrailingNul", std::string(R"({"type":"cancel","id":"r1"})" "\0", 28), 27},
+                                           InvalidJsonCase{"NulInsideString", std::string("{\"type\":\"can\0cel\"}", 19), 12}),
                          [](const ::testing::TestParamInfo<InvalidJsonCase>& param_info) {
                            return param_info.param.name;
                          });
+
+TEST(InvalidJsonText, ServerMessagesRefuseANulByteAndWhatFollowsIt) {
+  const auto parsed = parse_server_message(std::string(R"({"type":"error","code":"internal","message":"m"})" "\0{}", 51));
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.error().message.rfind("invalid JSON at byte offset 48:", 0), 0u) << parsed.error().message;
+}
 
 TEST(InvalidJsonText, NanLiteralIsNotJson) {
   const auto parsed =

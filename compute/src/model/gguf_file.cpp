@@ -4,7 +4,6 @@
 #include <array>
 #include <bit>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <utility>
 
@@ -229,11 +228,8 @@ std::string found_text(const GgufValue& value) {
 }  // namespace
 
 bool GgufFile::has_magic(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ModelFileError(path, std::nullopt, "", "cannot open the file");
-  char magic[4] = {};
-  in.read(magic, sizeof magic);
-  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+  std::array<std::byte, 4> magic{};
+  return read_file_prefix(path, magic) == magic.size() && std::memcmp(magic.data(), "GGUF", 4) == 0;
 }
 
 GgufFile GgufFile::open(std::string path) {

@@ -26,19 +26,57 @@ struct FdCloser {
   }
 };
 
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// Opens `path` for reading, refusing anything but a regular file. O_NONBLOCK keeps the open itself from
+// waiting for a FIFO's writer (which may never come); on a regular file it changes nothing.
+int open_regular_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail(path, "cannot open", errno);
+  FdCloser closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(path, "cannot stat", errno);
+  if (!S_ISREG(st.st_mode)) {
+    throw MappedFileError(path, std::string("not a regular file: this is ") + kind_of(st.st_mode) +
+                                    "; a model is read from a file",
+                          0);
+  }
+  closer.fd = -1;
+  return fd;
+}
+
 }  // namespace
+
+std::size_t read_file_prefix(const std::string& path, std::span<std::byte> out) {
+  const int fd = open_regular_file(path);
+  FdCloser closer{fd};
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(path, "cannot read", errno);
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
 
 MappedFileError::MappedFileError(std::string path, std::string detail, int error_number)
     : ModelFileError(std::move(path), std::nullopt, {}, std::move(detail)), error_number_(error_number) {}
 
 MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path_, "cannot open", errno);
+  const int fd = open_regular_file(path_);
   FdCloser closer{fd};
 
   struct stat st {};
   if (::fstat(fd, &st) != 0) fail(path_, "cannot stat", errno);
-  if (!S_ISREG(st.st_mode)) throw MappedFileError(path_, "not a regular file", 0);
   if (st.st_size <= 0) throw MappedFileError(path_, "the file is empty", 0);
   if (static_cast<std::uint64_t>(st.st_size) > std::numeric_limits<std::size_t>::max()) {
     throw MappedFileError(path_, "the file is too large to map", EFBIG);

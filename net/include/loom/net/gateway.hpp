@@ -31,7 +31,9 @@ class Gateway {
 
   // Binds and listens (throws std::system_error naming the address when it cannot), then loads the model
   // in the background: /health answers "loading" until `on_loaded` runs with an empty string (ready) or the
-  // reason the load failed (the gateway then answers 503 to everything but /health and /metrics).
+  // reason the load failed (the gateway then answers 503 to everything but /health and /metrics). When
+  // async_shutdown is called before the load has ended, `on_loaded` is not called: the load is cut short
+  // (or its model dropped) as part of the shutdown, which is no failure.
   void start(std::function<void(std::string error)> on_loaded);
   // The bound address (port 0 in the config picks a free one).
   boost::asio::ip::tcp::endpoint local_endpoint() const;

@@ -38,7 +38,7 @@ class GgufFile {
   static GgufFile open(std::string path);
 
   // Whether the file starts with the GGUF magic (how loaders tell GGUF from llama2.c files). Throws
-  // ModelFileError when the file cannot be opened.
+  // ModelFileError when the file cannot be opened or is not a regular file (a directory, a FIFO, a device).
   static bool has_magic(const std::string& path);
 
   GgufFile(GgufFile&&) noexcept = default;

@@ -23,9 +23,14 @@ class MappedFileError : public ModelFileError {
   int error_number_;
 };
 
+// Reads the first out.size() bytes of `path` (fewer when the file is shorter) and returns how many it read.
+// Like MappedFile, refuses anything but a regular file (a directory, a FIFO, a device) before reading.
+std::size_t read_file_prefix(const std::string& path, std::span<std::byte> out);
+
 class MappedFile {
  public:
-  // Maps all of `path` read-only. Throws MappedFileError naming the path and the system's reason.
+  // Maps all of `path` read-only. Throws MappedFileError naming the path and the system's reason; a path
+  // that is not a regular file (a directory, a FIFO, a device) is refused before anything is read.
   explicit MappedFile(std::string path);
   ~MappedFile();
 
