@@ -1,11 +1,13 @@
 // Faults at the engine's edges, through loom::Engine on a ScriptedBackend: a backend step that throws or
 // answers without a token, a KV cache far too small for the load, a thermal sensor that throws or errors
-// on every read, and a consumer that never reads its stream. Each must end cleanly: every request gets
+// on every read, a consumer that never reads its stream, and a shutdown during a long load. Each must end cleanly: every request gets
 // exactly one last event (done or error), nothing hangs, the KV blocks and every bookkeeping entry come
 // back to idle, and the engine serves the next request.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
+#include <thread>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -13,6 +15,7 @@
 
 #include <boost/asio/use_future.hpp>
 
+#include "loom/compute/load_cancelled.hpp"
 #include "scripted_engine.hpp"
 
 namespace loom::actors {
@@ -241,6 +244,48 @@ TEST(EngineFaults, AStreamNobodyReadsIsBoundedByItsRequestAndTheEngineMovesOn) {
   EXPECT_EQ(tokens, 20u);
   EXPECT_EQ(dones, 1u);
   EXPECT_EQ(events, 21u) << "max_tokens + 1 events, no more";
+}
+
+}  // namespace
+}  // namespace loom::actors
+
+namespace loom::actors {
+namespace {
+
+// A shutdown during a long load does not wait for the load: the executor's stop reaches the backend's
+// factory through LoadOptions::stop. The factory here stands for a load of many GiB: it waits for that
+// stop (at most 30 s) and throws LoadCancelled, as CpuBackend does between its stages.
+TEST(EngineFaults, AShutdownDuringALongLoadCancelsTheLoadAndEndsPromptly) {
+  struct Seen {
+    std::atomic<bool> entered{false};
+    std::atomic<bool> stopped{false};
+  };
+  auto seen = std::make_shared<Seen>();
+  Engine::Config config = scripted_config(std::make_shared<BackendScript>());
+  config.backend_factory = [seen](const compute::LoadOptions& options) -> std::unique_ptr<compute::Backend> {
+    seen->entered = true;
+    const auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (!options.stop.stop_requested() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(1ms);
+    }
+    seen->stopped = options.stop.stop_requested();
+    throw compute::LoadCancelled("the test's load waited");
+  };
+  Engine engine(config);
+  auto loaded = engine.async_load(boost::asio::use_future);
+  ASSERT_TRUE(eventually([&] { return seen->entered.load(); }, kLong));
+
+  const auto began = std::chrono::steady_clock::now();
+  auto shut = engine.async_shutdown(ShutdownMode::cancel, boost::asio::use_future);
+  ASSERT_EQ(shut.wait_for(5s), std::future_status::ready) << "the shutdown waited for the load";
+  EXPECT_TRUE(shut.get());
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 5s);
+  EXPECT_TRUE(seen->stopped);
+  ASSERT_EQ(loaded.wait_for(5s), std::future_status::ready);
+  try {  // the load's answer: its cancellation, or no reply at all if the executor went first
+    EXPECT_FALSE(loaded.get().loaded());
+  } catch (const boost::system::system_error&) {
+  }
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ void GpuExecutorActor::on(LoadModel m) {
   const std::uint64_t job = next_job_id();
   started_.clear();  // the load replaces the backend, and the sequences it held go with it
   pending_loads_.emplace(job, std::move(m.reply));
+  m.options.stop = load_stop_.get_token();
   asio::post(compute_thread_, [state = compute_state_, factory = factory_, options = std::move(m.options),
                                done = continuation("LoadFinished", [this](std::uint64_t id, LoadResult result,
                                                                           nanoseconds busy) {
@@ -88,10 +89,17 @@ void GpuExecutorActor::on(LoadModel m) {
       state->backend.reset();
       result.error = "the backend failed to load with an unknown exception";
     }
-    if (!result.loaded()) logger().error("actor={} load failed model={} error=\"{}\"", actor, options.model_path, result.error);
+    if (result.loaded()) {
+    } else if (options.stop.stop_requested()) {
+      logger().info("actor={} load cancelled model={}: the executor is stopping", actor, options.model_path);
+    } else {
+      logger().error("actor={} load failed model={} error=\"{}\"", actor, options.model_path, result.error);
+    }
     done(job, std::move(result), duration_cast<nanoseconds>(Clock::now() - began));
   });
 }
+
+void GpuExecutorActor::on_stop() { load_stop_.request_stop(); }
 
 void GpuExecutorActor::on(RunStep m) {
   const std::uint64_t job = next_job_id();

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "loom/compute/load_cancelled.hpp"
 #include "loom/compute/model/gguf_file.hpp"
 #include "loom/compute/text/vocabulary.hpp"
 
@@ -50,8 +51,11 @@ std::string name(SequenceId sequence) { return "sequence " + std::to_string(sequ
 
 std::unique_ptr<CpuBackend> CpuBackend::load(const LoadOptions& options) {
   check_options(options);
+  throw_if_stopped(options.stop, "it began");
   auto loaded = LoadedModel::open(options.model_path);
+  throw_if_stopped(options.stop, "the model file was read");
   auto tokenizer = std::make_shared<const Tokenizer>(load_vocabulary(options, *loaded));
+  throw_if_stopped(options.stop, "the vocabulary was read");
   if (tokenizer->vocabulary().size() != loaded->config().vocab_size) {
     throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer->vocabulary().size()) +
                                 " tokens, the model " + std::to_string(loaded->config().vocab_size));
@@ -67,8 +71,10 @@ CpuBackend::CpuBackend(std::unique_ptr<LoadedModel> loaded,
       tokenizer_(std::move(tokenizer)),
       pool_(std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : physical_core_count())),
       model_(std::make_unique<LlamaModel>(loaded_->config(), loaded_->weights(), *pool_, options.max_batch_tokens)),
-      cache_(model_->make_paged_cache(options.kv, options.kv_tokens > 0 ? options.kv_tokens
-                                                                        : options.kv_contexts * loaded_->config().context_length)) {
+      cache_(model_->make_paged_cache(options.kv,
+                                      options.kv_tokens > 0 ? options.kv_tokens
+                                                            : options.kv_contexts * loaded_->config().context_length,
+                                      options.stop)) {
   if (loaded_->gguf() != nullptr) {
     if (auto source = loaded_->gguf()->find_string("tokenizer.chat_template")) chat_template_source_ = std::string(*source);
   }

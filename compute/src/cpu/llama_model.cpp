@@ -68,8 +68,10 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   staged_logits_.resize(static_cast<std::size_t>(std::min(kLogitRows, max_batch_) * c.vocab_size));
 }
 
-PagedKvCache LlamaModel::make_paged_cache(const KvCacheOptions& options, std::int64_t tokens) const {
-  return PagedKvCache::sized(config_.layers, config_.kv_dim(), tokens > 0 ? tokens : config_.context_length, options);
+PagedKvCache LlamaModel::make_paged_cache(const KvCacheOptions& options, std::int64_t tokens,
+                                          const std::stop_token& stop) const {
+  return PagedKvCache::sized(config_.layers, config_.kv_dim(), tokens > 0 ? tokens : config_.context_length, options,
+                             stop);
 }
 
 KvCache LlamaModel::make_cache(std::int64_t context_length, const KvCacheOptions& options) const {

@@ -1,5 +1,7 @@
 #include "loom/compute/cpu/paged_kv_cache.hpp"
 
+#include "loom/compute/load_cancelled.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -35,7 +37,7 @@ std::uint64_t PagedKvCache::bytes_per_block(std::int64_t layers, std::int64_t kv
 }
 
 PagedKvCache::PagedKvCache(std::int64_t layers, std::int64_t kv_dim, std::int64_t block_size, std::int64_t blocks,
-                           TensorType type)
+                           TensorType type, const std::stop_token& stop)
     : layers_(layers), kv_dim_(kv_dim), block_size_(block_size), blocks_(blocks), type_(type),
       element_bytes_(element_bytes_of(type)) {
   const std::uint64_t per_block = bytes_per_block(layers, kv_dim, block_size, type);
@@ -46,12 +48,20 @@ PagedKvCache::PagedKvCache(std::int64_t layers, std::int64_t kv_dim, std::int64_
   }
   block_bytes_ = static_cast<std::size_t>(block_size * kv_dim) * element_bytes_;
   layer_bytes_ = block_bytes_ * static_cast<std::size_t>(blocks);
-  keys_.resize(layer_bytes_ * static_cast<std::size_t>(layers));
-  values_.resize(keys_.size());
+  const std::size_t total = layer_bytes_ * static_cast<std::size_t>(layers);
+  keys_.reserve(total);
+  values_.reserve(total);
+  constexpr std::size_t kSlice = std::size_t{64} << 20;
+  for (std::size_t done = 0; done < total; done += kSlice) {
+    throw_if_stopped(stop, "the KV cache was being made");
+    const std::size_t slice = std::min(kSlice, total - done);
+    keys_.resize(done + slice);
+    values_.resize(done + slice);
+  }
 }
 
 PagedKvCache PagedKvCache::sized(std::int64_t layers, std::int64_t kv_dim, std::int64_t tokens,
-                                 const KvCacheOptions& options) {
+                                 const KvCacheOptions& options, const std::stop_token& stop) {
   const std::uint64_t per_block = bytes_per_block(layers, kv_dim, options.block_size, options.type);
   std::int64_t blocks = 0;
   if (options.budget_bytes > 0) {
@@ -65,7 +75,7 @@ PagedKvCache PagedKvCache::sized(std::int64_t layers, std::int64_t kv_dim, std::
     require_positive(tokens, kMaxBlocks, "token count");
     blocks = (tokens + options.block_size - 1) / options.block_size;
   }
-  return PagedKvCache(layers, kv_dim, options.block_size, blocks, options.type);
+  return PagedKvCache(layers, kv_dim, options.block_size, blocks, options.type, stop);
 }
 
 void PagedKvCache::check_block(std::int32_t block, const char* what) const {

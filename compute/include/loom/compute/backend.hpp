@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct LoadOptions {
   std::int64_t kv_contexts = 1;  // without a budget or kv_tokens: room for this many model contexts (a server
                                  // batching several requests wants more than one)
   std::int64_t max_batch_tokens = 512;  // tokens of all sequences in one step, at most
+  // Requested (by whoever owns the source) to end a load midway: the backend throws LoadCancelled at its
+  // next check (load_cancelled.hpp). A default token is never requested.
+  std::stop_token stop;
 
   static constexpr int kMaxThreads = 1024;
   static constexpr std::int64_t kMaxBatchTokens = 1 << 16;

@@ -29,8 +29,10 @@ class LlamaModel {
   std::int64_t max_batch() const noexcept { return max_batch_; }
 
   // A pool for this model's layers and KV width: options.budget_bytes, or without a budget room for
-  // `tokens` positions (0: the model's context length).
-  PagedKvCache make_paged_cache(const KvCacheOptions& options = {}, std::int64_t tokens = 0) const;
+  // `tokens` positions (0: the model's context length). A stop requested on `stop` while the pool is
+  // committed ends it with LoadCancelled.
+  PagedKvCache make_paged_cache(const KvCacheOptions& options = {}, std::int64_t tokens = 0,
+                                const std::stop_token& stop = {}) const;
   // One sequence's cache of up to `context_length` positions (0: the model's), fewer when a budget in
   // `options` holds fewer.
   KvCache make_cache(std::int64_t context_length = 0, const KvCacheOptions& options = {}) const;

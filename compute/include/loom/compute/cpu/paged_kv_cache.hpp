@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stop_token>
 #include <vector>
 
 #include "loom/compute/kv_cache_options.hpp"
@@ -26,15 +27,18 @@ class PagedKvCache {
 
   // `blocks` blocks of `block_size` slots for each of `layers` layers, kv_dim values per slot for K and
   // for V. Throws std::invalid_argument for a non-positive or too large size, or a type other than f16/f32.
+  // The pool is zeroed (committed) here, a slice at a time: a stop requested on `stop` meanwhile ends it
+  // with LoadCancelled, since a cache of many GiB takes seconds to commit and a shutdown must not wait.
   PagedKvCache(std::int64_t layers, std::int64_t kv_dim, std::int64_t block_size, std::int64_t blocks,
-               TensorType type = TensorType::f16);
+               TensorType type = TensorType::f16, const std::stop_token& stop = {});
 
   // Bytes one block takes over all layers, K and V.
   static std::uint64_t bytes_per_block(std::int64_t layers, std::int64_t kv_dim, std::int64_t block_size,
                                        TensorType type);
   // The pool for `options`: as many whole blocks as budget_bytes holds (std::invalid_argument when that is
   // not even one), or without a budget the blocks `tokens` need.
-  static PagedKvCache sized(std::int64_t layers, std::int64_t kv_dim, std::int64_t tokens, const KvCacheOptions& options);
+  static PagedKvCache sized(std::int64_t layers, std::int64_t kv_dim, std::int64_t tokens, const KvCacheOptions& options,
+                            const std::stop_token& stop = {});
 
   std::int64_t layers() const noexcept { return layers_; }
   std::int64_t kv_dim() const noexcept { return kv_dim_; }

@@ -8,14 +8,17 @@
 // fails (bad input, a backend error) answers StepFailed naming its sequences, and the next step runs as
 // usual. A RunStep with no model loaded (none yet, or the last load failed) answers StepFailed.
 //
-// When the actor stops, the job running finishes (the io thread destroying the actor waits for it); jobs
-// not yet started are dropped and their askers hear no_reply. Its messages: gpu_executor_protocol.hpp.
+// When the actor stops, a load that is running is cancelled at its next check (LoadOptions::stop: it ends
+// within one slice of its KV cache, not at the end of a load of many GiB); a step that is running finishes
+// (the io thread destroying the actor waits for it); jobs not yet started are dropped and their askers
+// hear no_reply. Its messages: gpu_executor_protocol.hpp.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -39,6 +42,7 @@ class GpuExecutorActor : public Actor<GpuExecutorActor, GpuExecutorProtocol> {
   void on(ReleaseSequence m);
   void on(GetLoadedModel m);
   void on(GetExecutorStats m);
+  void on_stop();  // cancels a load in progress
 
  private:
   // On the strand, when the compute thread has finished a job.
@@ -60,6 +64,7 @@ class GpuExecutorActor : public Actor<GpuExecutorActor, GpuExecutorProtocol> {
   std::unordered_set<compute::SequenceId> started_;
   std::optional<LoadResult> model_;  // the last successful load, as the strand knows it
   ExecutorStats stats_;
+  std::stop_source load_stop_;  // given to every load; requested when the actor stops
   // Declared last so it is destroyed first: the running job finishes before the rest goes.
   boost::asio::thread_pool compute_thread_{1};
 };
