@@ -35,7 +35,8 @@ struct GatewayConfig {
   // ---- Security ----
   std::string api_key;  // non-empty: every /v1 route wants "Authorization: Bearer KEY"
   // Browser Origins a WebSocket upgrade may come from. A request with no Origin (not a browser) and one
-  // whose Origin names the host it was sent to (our own page) always pass; "*" allows any.
+  // whose Origin names the host it was sent to (our own page) pass, the latter only when that Host passes
+  // the Host check (allowed_hosts); "*" allows any.
   std::vector<std::string> allowed_origins;
   // Host names (without port) a request may name in its Host header when no api_key is set, besides the
   // ones always allowed: IP literals, "localhost" and names under ".localhost". Others get 403: a browser
