@@ -57,6 +57,9 @@ Network:
                          clients may pass ?access_token=KEY instead); also read from $LOOM_API_KEY
   --allowed-origins LIST comma-separated browser Origins allowed to open WebSockets, or * for any
                          (default: none besides the server's own page)
+  --allowed-hosts LIST   comma-separated host names the Host header may name when no --api-key is set,
+                         or * for any (default: none besides IP literals, localhost and *.localhost;
+                         others get 403, which keeps DNS-rebinding pages out)
 
 Limits:
   --max-body-bytes N     HTTP request body (default 2097152; 413 past it)
@@ -64,6 +67,7 @@ Limits:
   --max-prompt-tokens N  a prompt after templating (default 0: the model's context)
   --max-tokens N         the largest max_tokens a request may ask for (default 4096)
   --max-requests-per-connection N   in flight on one WebSocket (default 16)
+  --max-sessions-per-connection N   open sessions of one WebSocket (default 16; overloaded past it)
   --max-requests N       in flight on the whole server (default 256; 503 / overloaded past it)
   --max-connections N    open connections (default 1024)
   --ws-send-queue-bytes N  unsent bytes of one WebSocket before its requests are cancelled (default 4194304)
@@ -181,11 +185,13 @@ int main(int argc, char** argv) {
     count("threads", config.threads, 0, 256);
     config.api_key = args.text("api-key", config.api_key);
     if (auto origins = args.text("allowed-origins", ""); !origins.empty()) config.allowed_origins = split_commas(origins);
+    if (auto hosts = args.text("allowed-hosts", ""); !hosts.empty()) config.allowed_hosts = split_commas(hosts);
     count("max-body-bytes", config.max_body_bytes, 1024, std::int64_t{1} << 30);
     count("max-frame-bytes", config.max_frame_bytes, 1024, std::int64_t{1} << 30);
     count("max-prompt-tokens", config.max_prompt_tokens, 0, 1 << 24);
     count("max-tokens", config.max_tokens_limit, 1, 1 << 20);
     count("max-requests-per-connection", config.max_requests_per_connection, 1, 1 << 16);
+    count("max-sessions-per-connection", config.max_sessions_per_connection, 1, 1 << 16);
     count("max-requests", config.max_requests_total, 1, 1 << 20);
     count("max-connections", config.max_connections, 1, 1 << 20);
     count("ws-send-queue-bytes", config.ws_send_queue_bytes, 1024, std::int64_t{1} << 30);

@@ -64,6 +64,7 @@ void GatewayConfig::validate() const {
   within<std::int32_t>("max_prompt_tokens", max_prompt_tokens, 0, 1 << 24);
   within<std::int32_t>("max_tokens_limit", max_tokens_limit, 1, 1 << 20);
   within<std::size_t>("max_requests_per_connection", max_requests_per_connection, 1, 1 << 16);
+  within<std::size_t>("max_sessions_per_connection", max_sessions_per_connection, 1, 1 << 16);
   within<std::size_t>("max_requests_total", max_requests_total, 1, 1 << 20);
   within<std::size_t>("max_connections", max_connections, 1, 1 << 20);
   within<std::size_t>("ws_send_queue_bytes", ws_send_queue_bytes, 1024, std::size_t{1} << 30);
@@ -121,11 +122,19 @@ void apply_json(GatewayConfig& c, const nlohmann::json& object) {
         if (!origin.is_string()) refuse(key, "must be an array of strings");
         c.allowed_origins.push_back(origin.get<std::string>());
       }
+    } else if (key == "allowed_hosts") {
+      if (!value.is_array()) refuse(key, "must be an array of strings");
+      c.allowed_hosts.clear();
+      for (const auto& host : value) {
+        if (!host.is_string()) refuse(key, "must be an array of strings");
+        c.allowed_hosts.push_back(host.get<std::string>());
+      }
     } else if (key == "max_body_bytes") integer(c.max_body_bytes);
     else if (key == "max_frame_bytes") integer(c.max_frame_bytes);
     else if (key == "max_prompt_tokens") integer(c.max_prompt_tokens);
     else if (key == "max_tokens_limit") integer(c.max_tokens_limit);
     else if (key == "max_requests_per_connection") integer(c.max_requests_per_connection);
+    else if (key == "max_sessions_per_connection") integer(c.max_sessions_per_connection);
     else if (key == "max_requests_total") integer(c.max_requests_total);
     else if (key == "max_connections") integer(c.max_connections);
     else if (key == "ws_send_queue_bytes") integer(c.ws_send_queue_bytes);

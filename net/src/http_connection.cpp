@@ -1,5 +1,7 @@
 #include "http_connection.hpp"
 
+#include <array>
+#include <chrono>
 #include <exception>
 #include <optional>
 #include <string>
@@ -10,7 +12,9 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/rfc7230.hpp>
 
 #include "http_router.hpp"
 #include "http_util.hpp"
@@ -95,8 +99,55 @@ std::optional<HttpResponse> over_limit_response(const GatewayContext& context, c
   return std::nullopt;
 }
 
+// True when the request's Transfer-Encoding is absent or exactly "chunked". Any other coding (gzip,
+// "gzip, chunked") would have to be undone before the body is JSON, which the gateway does not do: it is
+// answered 501 (RFC 9112 section 6.1) rather than read as if the coding were not there.
+bool transfer_coding_supported(const HttpRequest& head) {
+  std::size_t codings = 0;
+  bool only_chunked = true;
+  const auto [first, last] = head.equal_range(http::field::transfer_encoding);
+  for (auto field = first; field != last; ++field) {
+    for (const auto& coding : http::token_list(field->value())) {
+      ++codings;
+      only_chunked = only_chunked && beast::iequals(coding, "chunked");
+    }
+  }
+  return codings == 0 || (codings == 1 && only_chunked);
+}
+
+std::optional<HttpResponse> unsupported_coding_response(const RequestParser& parser) {
+  if (transfer_coding_supported(parser.get())) return std::nullopt;
+  HttpRequest head = parser.get();
+  head.keep_alive(false);
+  return make_openai_error(head, http::status::not_implemented,
+                           "Transfer-Encoding '" + std::string(head[http::field::transfer_encoding]) +
+                               "' is not supported: send the body plainly or with chunked alone",
+                           "invalid_request_error", std::nullopt, "unsupported_transfer_encoding");
+}
+
+// After a refusal that leaves part of the request unread (413): the send side is shut, then what the
+// client still sends is read and dropped, at most kDrainBytes for at most kDrainTime. Closing with unread
+// data would make the kernel reset the connection, and a client still writing its body (Python's urllib,
+// Node's fetch) would see the reset instead of the 413.
+constexpr std::size_t kDrainBytes = 8u << 20;
+constexpr std::chrono::seconds kDrainTime{2};
+
+asio::awaitable<void> drain_after_refusal(TcpStream& stream) {
+  boost::system::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) co_return;
+  stream.expires_after(kDrainTime);
+  std::array<char, 16 * 1024> scratch{};
+  std::size_t drained = 0;
+  while (drained < kDrainBytes) {
+    drained += co_await stream.async_read_some(asio::buffer(scratch), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) break;  // the client closed (eof), or the time is up
+  }
+}
+
 // Reads the next request; nullopt when the connection is over (closed, timed out, cancelled by the
-// shutdown, not HTTP, or over a limit: that is answered here).
+// shutdown, not HTTP, over a limit or in a transfer coding the gateway does not take: those are answered
+// here). The header is read first, so that a refused coding is answered before its body is read.
 asio::awaitable<std::optional<HttpRequest>> read_request(GatewayContext& context, TcpStream& stream,
                                                          beast::flat_buffer& buffer, ConnectionFlags& flags) {
   RequestParser parser;
@@ -104,10 +155,20 @@ asio::awaitable<std::optional<HttpRequest>> read_request(GatewayContext& context
   stream.expires_after(context.config.http_idle_timeout);
   flags.idle = true;
   boost::system::error_code ec;
-  co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+  co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
   flags.idle = false;
+  if (!ec) {
+    if (auto refused = unsupported_coding_response(parser)) {
+      co_await write_http_response(context, stream, std::move(*refused), parser.get().method());
+      co_await drain_after_refusal(stream);
+      co_return std::nullopt;
+    }
+    co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+  }
   if (auto refused = over_limit_response(context, parser, ec)) {
-    co_await write_http_response(context, stream, std::move(*refused));
+    const auto method = ec == http::error::body_limit ? parser.get().method() : http::verb::get;
+    co_await write_http_response(context, stream, std::move(*refused), method);
+    co_await drain_after_refusal(stream);
     co_return std::nullopt;
   }
   if (ec) co_return std::nullopt;

@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "chat_page.hpp"
+#include "host_check.hpp"
 #include "openai_routes.hpp"
 #include "prometheus_metrics.hpp"
 
@@ -33,7 +34,6 @@ HttpResponse chat_page_response(const HttpRequest& request) {
                "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:; "
                "frame-ancestors 'none'");
   response.set("X-Content-Type-Options", "nosniff");
-  if (request.method() == http::verb::head) response.body().clear();
   return response;
 }
 
@@ -87,20 +87,22 @@ std::optional<HttpResponse> openai_refusal(const GatewayContext& context, const 
 // expressions.
 std::optional<HttpResponse> immediate_response(const GatewayContext& context, const HttpRequest& request,
                                                const std::string& path) {
-  const auto method = request.method();
+  if (!host_allowed(context, request)) return host_refusal(request);
+  // HEAD is GET without the body (write_http_response leaves it out): allowed wherever GET is.
+  const auto method = request.method() == http::verb::head ? http::verb::get : request.method();
   if (path == "/" || path == "/index.html") {
-    if (method != http::verb::get && method != http::verb::head) return method_not_allowed(request, path, "GET");
+    if (method != http::verb::get) return method_not_allowed(request, path, "GET, HEAD");
     return chat_page_response(request);
   }
   if (path == "/favicon.ico") {  // browsers ask for it; there is none, and a 404 in their console alarms people
     return make_response(request, http::status::no_content, "image/x-icon", {});
   }
   if (path == "/health") {
-    if (method != http::verb::get) return method_not_allowed(request, path, "GET");
+    if (method != http::verb::get) return method_not_allowed(request, path, "GET, HEAD");
     return health_response(context, request);
   }
   if (path == "/metrics") {
-    if (method != http::verb::get) return method_not_allowed(request, path, "GET");
+    if (method != http::verb::get) return method_not_allowed(request, path, "GET, HEAD");
     return std::nullopt;
   }
   if (path.rfind("/v1/", 0) == 0 && !authorized(context, request, false)) {
@@ -108,7 +110,7 @@ std::optional<HttpResponse> immediate_response(const GatewayContext& context, co
                              "authentication_error", std::nullopt, "invalid_api_key");
   }
   if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) {
-    if (method != http::verb::get) return method_not_allowed(request, path, "GET");
+    if (method != http::verb::get) return method_not_allowed(request, path, "GET, HEAD");
     return models_response(context, request, path);
   }
   if (path == "/v1/completions" || path == "/v1/chat/completions") return openai_refusal(context, request, path);
@@ -128,7 +130,7 @@ asio::awaitable<bool> serve_metrics(GatewayContext& context, TcpStream& stream, 
   if (ec) stats = actors::EngineStats{};
   auto response = make_response(request, http::status::ok, kPrometheusContentType,
                                 render_prometheus(context, stats, context.metrics.snapshot()));
-  co_return co_await write_http_response(context, stream, std::move(response));
+  co_return co_await write_http_response(context, stream, std::move(response), request.method());
 }
 
 }  // namespace
@@ -136,7 +138,7 @@ asio::awaitable<bool> serve_metrics(GatewayContext& context, TcpStream& stream, 
 asio::awaitable<bool> route_http_request(GatewayContext& context, TcpStream& stream, HttpRequest request) {
   const std::string path(target_path(request.target()));
   if (auto response = immediate_response(context, request, path)) {
-    co_return co_await write_http_response(context, stream, std::move(*response));
+    co_return co_await write_http_response(context, stream, std::move(*response), request.method());
   }
   if (path == "/metrics") co_return co_await serve_metrics(context, stream, std::move(request));
   const auto which = path == "/v1/completions" ? OpenAiRoute::completions : OpenAiRoute::chat_completions;

@@ -1,5 +1,7 @@
-// The HTTP router: one request that is not a WebSocket upgrade, dispatched by path and method. Answered
-// at once: the chat page (/), /favicon.ico, /health, /v1/models, and the errors (401 without the API key
+// The HTTP router: one request that is not a WebSocket upgrade, dispatched by path and method (HEAD
+// wherever GET, answered with GET's headers and no body). Answered at once: the chat page (/),
+// /favicon.ico, /health, /v1/models, and the errors (403 for a Host that is not this server's when no API
+// key is set (host_check.hpp), 401 without the API key
 // on a /v1 route, 404, 405, 426 for /v1/ws without an upgrade, 503 for the OpenAI routes before the model
 // is ready or during a shutdown). Through the engine: /metrics (prometheus_metrics) and the OpenAI routes
 // (openai_routes). The HTTP connection has already read the request within its limits.

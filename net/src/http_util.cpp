@@ -2,6 +2,7 @@
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
 
@@ -12,6 +13,33 @@ std::string_view target_path(std::string_view target) noexcept {
   return query == std::string_view::npos ? target : target.substr(0, query);
 }
 
+namespace {
+int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string decoded;
+  decoded.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      decoded += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;  // a '%' without two digits after it
+    const int high = hex_value(text[i + 1]);
+    const int low = hex_value(text[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    decoded += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return decoded;
+}
+
 std::optional<std::string> query_parameter(std::string_view target, std::string_view name) {
   const auto query = target.find('?');
   if (query == std::string_view::npos) return std::nullopt;
@@ -20,7 +48,9 @@ std::optional<std::string> query_parameter(std::string_view target, std::string_
     const auto amp = rest.find('&');
     const std::string_view pair = rest.substr(0, amp);
     const auto eq = pair.find('=');
-    if (pair.substr(0, eq) == name) return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (percent_decode(pair.substr(0, eq)) == name) {
+      return percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    }
     if (amp == std::string_view::npos) break;
     rest.remove_prefix(amp + 1);
   }
@@ -66,9 +96,10 @@ bool authorized(const GatewayContext& context, const HttpRequest& request, bool 
   const std::string& key = context.config.api_key;
   if (key.empty()) return true;
   if (const auto header = request.find(http::field::authorization); header != request.end()) {
-    constexpr std::string_view kBearer = "Bearer ";
+    // The scheme is case-insensitive (RFC 7235 section 2.1): "bearer KEY" is as good as "Bearer KEY".
+    constexpr std::string_view kBearer = "bearer ";
     const std::string_view value = header->value();
-    if (value.size() > kBearer.size() && value.substr(0, kBearer.size()) == kBearer &&
+    if (value.size() > kBearer.size() && boost::beast::iequals(value.substr(0, kBearer.size()), kBearer) &&
         constant_time_equal(value.substr(kBearer.size()), key)) {
       return true;
     }
@@ -79,11 +110,18 @@ bool authorized(const GatewayContext& context, const HttpRequest& request, bool 
   return false;
 }
 
-boost::asio::awaitable<bool> write_http_response(GatewayContext& context, TcpStream& stream, HttpResponse response) {
+boost::asio::awaitable<bool> write_http_response(GatewayContext& context, TcpStream& stream, HttpResponse response,
+                                                 http::verb request_method) {
   context.metrics.http_response(static_cast<int>(response.result_int()));
   const bool keep_alive = response.keep_alive();
   boost::system::error_code ec;
-  co_await http::async_write(stream, response, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  if (request_method == http::verb::head) {
+    // The GET's headers, Content-Length included, and no body: the client reads none (RFC 9110 9.3.2).
+    http::response_serializer<http::string_body> serializer{response};
+    co_await http::async_write_header(stream, serializer, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  } else {
+    co_await http::async_write(stream, response, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  }
   co_return !ec && keep_alive;
 }
 

@@ -24,7 +24,10 @@ using TcpStream = boost::beast::tcp_stream;
 
 // "/v1/ws?x=1" -> "/v1/ws"
 std::string_view target_path(std::string_view target) noexcept;
-// The value of one query parameter ("access_token"), undecoded; nullopt when absent.
+// "%2B" -> "+" (RFC 3986; '+' stays '+': a key may hold one); nullopt when an escape is malformed.
+std::optional<std::string> percent_decode(std::string_view text);
+// The value of one query parameter ("access_token"), percent-decoded (names too); nullopt when absent or
+// when its value holds a malformed escape ("%zz", a '%' at the end).
 std::optional<std::string> query_parameter(std::string_view target, std::string_view name);
 
 // Common headers (Server, keep-alive as the request asked), body and Content-Length set.
@@ -37,13 +40,16 @@ HttpResponse make_openai_error(const HttpRequest& request, http::status status, 
                                std::string type, std::optional<std::string> param = std::nullopt,
                                std::optional<std::string> code = std::nullopt);
 
-// True when no API key is configured, or the request carries "Authorization: Bearer KEY" (or, on the
+// True when no API key is configured, or the request carries "Authorization: Bearer KEY" (the scheme in
+// any case: "bearer KEY" too) (or, on the
 // WebSocket upgrade only, where browsers cannot set headers, the query parameter access_token=KEY).
 // Compared in constant time.
 bool authorized(const GatewayContext& context, const HttpRequest& request, bool websocket_upgrade);
 
 // Writes one whole response, counted in the metrics by status; true when the connection may be kept alive
-// (the response said so and the write succeeded).
-boost::asio::awaitable<bool> write_http_response(GatewayContext& context, TcpStream& stream, HttpResponse response);
+// (the response said so and the write succeeded). To a HEAD request only the headers go out (Content-Length
+// still says the body's size), whatever the status.
+boost::asio::awaitable<bool> write_http_response(GatewayContext& context, TcpStream& stream, HttpResponse response,
+                                                 http::verb request_method);
 
 }  // namespace loom::net

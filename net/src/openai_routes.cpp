@@ -1,6 +1,8 @@
 #include "openai_routes.hpp"
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -107,6 +109,40 @@ class EventStreamWriter {
   bool header_written_ = false;
 };
 
+// While a stream:false request is computed nothing is written to its socket, so a client that leaves
+// would go unnoticed (and its request would run on, holding its budget slot) until the answer is
+// written. The watch waits for the socket to become readable: a close (or a reset, or a half-close: the
+// client sends nothing more either way) calls `on_close`; bytes (a pipelined request) end the watch and
+// stay unread for the connection's next read. Everything runs on the connection's strand; the watch must
+// be gone before anything else uses the socket (its destructor cancels the socket's pending operations).
+class PeerCloseWatch {
+ public:
+  PeerCloseWatch(TcpStream& stream, std::function<void()> on_close) : active_(std::make_shared<bool>(true)) {
+    auto& socket = stream.socket();
+    socket_ = &socket;
+    socket.async_wait(asio::ip::tcp::socket::wait_read,
+                      [active = active_, &socket, on_close = std::move(on_close)](const error_code& ec) {
+                        if (!*active || ec) return;  // ended, or cancelled: the socket may be gone
+                        char byte = 0;
+                        error_code peek_error;
+                        const std::size_t peeked =
+                            socket.receive(asio::buffer(&byte, 1), asio::socket_base::message_peek, peek_error);
+                        if (peek_error || peeked == 0) on_close();
+                      });
+  }
+  ~PeerCloseWatch() {
+    *active_ = false;
+    error_code ignored;
+    socket_->cancel(ignored);
+  }
+  PeerCloseWatch(const PeerCloseWatch&) = delete;
+  PeerCloseWatch& operator=(const PeerCloseWatch&) = delete;
+
+ private:
+  std::shared_ptr<bool> active_;
+  asio::ip::tcp::socket* socket_ = nullptr;
+};
+
 // One request from the engine's first event to its last.
 class OpenAiExchange {
  public:
@@ -142,6 +178,10 @@ class OpenAiExchange {
   // for complete, and OpenAI has no finish_reason for "failed".
   asio::awaitable<bool> run_whole() {
     std::string text;
+    auto watch = std::make_unique<PeerCloseWatch>(stream_, [this] {
+      logger().debug("route=openai request={} the client went away while waiting: cancelled", identity_.id);
+      context_.engine.cancel(identity_.id);
+    });
     for (;;) {
       std::optional<proto::ServerMessage> event = co_await events_.async_next(asio::use_awaitable);
       if (!event) break;
@@ -161,10 +201,12 @@ class OpenAiExchange {
                           : error_response(openai::from_failed_done(*done));
       }
       if (response) {
+        watch.reset();  // before the write: its end cancels the socket's pending operations
         const bool keep_alive = co_await write_response(context_, stream_, std::move(*response));
         co_return keep_alive;
       }
     }
+    watch.reset();
     const bool keep_alive = co_await engine_gone();
     co_return keep_alive;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -113,6 +114,9 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
         [](websocket::response_type& response) { response.set(beast::http::field::server, "loom-gateway"); }));
     // No limit in Beast: read_loop enforces config.max_frame_bytes itself (see there).
     ws_.read_message_max(0);
+    ws_.control_callback([this](websocket::frame_type kind, std::string_view) {
+      if (kind == websocket::frame_type::close) on_close_frame();
+    });
     ws_.text(true);
   }
 
@@ -200,6 +204,13 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       co_return false;
     }
     const std::string client_id = open.session_id ? *open.session_id : pick_session_id();
+    const std::size_t session_limit = context_.config.max_sessions_per_connection;
+    if (sessions_.size() >= session_limit) {
+      std::string message = "this connection already has ";
+      message.append(std::to_string(session_limit)).append(" sessions open: close one first");
+      send_error(for_request, ErrorCode::overloaded, std::move(message), implicit ? "session" : "session_id");
+      co_return false;
+    }
     if (sessions_.contains(client_id)) {
       // Appended, not "a" + b + "c": GCC 12 warns falsely (-Wrestrict) on that inside this coroutine.
       std::string message = "session '";
@@ -359,8 +370,11 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       beast::error_code ec;
       if (send_queue_.empty()) {
         if (close_code_) {
-          co_await ws_.async_close(*close_code_, asio::redirect_error(asio::use_awaitable, ec));
-          if (ec) logger().debug("websocket {}: close: {}", prefix_, ec.message());
+          if (!close_sent_) {  // once only: Beast asserts a second close
+            close_sent_ = true;
+            co_await ws_.async_close(*close_code_, asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) logger().debug("websocket {}: close: {}", prefix_, ec.message());
+          }
           break;
         }
         writer_wake_.expires_at(asio::steady_timer::time_point::max());
@@ -379,6 +393,22 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       context_.metrics.websocket_frame_out();
       if (send_queue_full_ && queued_bytes_ <= context_.config.ws_send_queue_bytes / 2) send_queue_full_ = false;
     }
+  }
+
+  // A close frame arrived (called inside Beast's read, on the strand). Beast 1.74 takes codes of 5000 and
+  // above for valid and would echo them; RFC 6455 (section 7.4) allows 1000-1003, 1007-1014 and
+  // 3000-4999 on the wire (Beast itself refuses the others below 5000 with 1002). For an invalid code
+  // our close frame says 1002 instead: sent now, Beast finds the closing handshake begun and sends no echo.
+  void on_close_frame() {
+    const auto code = static_cast<std::uint16_t>(ws_.reason().code);
+    if (code == websocket::close_code::none || valid_close_code(code) || close_sent_) return;
+    logger().debug("websocket {}: the client closed with the invalid code {}: answering 1002", prefix_, code);
+    close_sent_ = true;
+    ws_.async_close(websocket::close_code::protocol_error, [self = shared_from_this()](beast::error_code) {});
+  }
+
+  static bool valid_close_code(std::uint16_t code) {
+    return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
   }
 
   void on_shutdown() {
@@ -435,6 +465,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   bool send_queue_full_ = false;
   asio::steady_timer writer_wake_;
   std::optional<websocket::close_reason> close_code_;
+  bool close_sent_ = false;  // async_close was called (by the writer, or answering an invalid close code)
 
   ShutdownNotifier::Id shutdown_registration_ = 0;
   bool draining_ = false;

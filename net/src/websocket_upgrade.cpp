@@ -9,6 +9,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "host_check.hpp"
 #include "net_logger.hpp"
 #include "websocket_connection.hpp"
 
@@ -22,22 +23,48 @@ constexpr std::size_t kMinKernelSendBuffer = 16u << 10;
 constexpr std::size_t kMaxKernelSendBuffer = 256u << 10;
 
 // A browser's Origin is allowed when it is listed, when "*" is listed, or when it names the host the
-// request was sent to (our own chat page). Requests without an Origin are not from a browser page.
-bool origin_allowed(const GatewayConfig& config, const HttpRequest& request) {
+// request was sent to (our own chat page) and that Host passed the Host check (host_check.hpp): a
+// rebinding page's Origin names its own Host, so trusting any Host would let it through. Requests without
+// an Origin are not from a browser page.
+bool origin_allowed(const GatewayContext& context, const HttpRequest& request) {
   const auto origin = request.find(http::field::origin);
   if (origin == request.end()) return true;
   const std::string_view value = origin->value();
-  for (const auto& allowed : config.allowed_origins) {
+  for (const auto& allowed : context.config.allowed_origins) {
     if (allowed == "*" || allowed == value) return true;
   }
   const auto host = request.find(http::field::host);
-  if (host == request.end()) return false;
+  if (host == request.end() || !host_allowed(context, request)) return false;
   const std::string_view host_value = host->value();
   return value == "http://" + std::string(host_value) || value == "https://" + std::string(host_value);
 }
 
+// Sec-WebSocket-Key must be the base64 of 16 bytes (RFC 6455 section 4.1): 22 characters of the base64
+// alphabet, the last of them with its 4 low bits zero, then "==".
+bool valid_websocket_key(std::string_view key) {
+  constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  if (key.size() != 24 || key.substr(22) != "==") return false;
+  for (std::size_t i = 0; i < 22; ++i) {
+    const auto value = kAlphabet.find(key[i]);
+    if (value == std::string_view::npos) return false;
+    if (i == 21 && (value & 0x0F) != 0) return false;
+  }
+  return true;
+}
+
 // The error response refusing the upgrade (the connection closes after it), or nullopt when it may go on.
 std::optional<HttpResponse> refusal(const GatewayContext& context, HttpRequest& request) {
+  if (!valid_websocket_key(request[http::field::sec_websocket_key])) {
+    request.keep_alive(false);
+    return make_openai_error(request, http::status::bad_request,
+                             "Sec-WebSocket-Key must be the base64 of 16 bytes (24 characters)",
+                             "invalid_request_error", std::nullopt, "bad_websocket_key");
+  }
+  if (!host_allowed(context, request)) {
+    logger().warn("websocket refused: host=\"{}\" is not allowed", std::string(request[http::field::host]));
+    request.keep_alive(false);
+    return host_refusal(request);
+  }
   if (!context.ready() || context.shutdown.notified()) {
     request.keep_alive(false);
     return make_openai_error(request, http::status::service_unavailable,
@@ -51,7 +78,7 @@ std::optional<HttpResponse> refusal(const GatewayContext& context, HttpRequest& 
                              "?access_token=KEY on the WebSocket URL)",
                              "authentication_error", std::nullopt, "invalid_api_key");
   }
-  if (!origin_allowed(context.config, request)) {
+  if (!origin_allowed(context, request)) {
     logger().warn("websocket refused: origin=\"{}\" is not allowed", std::string(request[http::field::origin]));
     request.keep_alive(false);
     return make_openai_error(request, http::status::forbidden,
@@ -93,7 +120,7 @@ bool is_websocket_upgrade(const HttpRequest& request) {
 
 asio::awaitable<bool> serve_websocket_upgrade(GatewayContext& context, TcpStream& stream, HttpRequest request) {
   if (auto refused = refusal(context, request)) {
-    co_await write_http_response(context, stream, std::move(*refused));
+    co_await write_http_response(context, stream, std::move(*refused), request.method());
     co_return false;
   }
   context.metrics.http_response(101);

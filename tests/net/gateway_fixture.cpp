@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -120,6 +121,45 @@ HttpResult http_request(unsigned short port, const std::string& method, const st
   result.body = response.body();
   stream.socket().shutdown(tcp::socket::shutdown_both, ec);
   return result;
+}
+
+// The status of a WebSocket upgrade the server refused (0 when it was accepted).
+int refused_upgrade_status(unsigned short port, const std::map<std::string, std::string>& headers,
+                           const std::string& target) {
+  try {
+    WsClient client(port, headers, target);
+    return 0;
+  } catch (const boost::system::system_error& e) {
+    if (e.code() != boost::beast::websocket::error::upgrade_declined) throw;
+  }
+  // Read the refusal itself over plain HTTP.
+  std::map<std::string, std::string> upgrade = headers;
+  upgrade["Connection"] = "Upgrade";
+  upgrade["Upgrade"] = "websocket";
+  upgrade["Sec-WebSocket-Version"] = "13";
+  upgrade["Sec-WebSocket-Key"] = "dGhlIHNhbXBsZSBub25jZQ==";
+  return http_request(port, "GET", target, {}, upgrade).status;
+}
+
+RawHttpConnection::RawHttpConnection(unsigned short port) : stream_(io_) {
+  stream_.expires_after(std::chrono::seconds(30));
+  stream_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+}
+
+boost::system::error_code RawHttpConnection::send(std::string_view bytes) {
+  beast::error_code ec;
+  stream_.expires_after(std::chrono::seconds(30));
+  asio::write(stream_, asio::buffer(bytes.data(), bytes.size()), ec);
+  return ec;
+}
+
+http::response<http::string_body> RawHttpConnection::read_response(bool head) {
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64u << 20);
+  parser.skip(head);
+  stream_.expires_after(std::chrono::seconds(30));
+  http::read(stream_, buffer_, parser);
+  return parser.release();
 }
 
 std::vector<std::string> sse_data(const std::string& body) {

@@ -13,6 +13,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -58,6 +59,27 @@ struct HttpResult {
 // One request on a new connection (Connection: close); waits for the whole response (SSE too).
 HttpResult http_request(unsigned short port, const std::string& method, const std::string& target,
                         const std::string& body = {}, const std::map<std::string, std::string>& headers = {});
+
+// The status of a WebSocket upgrade the server refused (0 when it was accepted). `headers` may replace
+// Host.
+int refused_upgrade_status(unsigned short port, const std::map<std::string, std::string>& headers,
+                           const std::string& target = "/v1/ws");
+
+// A raw HTTP/1.1 connection for what http_request cannot do: keep-alive, pipelining, bytes as written.
+class RawHttpConnection {
+ public:
+  explicit RawHttpConnection(unsigned short port);
+  // Writes all of `bytes` (blocking); the error, if the write failed.
+  boost::system::error_code send(std::string_view bytes);
+  // The next response; `head` when it answers a HEAD request (no body follows).
+  boost::beast::http::response<boost::beast::http::string_body> read_response(bool head = false);
+  boost::beast::tcp_stream& stream() { return stream_; }
+
+ private:
+  boost::asio::io_context io_;
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+};
 
 // The "data: ..." payloads of a text/event-stream body, in order ("[DONE]" included).
 std::vector<std::string> sse_data(const std::string& body);

@@ -114,24 +114,6 @@ TEST(GatewayAuth, ApiKeyGuardsTheV1RoutesOnly) {
   EXPECT_EQ(http_request(gateway.port(), "GET", "/").status, 200);
 }
 
-// The status of a WebSocket upgrade the server refused (0 when it was accepted).
-int refused_upgrade_status(unsigned short port, const std::map<std::string, std::string>& headers,
-                           const std::string& target = "/v1/ws") {
-  try {
-    WsClient client(port, headers, target);
-    return 0;
-  } catch (const boost::system::system_error& e) {
-    if (e.code() != boost::beast::websocket::error::upgrade_declined) throw;
-  }
-  // Read the refusal itself over plain HTTP.
-  std::map<std::string, std::string> upgrade = headers;
-  upgrade["Connection"] = "Upgrade";
-  upgrade["Upgrade"] = "websocket";
-  upgrade["Sec-WebSocket-Version"] = "13";
-  upgrade["Sec-WebSocket-Key"] = "dGhlIHNhbXBsZSBub25jZQ==";
-  return http_request(port, "GET", target, {}, upgrade).status;
-}
-
 TEST(GatewayAuth, WebSocketUpgradeNeedsTheKeyInAHeaderOrTheQuery) {
   auto config = test_config();
   config.api_key = "sesame";

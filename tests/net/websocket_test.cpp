@@ -338,6 +338,52 @@ TEST(WebSocketLimits, TheGatewayBudgetIsOverloaded) {
   EXPECT_EQ(first.receive_until_end("hold").back().value("type", ""), "done");
 }
 
+// One connection cannot take every engine session: past max_sessions_per_connection its session.open
+// (and the implicit open of a generate's `session`) is overloaded; another connection still opens one.
+TEST(WebSocketLimits, PerConnectionSessionLimitIsOverloaded) {
+  GatewayConfig config = test_config();
+  config.max_sessions_per_connection = 2;
+  GatewayUnderTest gateway(config);
+  WsClient client(gateway.port());
+  for (const std::string id : {"a", "b"}) {
+    client.send(json{{"type", "session.open"}, {"session_id", id}});
+    EXPECT_EQ(client.receive().value("type", ""), "session.opened");
+  }
+  client.send(json{{"type", "session.open"}, {"session_id", "c"}});
+  const json refused = client.receive();
+  EXPECT_EQ(refused.value("type", ""), "error") << refused.dump();
+  EXPECT_EQ(refused.value("code", ""), "overloaded") << refused.dump();
+  EXPECT_EQ(refused.value("field", ""), "session_id") << refused.dump();
+  json implicit = generate_message("r1", "Once", {{"max_tokens", 1}});
+  implicit["session"] = "d";
+  client.send(implicit);
+  const auto frames = client.receive_until_end("r1");
+  EXPECT_EQ(frames.back().value("code", ""), "overloaded") << frames.back().dump();
+  // The open ones still work, and the limit is per connection.
+  client.send(json{{"type", "generate"}, {"id", "r2"}, {"session_id", "a"}, {"prompt", "Once"},
+                   {"params", {{"max_tokens", 1}}}});
+  EXPECT_EQ(client.receive_until_end("r2").back().value("type", ""), "done");
+  WsClient other(gateway.port());
+  other.send(json{{"type", "session.open"}, {"session_id", "c"}});
+  EXPECT_EQ(other.receive().value("type", ""), "session.opened");
+}
+
+// RFC 6455 section 7.4: a close code outside 1000-1003, 1007-1014 and 3000-4999 is a protocol error,
+// answered with 1002, not echoed; a valid one is echoed.
+int close_reply_code(unsigned short port, std::uint16_t code) {
+  WsClient client(port);
+  client.stream().close(websocket::close_reason(code));
+  return static_cast<int>(client.stream().reason().code);
+}
+
+TEST_F(WebSocketTest, AnInvalidCloseCodeIsAnsweredWith1002) {
+  EXPECT_EQ(close_reply_code(gateway_.port(), 5000), 1002);
+  EXPECT_EQ(close_reply_code(gateway_.port(), 65535), 1002);
+  EXPECT_EQ(close_reply_code(gateway_.port(), 1004), 1002);  // Beast's own check
+  EXPECT_EQ(close_reply_code(gateway_.port(), 1000), 1000);
+  EXPECT_EQ(close_reply_code(gateway_.port(), 4000), 4000);
+}
+
 TEST_F(WebSocketTest, ClosingTheConnectionCancelsItsRequests) {
   const double cancelled_before = websocket_outcome_count(gateway_.port(), "cancelled");
   {

@@ -35,8 +35,14 @@ struct GatewayConfig {
   // ---- Security ----
   std::string api_key;  // non-empty: every /v1 route wants "Authorization: Bearer KEY"
   // Browser Origins a WebSocket upgrade may come from. A request with no Origin (not a browser) and one
-  // whose Origin names the host it was sent to (our own page) always pass; "*" allows any.
+  // whose Origin names the host it was sent to (our own page) pass, the latter only when that Host passes
+  // the Host check (allowed_hosts); "*" allows any.
   std::vector<std::string> allowed_origins;
+  // Host names (without port) a request may name in its Host header when no api_key is set, besides the
+  // ones always allowed: IP literals, "localhost" and names under ".localhost". Others get 403: a browser
+  // page whose name an attacker re-pointed at this address (DNS rebinding) sends its own name. "*" allows
+  // any. With an api_key the key protects every /v1 route and Host is not checked.
+  std::vector<std::string> allowed_hosts;
 
   // ---- Limits a client can reach ----
   std::size_t max_body_bytes = 2u << 20;     // an HTTP request body (413 past it)
@@ -44,6 +50,7 @@ struct GatewayConfig {
   std::int32_t max_prompt_tokens = 0;        // a request's prompt after templating; 0: the model's context
   std::int32_t max_tokens_limit = 4096;      // upper bound of max_tokens
   std::size_t max_requests_per_connection = 16;  // in flight on one WebSocket
+  std::size_t max_sessions_per_connection = 16;  // open sessions of one WebSocket (overloaded past it)
   std::size_t max_requests_total = 256;      // in flight on the whole gateway (503 / overloaded past it)
   std::size_t max_connections = 1024;        // open TCP connections
   std::size_t ws_send_queue_bytes = 4u << 20;  // unsent frames of one WebSocket; past it its requests are cancelled
