@@ -48,7 +48,7 @@ bool PrefixIndex::contains(BlockId block) const {
 }
 
 std::span<const TokenId> PrefixIndex::stored_tokens(BlockId block) const {
-  return std::span<const TokenId>(tokens_).subspan(std::size_t{block} * block_size_, block_size_);
+  return std::span<const TokenId>(tokens_).subspan(static_cast<std::size_t>(block) * block_size_, block_size_);
 }
 
 PrefixMatch PrefixIndex::match(std::span<const TokenId> tokens) const {
@@ -91,7 +91,7 @@ InsertResult PrefixIndex::insert(PrefixLink parent, std::span<const TokenId> blo
   }
   const Entry entry{block, next_serial_++, parent.serial};
   entries_.emplace(h, entry);
-  std::ranges::copy(block_tokens, tokens_.begin() + static_cast<std::ptrdiff_t>(std::size_t{block} * block_size_));
+  std::ranges::copy(block_tokens, tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(block) * block_size_));
   hash_of_block_[block] = h;
   registered_[block] = 1;
   return {InsertOutcome::inserted, {h, entry.serial}};

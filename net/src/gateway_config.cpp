@@ -80,7 +80,10 @@ void GatewayConfig::validate() const {
 
 void apply_json(GatewayConfig& c, const nlohmann::json& object) {
   if (!object.is_object()) throw std::invalid_argument("the configuration must be a JSON object");
-  for (const auto& [key, value] : object.items()) {
+  for (const auto& item : object.items()) {
+    // References, not a structured binding: clang 14 (the fuzz build) cannot capture a binding in a lambda.
+    const std::string& key = item.key();
+    const nlohmann::json& value = item.value();
     const auto text = [&](std::string& out) {
       if (!value.is_string()) refuse(key, "must be a string");
       out = value.get<std::string>();
