@@ -2,7 +2,6 @@
 # the system /usr/bin/python3) that starts loom-gateway, streams a greedy completion and checks it against
 # the reference outputs in ../shared, then stops the gateway with SIGTERM. The script fails naming the
 # package to install when the websockets module is missing.
-set(LOOM_SYSTEM_PYTHON /usr/bin/python3)
 add_test(NAME net_ws_python_client
          COMMAND ${LOOM_SYSTEM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/ws_client_test.py
                  $<TARGET_FILE:loom-gateway> ${LOOM_SHARED_DIR})

@@ -11,12 +11,11 @@ Usage: ws_client_test.py GATEWAY_BINARY SHARED_DIR
 
 import asyncio
 import json
-import os
-import re
 import signal
 import subprocess
 import sys
-import threading
+
+import gateway_process
 
 try:
     import websockets
@@ -26,61 +25,18 @@ except ImportError:
              "install Debian's package with 'apt-get install -y python3-websockets' "
              "(and run this script with /usr/bin/python3)")
 
-READY_LINE = re.compile(r"loom-gateway: ready to serve on http://([^\s:/]+|\[[^\]]+\]):(\d+)")
 PROMPT = "Once upon a time"
-STARTUP_SECONDS = 60
 STREAM_SECONDS = 60
 EXIT_SECONDS = 30
+TEST_NAME = "ws_client_test"
 
 
 def fail(message):
-    sys.exit("ws_client_test: FAILED: " + message)
+    gateway_process.fail(TEST_NAME, message)
 
 
 def shared_path(shared_dir, relative):
-    path = os.path.join(shared_dir, relative)
-    if not os.path.exists(path):
-        fail("missing shared file: " + path + " (the test needs ../shared beside the repository)")
-    return path
-
-
-class Gateway:
-    """The gateway process; its output (stdout and stderr together) is read on a thread."""
-
-    def __init__(self, binary, model):
-        self.process = subprocess.Popen(
-            [binary, "--model", model, "--host", "127.0.0.1", "--port", "0"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
-        self.lines = []
-        self.ready = threading.Event()
-        self.port = None
-        self.reader = threading.Thread(target=self._read_output, daemon=True)
-        self.reader.start()
-
-    def _read_output(self):
-        for line in self.process.stdout:
-            self.lines.append(line.rstrip("\n"))
-            match = READY_LINE.search(line)
-            if match and self.port is None:
-                self.port = int(match.group(2))
-                self.ready.set()
-        self.ready.set()  # the process ended: stop waiting
-
-    def output(self):
-        return "\n".join(self.lines[-40:])
-
-    def wait_ready(self):
-        self.ready.wait(STARTUP_SECONDS)
-        if self.port is None:
-            self.kill()
-            fail("no line 'loom-gateway: ready to serve on http://HOST:PORT' within "
-                 f"{STARTUP_SECONDS} s; gateway output:\n" + self.output())
-        return self.port
-
-    def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+    return gateway_process.shared_path(TEST_NAME, shared_dir, relative)
 
 
 async def stream_greedy(port):
@@ -122,7 +78,7 @@ def main():
         fail("the llama2.c reference text does not start with the prompt")
     reference_text = reference_text[len(PROMPT):]
 
-    gateway = Gateway(binary, model)
+    gateway = gateway_process.Gateway(TEST_NAME, binary, model)
     try:
         port = gateway.wait_ready()
         tokens, done = asyncio.run(stream_greedy(port))
