@@ -63,6 +63,9 @@ HttpResponse make_response(const HttpRequest& request, http::status status, std:
   response.set(http::field::server, "loom/" LOOM_NET_VERSION);
   response.set(http::field::content_type, std::move(content_type));
   response.keep_alive(request.keep_alive());
+  // Every 503 is a state that passes (loading, overloaded, draining): clients and proxies that honour
+  // Retry-After come back after a second instead of hammering the server or giving up.
+  if (status == http::status::service_unavailable) response.set(http::field::retry_after, "1");
   response.body() = std::move(body);
   response.prepare_payload();
   return response;

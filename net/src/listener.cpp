@@ -63,6 +63,10 @@ asio::awaitable<void> Listener::accept_loop(ConnectionHandler on_connection) {
       socket.close(ignored);
       continue;
     }
+    // Tokens go out as small frames and SSE events, one at a time: Nagle's algorithm would hold each one
+    // back until the previous one is acknowledged (tens of milliseconds with delayed ACKs).
+    boost::system::error_code ignored;
+    socket.set_option(Tcp::no_delay(true), ignored);
     on_connection(std::move(socket));
   }
 }

@@ -57,6 +57,13 @@ json parse_body(std::string_view body, std::size_t max_depth) {
     }
     return true;
   };
+  // A JSON text holds no NUL byte, and the JSON reader would take one for the end of the text, accepting
+  // `{...}\0garbage` as `{...}` (proto's parser refuses it the same way).
+  if (const auto nul = body.find('\0'); nul != std::string_view::npos) {
+    Error error;
+    error.message = "the request body is not valid JSON: a NUL byte at byte offset " + std::to_string(nul);
+    throw Refused{std::move(error)};
+  }
   try {
     return json::parse(body.begin(), body.end(), depth_check);
   } catch (const TooDeep&) {

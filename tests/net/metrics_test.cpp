@@ -490,15 +490,17 @@ TEST_F(MetricsEndToEnd, ARequestOverTheWebSocketIsCounted) {
   }
   ASSERT_GT(completion_tokens, 0);
 
-  // The gateway and the engine count a request once its done event has gone out, which may be just after
-  // the client read it: scrape until both show it (bounded).
+  // The gateway and the engine count a request once its done event has gone out, and a frame once its
+  // write has completed, which may be just after the client read it: scrape until all show it (bounded).
   const std::map<std::string, std::string> websocket_outcome{{"endpoint", "websocket"}, {"outcome", finish_reason}};
+  const std::map<std::string, std::string> frames_out{{"direction", "out"}};
   Exposition parsed;
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   do {
     parsed = scrape();
   } while ((parsed.value("loom_gateway_requests_total", websocket_outcome).value_or(0) < 1 ||
-            parsed.value("loom_engine_requests_completed_total").value_or(0) < 1) &&
+            parsed.value("loom_engine_requests_completed_total").value_or(0) < 1 ||
+            parsed.value("loom_websocket_frames_total", frames_out).value_or(0) < completion_tokens + 1) &&
            std::chrono::steady_clock::now() < deadline);
   EXPECT_EQ(parsed.value("loom_gateway_requests_total", websocket_outcome), 1);
   EXPECT_GE(parsed.value("loom_generated_tokens_total").value_or(0), completion_tokens);

@@ -144,6 +144,15 @@ TEST(OpenAiTranslate, InvalidJsonIsABadRequestWithoutParam) {
   EXPECT_EQ(refused("[1, 2]").status, 400);
 }
 
+TEST(OpenAiTranslate, ANulByteAndWhatFollowsItIsNotJson) {
+  using namespace std::string_literals;
+  for (const std::string& body : {"{\"prompt\":\"x\"}\0garbage"s, "{\"prompt\":\"x\"}\0"s, "{\"prompt\":\"x\0y\"}"s}) {
+    const auto error = refused(body);
+    EXPECT_EQ(error.status, 400);
+    EXPECT_NE(error.message.find("NUL byte"), std::string::npos) << error.message;
+  }
+}
+
 TEST(OpenAiTranslate, DeepNestingIsRefusedWhileParsing) {
   const std::string deep = "{\"prompt\":\"x\",\"extra\":" + std::string(10000, '[') + std::string(10000, ']') + "}";
   const auto error = refused(deep);
@@ -628,6 +637,7 @@ TEST(OpenAiLimits, AFullGatewayRefusesAndALeavingClientGivesItsPlaceBack) {
   const auto refused = http_request(gateway.port(), "POST", kCompletions, small.dump());
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_EQ(refused.json()["error"]["code"], "overloaded") << refused.body;
+  EXPECT_EQ(refused.headers.count("retry-after"), 1u) << "a 503 tells the client when to come back";
 
   beast::error_code ignored;
   stream.socket().close(ignored);

@@ -307,11 +307,16 @@ def check_sse(body, tally):
 
 async def http_complete(port, rng, tally, serial):
     chat, stream = rng.random() < 0.5, rng.random() < 0.5
-    reader, writer = await http_send(port, "/v1/chat/completions" if chat else "/v1/completions",
-                                     http_body(rng, chat, stream))
+    body = http_body(rng, chat, stream)
+    reader, writer = await http_send(port, "/v1/chat/completions" if chat else "/v1/completions", body)
+    stage = "the response's head"
     try:
         status, headers = await http_read_head(reader)
+        stage = f"the body of a {status} response with headers {headers}"
         body = await http_read_body(reader, headers)
+    except asyncio.TimeoutError:
+        tally.problem(f"http: no {stage} within {REQUEST_SECONDS} s for {json.dumps(body)}")
+        return
     finally:
         writer.close()
     if status >= 500 and status != 503:
