@@ -16,6 +16,7 @@
 #include <regex>
 #include <string>
 
+#include "http_get.hpp"
 #include "run_process.hpp"
 #include "test_files.hpp"
 
@@ -52,26 +53,6 @@ TEST(GatewayBinary, BadOptionsAreUsageErrorsNamingThem) {
   const auto config = run_loom({"--config", config_path}, gateway_binary());
   EXPECT_EQ(config.exit_code, 2);
   EXPECT_NE(config.err.find("colour"), std::string::npos) << config.err;
-}
-
-// GET path on 127.0.0.1:port; returns the whole response text.
-std::string http_get(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return {};
-  }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  (void)::write(fd, request.data(), request.size());
-  std::string response;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
-  ::close(fd);
-  return response;
 }
 
 TEST(GatewayBinary, WithoutAModelItServesTheDemoAndStopsCleanlyOnSigterm) {

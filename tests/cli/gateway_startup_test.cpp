@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "http_get.hpp"
 #include "run_process.hpp"
 #include "test_files.hpp"
 
@@ -117,21 +118,7 @@ class Running {
 
 // GET path on 127.0.0.1:port; the response's body (parsed as JSON).
 nlohmann::json get_json(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return {};
-  }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  (void)::write(fd, request.data(), request.size());
-  std::string response;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
-  ::close(fd);
+  const std::string response = http_get(port, path);
   const auto body = response.find("\r\n\r\n");
   return body == std::string::npos ? nlohmann::json() : nlohmann::json::parse(response.substr(body + 4), nullptr, false);
 }
