@@ -10,6 +10,7 @@
 #include <string>
 
 #include "fuzz_support.hpp"
+#include "tokenizer_checks.hpp"
 #include "loom/compute/model/llama2c_checkpoint.hpp"
 #include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/text/tokenizer.hpp"
@@ -40,10 +41,8 @@ void load_checkpoint(const std::string& path, std::size_t size) {
 
 void load_tokenizer(const std::string& path, std::int32_t vocab_size) {
   try {
-    Tokenizer tokenizer(Vocabulary::from_llama2c_tokenizer(path, vocab_size));
-    const auto ids = tokenizer.encode("Once upon a time, <s> \xE2\x96\x81 caf\xC3\xA9");
-    for (const std::int32_t id : ids) loom::fuzz::check(tokenizer.vocabulary().valid(id), "encode gave an invalid id");
-    (void)tokenizer.decode(ids, {.render_special = true});
+    const Tokenizer tokenizer(Vocabulary::from_llama2c_tokenizer(path, vocab_size));
+    loom::fuzz::check_sample_text(tokenizer, "Once upon a time, <s> \xE2\x96\x81 caf\xC3\xA9", {});
   } catch (const std::runtime_error&) {
   } catch (const std::invalid_argument&) {
   }

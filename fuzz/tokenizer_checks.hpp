@@ -24,6 +24,15 @@ inline void check_ids_valid(const compute::Tokenizer& tokenizer, const std::vect
   for (const std::int32_t id : ids) check(tokenizer.vocabulary().valid(id), "encode gave an id outside the vocabulary");
 }
 
+// A tokenizer a model file gave (the loader targets): a sample text encodes to ids inside the vocabulary,
+// and they decode without harm.
+inline void check_sample_text(const compute::Tokenizer& tokenizer, std::string_view text,
+                              compute::EncodeOptions options) {
+  const std::vector<std::int32_t> ids = tokenizer.encode(text, options);
+  check_ids_valid(tokenizer, ids);
+  (void)tokenizer.decode(ids, {.render_special = true});
+}
+
 // Streams `ids` through a StreamingDetokenizer; its output must be valid UTF-8 and, when decode's is valid
 // UTF-8 too, the same text.
 inline void check_streaming(const compute::Tokenizer& tokenizer, const std::vector<std::int32_t>& ids,
