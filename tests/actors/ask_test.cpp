@@ -7,6 +7,7 @@
 #include <string>
 #include <variant>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/strand.hpp>
@@ -75,6 +76,28 @@ TEST(Ask, WorksWithFutures) {
   RunningContext ctx(2);
   auto service = spawn<Service>(ctx.executor(), {});
   EXPECT_EQ(service.address().ask(Echo{"x", {}}, 5s, asio::use_future).get(), "echo:x");
+}
+
+// The completion that reaches the asker's executor must hold nothing tied to the asked actor's io_context
+// (the ask's timeout timer): here the asker runs it only after that context is gone, which an application
+// shutting down (or a test whose future has returned) does. Before the fix the completion cancelled the
+// timer and released it there: a use after free that AddressSanitizer reports.
+TEST(Ask, TheAskersCompletionOutlivesTheAskedContext) {
+  asio::io_context asker;
+  std::string answer;
+  {
+    RunningContext ctx(2);
+    auto service = spawn<Service>(ctx.executor(), {});
+    service.address().ask(Echo{"first", {}}, 5s,
+                          asio::bind_executor(asker, [&](loom::actors::error_code ec, std::string value) {
+                            EXPECT_FALSE(ec) << ec.message();
+                            answer = std::move(value);
+                          }));
+    // The mailbox is FIFO: once the second answer is back, the first has been posted to `asker`.
+    EXPECT_EQ(service.address().ask(Echo{"second", {}}, 5s, asio::use_future).get(), "echo:second");
+  }
+  EXPECT_EQ(asker.run(), 1u);
+  EXPECT_EQ(answer, "echo:first");
 }
 
 TEST(Ask, TimesOutWithAClearError) {

@@ -167,7 +167,9 @@ TEST(EngineFaults, AKvCacheFarTooSmallForTheLoadPreemptsAndQueuesAndLeaksNothing
     const Outcomes::Of of = outcomes.get(id);
     ASSERT_TRUE(of.done) << id << ": " << (of.error ? of.error->message : "");
     EXPECT_EQ(of.done->finish_reason, FinishReason::length) << id << " " << of.done->error_message.value_or("");
-    if (id != "kv-0" && id != "kv-1") EXPECT_EQ(of.tokens, 48u) << id;
+    if (id != "kv-0" && id != "kv-1") {
+      EXPECT_EQ(of.tokens, 48u) << id;
+    }
   }
   const EngineStats stats = stats_of(engine);
   EXPECT_GE(stats.scheduler.preemptions, 1u) << "the cache was meant to run short";

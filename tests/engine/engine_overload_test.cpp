@@ -22,10 +22,6 @@ using proto::FinishReason;
 
 constexpr auto kLong = 60s;
 
-bool contains(const std::vector<compute::SequenceId>& ids, compute::SequenceId id) {
-  return std::find(ids.begin(), ids.end(), id) != ids.end();
-}
-
 TEST(EngineOverload, AFullWaitingQueueRefusesAtOnceWhileTheAdmittedStreamsGetATokenEveryStep) {
   REQUIRE_SHARED_FILE(compute::testing::shared_path(kScriptedModel));
   auto script = std::make_shared<BackendScript>();

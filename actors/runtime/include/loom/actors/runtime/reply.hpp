@@ -55,10 +55,14 @@ class AskStateFor final : public AskState<R>, public std::enable_shared_from_thi
     });
   }
 
+  // The asker's side gets the handler and nothing else: this state owns a timer of the asked actor's
+  // io_context, and the asker may destroy that context as soon as its handler has run (a test's future
+  // returning, an application shutting down), so the state must never be released on the asker's side.
+  // The timer is cancelled on its own executor instead.
   void complete(error_code error, R value) override {
-    asio::post(executor_, [self = this->shared_from_this(), error, value = std::move(value)]() mutable {
-      self->timer_.cancel();
-      std::move(self->handler_)(error, std::move(value));
+    asio::post(timer_.get_executor(), [self = this->shared_from_this()] { self->timer_.cancel(); });
+    asio::post(executor_, [handler = std::move(handler_), error, value = std::move(value)]() mutable {
+      std::move(handler)(error, std::move(value));
     });
   }
 
