@@ -70,7 +70,9 @@ class Dispatcher {
 asio::awaitable<void> run_stream(std::shared_ptr<StreamClient> client, Dispatcher& dispatcher, const RequestPlan& plan,
                                  RunResults& results, bool pause_after_connect_failure) {
   while (const auto index = dispatcher.take()) {
-    const RequestOutcome outcome = co_await client->run(plan.request(*index));
+    const RequestSpec spec = plan.request(*index);
+    RequestOutcome outcome = co_await client->run(spec);
+    outcome.asked_prompt_tokens = spec.prompt_tokens;
     results.record(outcome);
     if (!outcome.ok && outcome.error == ErrorKind::connect && pause_after_connect_failure) {
       asio::steady_timer pause(co_await asio::this_coro::executor, kConnectRetryPause);
@@ -222,6 +224,10 @@ int run(const Options& options) {
                  static_cast<unsigned long long>(results.errors(error_kind)), results.example(error_kind).c_str());
   }
   std::fputc('\n', stderr);
+  if (results.completed() == 0 && results.errors(ErrorKind::connect) == results.failed()) {
+    std::fprintf(stderr, "loom-loadgen: no request reached the server at %s (is it running?)\n",
+                 host_header(options.target).c_str());
+  }
   return kExitFailed;
 }
 

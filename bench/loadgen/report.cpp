@@ -68,6 +68,7 @@ json json_report(const RunInfo& info, const RunResults& results) {
       {"output_tokens_per_s", per_second(static_cast<double>(results.output_tokens()), wall)},
       {"token_count_source", results.token_count_source()},
       {"prompt_tokens", prompt_tokens ? json(*prompt_tokens) : json(nullptr)},
+      {"asked_prompt_tokens", results.asked_prompt_tokens()},
       {"prompt_tokens_per_s",
        prompt_tokens ? json(per_second(static_cast<double>(*prompt_tokens), wall)) : json(nullptr)},
       {"prompt_length",
@@ -96,7 +97,8 @@ std::string text_report(const RunInfo& info, const RunResults& results) {
           std::to_string(results.asked_output_tokens()) + "; counted from " + results.token_count_source() + ")\n";
   text += "  output tokens/s   " + format("%.1f", per_second(static_cast<double>(results.output_tokens()), wall)) + "\n";
   if (const auto prompt = results.prompt_tokens()) {
-    text += "  prompt tokens     " + std::to_string(*prompt) + " (the server's count" +
+    text += "  prompt tokens     " + std::to_string(*prompt) + " (asked " + std::to_string(results.asked_prompt_tokens()) +
+            "; the server's count" +
             (info.prompt_scale.calibrated ? format(", %.2f tokens per prompt word", info.prompt_scale.tokens_per_word)
                                           : std::string()) +
             ")\n";

@@ -36,6 +36,7 @@ struct RequestOutcome {
   std::optional<std::int64_t> usage_completion_tokens;  // the server's counts, when it gave usage
   std::optional<std::int64_t> usage_prompt_tokens;
   std::int64_t asked_max_tokens = 0;
+  std::int64_t asked_prompt_tokens = 0;
 
   // The output token count: the server's usage, else the content events counted.
   std::int64_t output_tokens() const { return usage_completion_tokens.value_or(content_events); }

@@ -30,6 +30,7 @@ void RunResults::record(const RequestOutcome& outcome) {
   if (outcome.ttft_ms && tokens >= 2) tpot_ms_.add((outcome.e2e_ms - *outcome.ttft_ms) / static_cast<double>(tokens - 1));
   output_tokens_ += tokens;
   asked_output_tokens_ += outcome.asked_max_tokens;
+  asked_prompt_tokens_ += outcome.asked_prompt_tokens;
   if (outcome.usage_completion_tokens) ++with_usage_;
   if (outcome.usage_prompt_tokens) {
     prompt_tokens_ += *outcome.usage_prompt_tokens;

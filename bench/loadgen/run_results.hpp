@@ -34,6 +34,7 @@ class RunResults {
   // Completed requests only.
   std::int64_t output_tokens() const { return output_tokens_; }
   std::int64_t asked_output_tokens() const { return asked_output_tokens_; }
+  std::int64_t asked_prompt_tokens() const { return asked_prompt_tokens_; }
   // The sum of the server's prompt counts; nullopt unless every completed request reported one.
   std::optional<std::int64_t> prompt_tokens() const;
   // "usage" (every completed request's count came from the server), "chunks" (none did), "mixed", "none".
@@ -54,6 +55,7 @@ class RunResults {
   LatencySamples tpot_ms_;
   std::int64_t output_tokens_ = 0;
   std::int64_t asked_output_tokens_ = 0;
+  std::int64_t asked_prompt_tokens_ = 0;
   std::int64_t prompt_tokens_ = 0;
   std::uint64_t with_prompt_count_ = 0;
   std::uint64_t with_usage_ = 0;
