@@ -3,9 +3,10 @@
 // stream is a coroutine with its own connection (StreamClient) taking the next request number until the
 // count or the duration is used up; a progress coroutine prints a line on stderr once a second.
 //
-// Before the run, two small probes (8 and 24 words, max_tokens 1) ask the server how many tokens a prompt
-// word makes in its tokenizer (from its usage counts), so that --prompt-tokens comes out close to what was
-// asked; --no-calibrate skips them (one word per token is assumed then).
+// Before the run, two small probes (8 and 24 words, max_tokens 1) per kind of prompt used (raw, chat) ask
+// the server how many tokens a prompt word makes in its tokenizer and how many its BOS token or chat
+// template add (from its usage counts), so that --prompt-tokens comes out close to what was asked;
+// --no-calibrate skips them (one word per token is assumed then).
 #include <unistd.h>
 
 #include <cstdio>
@@ -118,24 +119,32 @@ asio::awaitable<void> print_progress(ProgressLine& line, Clock::time_point start
 }
 
 // The server's prompt tokens for a probe of `words` words; nullopt when it failed or gave no usage.
-asio::awaitable<std::optional<std::int64_t>> probe_prompt_tokens(StreamClient& client, const RequestPlan& plan,
-                                                                 std::uint64_t index, std::int64_t words) {
-  const RequestOutcome outcome = co_await client.run(plan.probe(index, words, 1));
+asio::awaitable<std::optional<std::int64_t>> probe_prompt_tokens(StreamClient& client, const RequestSpec& probe) {
+  const RequestOutcome outcome = co_await client.run(probe);
   if (!outcome.ok || !outcome.usage_prompt_tokens) co_return std::nullopt;
   co_return outcome.usage_prompt_tokens;
 }
 
-asio::awaitable<PromptScale> calibrate(std::shared_ptr<StreamClient> client, const Options& options) {
-  const RequestPlan plan(options, PromptScale{});
-  const auto small = co_await probe_prompt_tokens(*client, plan, 0, kProbeWordsSmall);
+// The scale of one kind of prompt (raw or chat) from two probes; uncalibrated when either fails.
+asio::awaitable<PromptScale> calibrate_one(StreamClient& client, const RequestPlan& plan, bool chat) {
+  const std::uint64_t first_index = chat ? 2 : 0;
+  const auto small = co_await probe_prompt_tokens(client, plan.probe(first_index, kProbeWordsSmall, 1, chat));
   if (!small) co_return PromptScale{};
-  const auto large = co_await probe_prompt_tokens(*client, plan, 1, kProbeWordsLarge);
+  const auto large = co_await probe_prompt_tokens(client, plan.probe(first_index + 1, kProbeWordsLarge, 1, chat));
   if (!large || *large <= *small) co_return PromptScale{};
   PromptScale scale;
   scale.tokens_per_word = static_cast<double>(*large - *small) / static_cast<double>(kProbeWordsLarge - kProbeWordsSmall);
   scale.overhead_tokens = std::max(0.0, static_cast<double>(*small) - scale.tokens_per_word * kProbeWordsSmall);
   scale.calibrated = true;
   co_return scale;
+}
+
+asio::awaitable<PromptScales> calibrate(std::shared_ptr<StreamClient> client, const Options& options) {
+  const RequestPlan plan(options, PromptScales{});
+  PromptScales scales;
+  if (options.endpoint != Endpoint::chat) scales.prompt = co_await calibrate_one(*client, plan, false);
+  if (options.endpoint != Endpoint::completions) scales.chat = co_await calibrate_one(*client, plan, true);
+  co_return scales;
 }
 
 std::string endpoint_text(const Options& options) {
@@ -176,13 +185,13 @@ int run(const Options& options) {
   RunResults results;
   const StreamContext context{options, endpoints, results};
 
-  PromptScale scale;
+  PromptScales scales;
   if (options.calibrate) {
-    scale = run_to_end(io, calibrate(make_stream_client(io.get_executor(), context), options));
+    scales = run_to_end(io, calibrate(make_stream_client(io.get_executor(), context), options));
   }
   results = RunResults{};  // the probes' streamed tokens were counted: start afresh
 
-  const RequestPlan plan(options, scale);
+  const RequestPlan plan(options, scales);
   Dispatcher dispatcher(options);
   const bool terminal = ::isatty(STDERR_FILENO) != 0;
   const bool show_progress = options.progress == Progress::on || (options.progress == Progress::automatic && terminal);
@@ -207,7 +216,7 @@ int run(const Options& options) {
   if (show_progress) progress.finish();
   if (failure) std::rethrow_exception(failure);
 
-  const RunInfo info{options, milliseconds_between(start, Clock::now()) / 1000, scale, endpoint_text(options)};
+  const RunInfo info{options, milliseconds_between(start, Clock::now()) / 1000, scales, endpoint_text(options)};
   if (options.json) {
     std::printf("%s\n", json_report(info, results).dump(2).c_str());
   } else {

@@ -38,6 +38,30 @@ std::string row(const char* name, const LatencySamples& samples) {
          cell(samples.mean()) + cell(samples.max()) + "\n";
 }
 
+bool uses_raw_prompts(const Options& options) { return options.endpoint != Endpoint::chat; }
+bool uses_chat(const Options& options) { return options.endpoint != Endpoint::completions; }
+
+// How prompts were sized: never exact (text, not token ids); per kind of prompt used, its scale.
+json prompt_length(const RunInfo& info) {
+  const auto scale_json = [](const PromptScale& scale) {
+    return json{{"calibrated", scale.calibrated},
+                {"tokens_per_word", scale.tokens_per_word},
+                {"overhead_tokens", scale.overhead_tokens}};
+  };
+  json length = {{"exact", false}};
+  bool calibrated = true;
+  if (uses_raw_prompts(info.options)) {
+    length["prompt"] = scale_json(info.prompt_scales.prompt);
+    calibrated = calibrated && info.prompt_scales.prompt.calibrated;
+  }
+  if (uses_chat(info.options)) {
+    length["chat"] = scale_json(info.prompt_scales.chat);
+    calibrated = calibrated && info.prompt_scales.chat.calibrated;
+  }
+  length["calibrated"] = calibrated;
+  return length;
+}
+
 }  // namespace
 
 json json_report(const RunInfo& info, const RunResults& results) {
@@ -71,11 +95,7 @@ json json_report(const RunInfo& info, const RunResults& results) {
       {"asked_prompt_tokens", results.asked_prompt_tokens()},
       {"prompt_tokens_per_s",
        prompt_tokens ? json(per_second(static_cast<double>(*prompt_tokens), wall)) : json(nullptr)},
-      {"prompt_length",
-       {{"exact", false},
-        {"calibrated", info.prompt_scale.calibrated},
-        {"tokens_per_word", info.prompt_scale.tokens_per_word},
-        {"overhead_tokens", info.prompt_scale.overhead_tokens}}},
+      {"prompt_length", prompt_length(info)},
       {"ttft_ms", distribution(results.ttft_ms())},
       {"itl_ms", distribution(results.itl_ms())},
       {"tpot_ms", distribution(results.tpot_ms())},
@@ -97,11 +117,10 @@ std::string text_report(const RunInfo& info, const RunResults& results) {
           std::to_string(results.asked_output_tokens()) + "; counted from " + results.token_count_source() + ")\n";
   text += "  output tokens/s   " + format("%.1f", per_second(static_cast<double>(results.output_tokens()), wall)) + "\n";
   if (const auto prompt = results.prompt_tokens()) {
+    const PromptScale& scale = info.prompt_scales.of(info.options.endpoint == Endpoint::chat);
     text += "  prompt tokens     " + std::to_string(*prompt) + " (asked " + std::to_string(results.asked_prompt_tokens()) +
             "; the server's count" +
-            (info.prompt_scale.calibrated ? format(", %.2f tokens per prompt word", info.prompt_scale.tokens_per_word)
-                                          : std::string()) +
-            ")\n";
+            (scale.calibrated ? format(", %.2f tokens per prompt word", scale.tokens_per_word) : std::string()) + ")\n";
     text += "  prompt tokens/s   " + format("%.1f", per_second(static_cast<double>(*prompt), wall)) + "\n";
   }
   text += "  latency (ms)             p50       p90       p99      mean       max\n";

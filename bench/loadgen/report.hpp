@@ -16,7 +16,7 @@ namespace loom::loadgen {
 struct RunInfo {
   const Options& options;
   double wall_seconds = 0;
-  PromptScale prompt_scale;
+  PromptScales prompt_scales;
   std::string endpoint_text;  // the URL the requests went to
 };
 

@@ -59,7 +59,7 @@ std::int64_t PromptScale::words_for(std::int64_t tokens) const {
   return std::max<std::int64_t>(1, std::llround(words));
 }
 
-RequestPlan::RequestPlan(const Options& options, PromptScale scale) : options_(options), scale_(scale) {}
+RequestPlan::RequestPlan(const Options& options, PromptScales scales) : options_(options), scales_(scales) {}
 
 RequestSpec RequestPlan::request(std::uint64_t index) const {
   RequestSpec spec;
@@ -69,15 +69,15 @@ RequestSpec RequestPlan::request(std::uint64_t index) const {
   Random outputs(options_.seed, index, kMaxTokens);
   spec.max_tokens = outputs.between(options_.max_tokens.low, options_.max_tokens.high);
   spec.chat = options_.endpoint == Endpoint::chat || (options_.endpoint == Endpoint::both && index % 2 == 1);
-  spec.prompt_words = scale_.words_for(spec.prompt_tokens);
+  spec.prompt_words = scales_.of(spec.chat).words_for(spec.prompt_tokens);
   spec.prompt = make_prompt(options_.seed, index, spec.prompt_words);
   return spec;
 }
 
-RequestSpec RequestPlan::probe(std::uint64_t index, std::int64_t words, std::int64_t max_tokens) const {
+RequestSpec RequestPlan::probe(std::uint64_t index, std::int64_t words, std::int64_t max_tokens, bool chat) const {
   RequestSpec spec;
   spec.index = index;
-  spec.chat = options_.endpoint == Endpoint::chat;
+  spec.chat = chat;
   spec.prompt_tokens = words;
   spec.prompt_words = words;
   spec.max_tokens = max_tokens;

@@ -24,6 +24,14 @@ struct PromptScale {
   std::int64_t words_for(std::int64_t tokens) const;
 };
 
+// One scale per kind of prompt: a raw prompt, and a user message (the chat template adds its own tokens).
+struct PromptScales {
+  PromptScale prompt;
+  PromptScale chat;
+
+  const PromptScale& of(bool is_chat) const { return is_chat ? chat : prompt; }
+};
+
 struct RequestSpec {
   std::uint64_t index = 0;
   bool chat = false;  // the chat route (HTTP) or a user message (WebSocket) instead of a raw prompt
@@ -35,16 +43,16 @@ struct RequestSpec {
 
 class RequestPlan {
  public:
-  RequestPlan(const Options& options, PromptScale scale);
+  RequestPlan(const Options& options, PromptScales scales);
 
   RequestSpec request(std::uint64_t index) const;
 
   // A request of `words` words and max_tokens `max_tokens` outside the numbered run (calibration).
-  RequestSpec probe(std::uint64_t index, std::int64_t words, std::int64_t max_tokens) const;
+  RequestSpec probe(std::uint64_t index, std::int64_t words, std::int64_t max_tokens, bool chat) const;
 
  private:
   const Options& options_;
-  PromptScale scale_;
+  PromptScales scales_;
 };
 
 }  // namespace loom::loadgen

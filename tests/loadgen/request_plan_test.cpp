@@ -36,7 +36,7 @@ TEST(PromptScale, WordsForATokenCount) {
 
 TEST(RequestPlan, LengthsStayInTheirRangesAndReachBothEnds) {
   const Options options = options_with({10, 14}, {1, 3});
-  const RequestPlan plan(options, PromptScale{});
+  const RequestPlan plan(options, PromptScales{});
   std::set<std::int64_t> prompts, outputs;
   for (std::uint64_t i = 0; i < 500; ++i) {
     const RequestSpec spec = plan.request(i);
@@ -54,7 +54,7 @@ TEST(RequestPlan, TheSeedRepeatsEveryChoiceAndAnotherSeedChangesThem) {
   const Options options = options_with({5, 50}, {1, 100}, 42);
   const Options same = options_with({5, 50}, {1, 100}, 42);
   const Options other = options_with({5, 50}, {1, 100}, 43);
-  const RequestPlan plan(options, PromptScale{}), again(same, PromptScale{}), different(other, PromptScale{});
+  const RequestPlan plan(options, PromptScales{}), again(same, PromptScales{}), different(other, PromptScales{});
   int differing = 0;
   for (std::uint64_t i = 0; i < 50; ++i) {
     const RequestSpec a = plan.request(i), b = again.request(i), c = different.request(i);
@@ -69,31 +69,37 @@ TEST(RequestPlan, TheSeedRepeatsEveryChoiceAndAnotherSeedChangesThem) {
 TEST(RequestPlan, PromptsDifferFromTheirFirstWords) {
   // Distinct beginnings keep a prefix cache from serving one request's prompt to another.
   const Options options = options_with({64, 64}, {8, 8});
-  const RequestPlan plan(options, PromptScale{});
+  const RequestPlan plan(options, PromptScales{});
   std::set<std::string> beginnings;
   for (std::uint64_t i = 0; i < 100; ++i) beginnings.insert(plan.request(i).prompt.substr(0, 20));
   EXPECT_GE(beginnings.size(), 99u);
   // The calibration probes use prompts of their own.
-  EXPECT_NE(plan.probe(0, 64, 1).prompt, plan.request(0).prompt);
+  EXPECT_NE(plan.probe(0, 64, 1, false).prompt, plan.request(0).prompt);
 }
 
-TEST(RequestPlan, CalibrationScalesTheWordCount) {
-  const Options options = options_with({41, 41}, {8, 8});
-  const RequestPlan plan(options, PromptScale{1, 2, true});
-  const RequestSpec spec = plan.request(3);
-  EXPECT_EQ(spec.prompt_tokens, 41);
-  EXPECT_EQ(spec.prompt_words, 20);
-  EXPECT_EQ(word_count(spec.prompt), 20u);
+TEST(RequestPlan, CalibrationScalesTheWordCountPerKindOfPrompt) {
+  // Raw prompts: 1 token of overhead (BOS), 2 per word; chat: 21 (the template), 2 per word.
+  const Options options = options_with({41, 41}, {8, 8}, 1, Endpoint::both);
+  const RequestPlan plan(options, PromptScales{{1, 2, true}, {21, 2, true}});
+  const RequestSpec raw = plan.request(2);
+  EXPECT_FALSE(raw.chat);
+  EXPECT_EQ(raw.prompt_tokens, 41);
+  EXPECT_EQ(raw.prompt_words, 20);
+  EXPECT_EQ(word_count(raw.prompt), 20u);
+  const RequestSpec chat = plan.request(3);
+  EXPECT_TRUE(chat.chat);
+  EXPECT_EQ(chat.prompt_words, 10);
+  EXPECT_EQ(word_count(chat.prompt), 10u);
 }
 
 TEST(RequestPlan, BothEndpointsAlternate) {
   const Options both = options_with({4, 4}, {4, 4}, 1, Endpoint::both);
-  const RequestPlan plan(both, PromptScale{});
+  const RequestPlan plan(both, PromptScales{});
   EXPECT_FALSE(plan.request(0).chat);
   EXPECT_TRUE(plan.request(1).chat);
   EXPECT_FALSE(plan.request(2).chat);
   const Options chat = options_with({4, 4}, {4, 4}, 1, Endpoint::chat);
-  EXPECT_TRUE(RequestPlan(chat, PromptScale{}).request(0).chat);
+  EXPECT_TRUE(RequestPlan(chat, PromptScales{}).request(0).chat);
 }
 
 }  // namespace
