@@ -41,7 +41,7 @@ std::optional<double> LatencySamples::percentile(double p) const {
   }
   p = std::clamp(p, 0.0, 100.0);
   // Nearest rank: the ceil(p/100 * n)-th smallest, 1-based; rank 0 (p = 0) is the smallest. p * n first,
-  // and a hair below the ceiling, so that 90 % of 100 values is rank 90 and not 91 by rounding.
+  // and a hair below the ceiling, so that 7 % of 100 values is rank 7 (p / 100 * n is 7.000000000000001).
   const auto n = static_cast<double>(kept_.size());
   const auto rank = static_cast<std::size_t>(std::ceil(p * n / 100.0 - 1e-9));
   return kept_[rank == 0 ? 0 : std::min(rank, kept_.size()) - 1];

@@ -28,7 +28,10 @@ TEST(LatencySamples, NearestRankOfOneToHundredInAnyOrder) {
   LatencySamples samples;
   for (const double value : values) samples.add(value);
   EXPECT_EQ(samples.percentile(50), 50.0);
-  EXPECT_EQ(samples.percentile(90), 90.0);  // not 91: p * n / 100 is computed without rounding up
+  EXPECT_EQ(samples.percentile(90), 90.0);
+  // p / 100 * n is 7.000000000000001 and 56.00000000000001 in doubles: rank 8 and 57 if computed that way.
+  EXPECT_EQ(samples.percentile(7), 7.0);
+  EXPECT_EQ(samples.percentile(56), 56.0);
   EXPECT_EQ(samples.percentile(99), 99.0);
   EXPECT_EQ(samples.percentile(100), 100.0);
   EXPECT_EQ(samples.percentile(0), 1.0);
@@ -38,6 +41,13 @@ TEST(LatencySamples, NearestRankOfOneToHundredInAnyOrder) {
   EXPECT_EQ(samples.min(), 1.0);
   EXPECT_EQ(samples.max(), 100.0);
   EXPECT_FALSE(samples.sampled());
+}
+
+TEST(LatencySamples, NinetyNinePointNineOfAThousandIsTheNineHundredNinetyNinth) {
+  LatencySamples samples;
+  for (int i = 1000; i >= 1; --i) samples.add(i);
+  EXPECT_EQ(samples.percentile(99.9), 999.0);
+  EXPECT_EQ(samples.percentile(99.91), 1000.0);
 }
 
 TEST(LatencySamples, SmallSetsGiveMeasuredValuesInOrder) {
