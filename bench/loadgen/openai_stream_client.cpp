@@ -155,7 +155,7 @@ class OpenAiStreamClient final : public StreamClient {
     while (!parser.is_done() && body.size() < kErrorBodyLimit) {
       parser.get().body().data = chunk;
       parser.get().body().size = sizeof chunk;
-      co_await http::async_read(*stream_, buffer_, parser, asio::redirect_error(asio::use_awaitable, ec));
+      co_await http::async_read_some(*stream_, buffer_, parser, asio::redirect_error(asio::use_awaitable, ec));
       if (ec == http::error::need_buffer) ec = {};
       if (ec) break;
       body.append(chunk, sizeof chunk - parser.get().body().size);
@@ -175,7 +175,8 @@ class OpenAiStreamClient final : public StreamClient {
       parser.get().body().data = chunk;
       parser.get().body().size = sizeof chunk;
       error_code ec;
-      co_await http::async_read(*stream_, buffer_, parser, asio::redirect_error(asio::use_awaitable, ec));
+      // read_some hands over what arrived; async_read would wait to fill the chunk, holding tokens back.
+      co_await http::async_read_some(*stream_, buffer_, parser, asio::redirect_error(asio::use_awaitable, ec));
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {
         close();

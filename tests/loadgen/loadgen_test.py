@@ -11,7 +11,7 @@ Cases without a model:
   unreachable  a port with nothing listening: connect errors, exit status 1, a clear message
   usage        bad arguments: exit status 2 and a message naming the option
   fake_servers small OpenAI-shaped servers in this script: no usage chunk (tokens counted from chunks),
-               keep-alive reuse, a silent server (timeouts), answers that break the protocol, an error
+               tokens timed as they arrive (a paced stream), keep-alive reuse, a silent server (timeouts), answers that break the protocol, an error
                event in the stream, a line over the size limit
 
 Usage: loadgen_test.py CASE LOADGEN_BINARY GATEWAY_BINARY SHARED_DIR
@@ -232,6 +232,9 @@ def case_usage(context):
 
 # ---- Small OpenAI-shaped servers: the first path segment picks the behaviour (the URL's prefix) ----
 
+PACED_GAP_SECONDS = 0.4
+
+
 def chunk_event(text):
     return "data: " + json.dumps({"object": "text_completion", "choices": [{"index": 0, "text": text}]}) + "\n\n"
 
@@ -262,6 +265,17 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
         mode = self.path.split("/")[1]
         if mode == "silent":
             self.server.stop.wait(20)  # never answers: the client's timeout ends the request
+            self.close_connection = True
+            return
+        if mode == "paced":  # one token, a pause, the next: the client must time each as it arrives
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(chunk_event("a").encode())
+            self.wfile.flush()
+            self.server.stop.wait(PACED_GAP_SECONDS)
+            self.wfile.write((chunk_event("b") + "data: [DONE]\n\n").encode())
             self.close_connection = True
             return
         if mode == "json":
@@ -306,6 +320,13 @@ def case_fake_servers(context):
         check(report["completed"] == 4 and report["token_count_source"] == "chunks" and report["output_tokens"] == 12,
               f"without usage, the three non-empty chunks of each answer are its tokens: {json.dumps(report)}")
         check(report["prompt_tokens"] is None and report["prompt_tokens_per_s"] is None, json.dumps(report))
+
+        _, report, _ = context.run("--url", base + "/paced", *common, expect_status=0)
+        ttft, itl = report["ttft_ms"], report["itl_ms"]
+        check(ttft["max"] < PACED_GAP_SECONDS * 1000 / 2 and itl["count"] == 4 and
+              itl["min"] >= PACED_GAP_SECONDS * 1000 * 0.9,
+              "the first token must be timed when it arrives, not with the rest of the stream: "
+              f"{json.dumps(report, indent=1)}")
 
         before = server.connections
         _, report, _ = context.run("--url", base + "/keepalive", "--requests", "6", "--concurrency", "2", "--json",
