@@ -1,5 +1,6 @@
 #include "openai_stream_client.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,7 @@ constexpr std::size_t kHeaderLimit = 64 * 1024;
 constexpr std::uint64_t kBodyLimit = std::uint64_t{1} << 30;  // a stream's whole body; time bounds it first
 constexpr std::size_t kErrorBodyLimit = 64 * 1024;           // what is kept of a refusal's body
 constexpr std::size_t kQuotedErrorBytes = 300;
+constexpr auto kBodyEndAfterDone = std::chrono::seconds(1);
 
 std::string cut(std::string text) {
   if (text.size() > kQuotedErrorBytes) text = text.substr(0, kQuotedErrorBytes) + "...";
@@ -49,6 +51,7 @@ std::string error_text(const std::string& body) {
 // A request's progress through one response.
 struct StreamState {
   Clock::time_point start;
+  Clock::time_point deadline;
   std::optional<Clock::time_point> last_content;
   bool saw_done = false;
 };
@@ -61,9 +64,11 @@ class OpenAiStreamClient final : public StreamClient {
   asio::awaitable<RequestOutcome> run(const RequestSpec& spec) override {
     RequestOutcome outcome;
     outcome.asked_max_tokens = spec.max_tokens;
-    StreamState state{Clock::now(), std::nullopt, false};
-    const auto deadline = state.start + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(options_.timeout_s));
+    StreamState state;
+    state.start = Clock::now();
+    state.deadline = state.start + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(options_.timeout_s));
+    const auto deadline = state.deadline;
     const http::request<http::string_body> request = make_request(spec);
     // A reused connection may have been closed by the server since its last answer: one more try on a
     // fresh one when nothing of the answer came back.
@@ -180,6 +185,7 @@ class OpenAiStreamClient final : public StreamClient {
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {
         close();
+        if (state.saw_done) break;  // the stream was whole: only the connection is lost
         if (ec == beast::error::timeout) {
           fail(outcome, ErrorKind::timeout, "the request timed out (--timeout) while streaming");
         } else {
@@ -198,6 +204,11 @@ class OpenAiStreamClient final : public StreamClient {
       for (const auto& data : events) {
         if (!failed) failed = !on_event(data, spec, state, outcome);
       }
+      // The body's end follows [DONE] at once; a server that holds it back (a body without a length that
+      // stays open) costs the connection, not the request.
+      if (state.saw_done && !parser.is_done() && stream_) {
+        stream_->expires_at(std::min(state.deadline, Clock::now() + kBodyEndAfterDone));
+      }
     }
     if (failed) {
       close();  // the rest of the body is unread
@@ -208,7 +219,7 @@ class OpenAiStreamClient final : public StreamClient {
     } else {
       outcome.ok = true;
     }
-    if (!parser.get().keep_alive()) close();
+    if (!parser.is_done() || !parser.get().keep_alive()) close();
   }
 
   // One event's data. Returns false once the request failed (an error event, data that is not JSON).

@@ -11,7 +11,7 @@ Cases without a model:
   unreachable  a port with nothing listening: connect errors, exit status 1, a clear message
   usage        bad arguments: exit status 2 and a message naming the option
   fake_servers small OpenAI-shaped servers in this script: no usage chunk (tokens counted from chunks),
-               tokens timed as they arrive (a paced stream), keep-alive reuse, a silent server (timeouts), answers that break the protocol, an error
+               tokens timed as they arrive (a paced stream), a body held open after [DONE], keep-alive reuse, a silent server (timeouts), answers that break the protocol, an error
                event in the stream, a line over the size limit
 
 Usage: loadgen_test.py CASE LOADGEN_BINARY GATEWAY_BINARY SHARED_DIR
@@ -287,6 +287,7 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
             "error": chunk_event("a") + 'data: {"error": {"message": "boom"}}\n\n' + "data: [DONE]\n\n",
             "long": "data: " + json.dumps({"choices": [{"text": "x" * 4000}]}) + "\n\ndata: [DONE]\n\n",
             "keepalive": chunk_event("a") + chunk_event("b") + "data: [DONE]\n\n",
+            "holdopen": chunk_event("a") + chunk_event("b") + "data: [DONE]\n\n",
         }[mode]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -295,6 +296,13 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             data = events.encode()
             self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+            return
+        if mode == "holdopen":  # a body without a length, and the connection held open after [DONE]
+            self.end_headers()
+            self.wfile.write(events.encode())
+            self.wfile.flush()
+            self.server.stop.wait(20)
+            self.close_connection = True
             return
         self.send_header("Connection", "close")  # the body ends when the connection does
         self.end_headers()
@@ -327,6 +335,12 @@ def case_fake_servers(context):
               itl["min"] >= PACED_GAP_SECONDS * 1000 * 0.9,
               "the first token must be timed when it arrives, not with the rest of the stream: "
               f"{json.dumps(report, indent=1)}")
+
+        # [DONE] ends the request even when the server keeps the body open (within a second, not --timeout).
+        _, report, _ = context.run("--url", base + "/holdopen", "--requests", "2", "--concurrency", "2",
+                                   "--timeout", "10", "--json", "--no-calibrate", expect_status=0)
+        check(report["completed"] == 2 and report["e2e_ms"]["max"] < 5000,
+              f"a stream held open after [DONE]: {json.dumps(report, indent=1)}")
 
         before = server.connections
         _, report, _ = context.run("--url", base + "/keepalive", "--requests", "6", "--concurrency", "2", "--json",
