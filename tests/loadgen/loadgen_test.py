@@ -11,8 +11,9 @@ Cases without a model:
   unreachable  a port with nothing listening: connect errors, exit status 1, a clear message
   usage        bad arguments: exit status 2 and a message naming the option
   fake_servers small OpenAI-shaped servers in this script: no usage chunk (tokens counted from chunks),
-               tokens timed as they arrive (a paced stream), a body held open after [DONE], keep-alive reuse, a silent server (timeouts), answers that break the protocol, an error
-               event in the stream, a line over the size limit
+               tokens timed as they arrive (a paced stream), a body held open after [DONE], keep-alive
+               reuse, silent HTTP and WebSocket servers (timeouts), answers that break the protocol, an
+               error event in the stream, a line over the size limit
 
 Usage: loadgen_test.py CASE LOADGEN_BINARY GATEWAY_BINARY SHARED_DIR
 """
@@ -177,7 +178,7 @@ def case_progress(context):
         args = ["--url", f"http://127.0.0.1:{port}", "--duration", "1.3", "--concurrency", "2", "--max-tokens", "8",
                 "--prompt-tokens", "8", "--json"]
         _, report, stderr = context.run(*args, "--progress", expect_status=0)
-        check(re.search(r"^loom-loadgen: 1\.\d s  done \d+  [\d.]+ tokens/s  errors 0$", stderr, re.M),
+        check(re.search(r"^loom-loadgen: \d+\.\d s  done \d+  [\d.]+ tokens/s  errors 0$", stderr, re.M),
               f"no progress line on stderr:\n{stderr}")
         check(report["duration_s"] >= 1.3 and report["completed"] > 0 and report["failed"] == 0,
               f"the duration run: {json.dumps(report)}")
@@ -357,6 +358,15 @@ def case_fake_servers(context):
             check(report["failed"] == 4 and report["errors"][kind] == 4,
                   f"{path}: expected four {kind} errors: {json.dumps(report, indent=1)}")
             check(kind in stderr, f"{path}: stderr does not name the kind:\n{stderr}")
+
+        # A WebSocket server that accepts the connection and never answers the upgrade: a timeout too.
+        with socket.socket() as silent:
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(8)
+            _, report, stderr = context.run("--url", f"ws://127.0.0.1:{silent.getsockname()[1]}", *common,
+                                            "--timeout", "0.5", expect_status=1)
+            check(report["failed"] == 4 and report["errors"]["timeout"] == 4,
+                  f"a silent WebSocket server: expected four timeouts: {json.dumps(report, indent=1)}")
     finally:
         server.stop.set()
         server.shutdown()
