@@ -272,7 +272,7 @@ class OpenAiStreamClient final : public StreamClient {
     if (!state.last_content) {
       outcome.ttft_ms = milliseconds_between(state.start, now);
     } else {
-      outcome.itl_ms.push_back(milliseconds_between(*state.last_content, now));
+      outcome.add_gap(milliseconds_between(*state.last_content, now));
     }
     state.last_content = now;
     ++outcome.content_events;

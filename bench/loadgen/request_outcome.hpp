@@ -3,6 +3,7 @@
 // report counts them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,6 +41,14 @@ struct RequestOutcome {
 
   // The output token count: the server's usage, else the content events counted.
   std::int64_t output_tokens() const { return usage_completion_tokens.value_or(content_events); }
+
+  // Records the gap before a content event. A request keeps at most its max_tokens and a margin: a server
+  // streaming more chunks than it was asked for must not grow the client's memory without bound (the
+  // events are still counted).
+  void add_gap(double gap_ms) {
+    if (itl_ms.size() < static_cast<std::size_t>(asked_max_tokens) + kGapMargin) itl_ms.push_back(gap_ms);
+  }
+  static constexpr std::size_t kGapMargin = 64;
 };
 
 }  // namespace loom::loadgen

@@ -128,7 +128,7 @@ class WebSocketStreamClient final : public StreamClient {
         if (!last_token) {
           outcome.ttft_ms = milliseconds_between(start, now);
         } else {
-          outcome.itl_ms.push_back(milliseconds_between(*last_token, now));
+          outcome.add_gap(milliseconds_between(*last_token, now));
         }
         last_token = now;
         ++outcome.content_events;

@@ -13,7 +13,7 @@ Cases without a model:
   fake_servers small OpenAI-shaped servers in this script: no usage chunk (tokens counted from chunks),
                tokens timed as they arrive (a paced stream), a body held open after [DONE], keep-alive
                reuse, silent HTTP and WebSocket servers (timeouts), answers that break the protocol, an
-               error event in the stream, a line over the size limit
+               error event in the stream, a line over the size limit, more chunks than asked (bounded)
 
 Usage: loadgen_test.py CASE LOADGEN_BINARY GATEWAY_BINARY SHARED_DIR
 """
@@ -289,6 +289,7 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
             "long": "data: " + json.dumps({"choices": [{"text": "x" * 4000}]}) + "\n\ndata: [DONE]\n\n",
             "keepalive": chunk_event("a") + chunk_event("b") + "data: [DONE]\n\n",
             "holdopen": chunk_event("a") + chunk_event("b") + "data: [DONE]\n\n",
+            "flood": chunk_event("a") * 500 + "data: [DONE]\n\n",
         }[mode]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -342,6 +343,11 @@ def case_fake_servers(context):
                                    "--timeout", "10", "--json", "--no-calibrate", expect_status=0)
         check(report["completed"] == 2 and report["e2e_ms"]["max"] < 5000,
               f"a stream held open after [DONE]: {json.dumps(report, indent=1)}")
+
+        # 500 chunks for max_tokens 4: all counted, but each request keeps at most 4 + 64 gaps.
+        _, report, _ = context.run("--url", base + "/flood", *common, "--max-tokens", "4", expect_status=0)
+        check(report["output_tokens"] == 2000 and report["itl_ms"]["count"] == 4 * 68,
+              f"a server streaming more than asked: {json.dumps(report, indent=1)}")
 
         before = server.connections
         _, report, _ = context.run("--url", base + "/keepalive", "--requests", "6", "--concurrency", "2", "--json",
