@@ -9,6 +9,8 @@
 // --no-calibrate skips them (one word per token is assumed then).
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -20,6 +22,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -38,6 +41,7 @@ using boost::system::error_code;
 constexpr int kExitCompleted = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as a shell reports a program Ctrl-C ended
 
 constexpr std::int64_t kProbeWordsSmall = 8;
 constexpr std::int64_t kProbeWordsLarge = 24;
@@ -56,7 +60,11 @@ class Dispatcher {
     }
   }
 
+  // No request after this one (Ctrl-C): those in flight finish.
+  void stop() { stopped_ = true; }
+
   std::optional<std::uint64_t> take() {
+    if (stopped_) return std::nullopt;
     if (options_.requests && next_ >= static_cast<std::uint64_t>(*options_.requests)) return std::nullopt;
     if (end_ && Clock::now() >= *end_) return std::nullopt;
     return next_++;
@@ -66,6 +74,7 @@ class Dispatcher {
   const Options& options_;
   std::optional<Clock::time_point> end_;
   std::uint64_t next_ = 0;
+  bool stopped_ = false;
 };
 
 asio::awaitable<void> run_stream(std::shared_ptr<StreamClient> client, Dispatcher& dispatcher, const RequestPlan& plan,
@@ -173,6 +182,66 @@ T run_to_end(asio::io_context& io, asio::awaitable<T> task) {
   return std::move(*result);
 }
 
+// The streams, the progress line and Ctrl-C on the io_context until every stream is done; returns the wall
+// time in seconds. The first Ctrl-C (or SIGTERM) stops new requests and lets those in flight finish (each
+// within --timeout), so the report covers what was measured; a second one exits at once.
+double run_load(asio::io_context& io, const StreamContext& context, const RequestPlan& plan, bool& interrupted) {
+  const Options& options = context.options;
+  Dispatcher dispatcher(options);
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  const bool show_progress = options.progress == Progress::on || (options.progress == Progress::automatic && terminal);
+  ProgressLine progress(context.results, terminal);
+  asio::steady_timer progress_timer(io);
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const error_code& ec, int) {
+    if (ec) return;
+    interrupted = true;
+    dispatcher.stop();
+    std::fputs("\nloom-loadgen: interrupted: finishing the requests in flight (again to quit at once)\n", stderr);
+    signals.async_wait([](const error_code& again, int) {
+      if (!again) std::_Exit(kExitInterrupted);
+    });
+  });
+
+  const auto start = Clock::now();
+  dispatcher.start();
+  int running = options.concurrency;
+  std::exception_ptr failure;
+  for (int i = 0; i < options.concurrency; ++i) {
+    std::shared_ptr<StreamClient> client = make_stream_client(io.get_executor(), context);
+    asio::co_spawn(io, run_stream(client, dispatcher, plan, context.results, options.duration_s.has_value()),
+                   [&](std::exception_ptr error) {
+                     if (error && !failure) failure = error;
+                     if (--running > 0) return;
+                     progress_timer.cancel();
+                     signals.cancel();
+                   });
+  }
+  if (show_progress) asio::co_spawn(io, print_progress(progress, start, progress_timer), asio::detached);
+  io.restart();
+  io.run();
+  if (show_progress) progress.finish();
+  if (failure) std::rethrow_exception(failure);
+  return milliseconds_between(start, Clock::now()) / 1000;
+}
+
+// One line on stderr: how many requests failed, by kind, with an example of each.
+void explain_failures(const Options& options, const RunResults& results) {
+  std::fprintf(stderr, "loom-loadgen: %llu of %llu requests failed",
+               static_cast<unsigned long long>(results.failed()), static_cast<unsigned long long>(results.finished()));
+  for (int kind = 0; kind < kErrorKinds; ++kind) {
+    const auto error_kind = static_cast<ErrorKind>(kind);
+    if (results.errors(error_kind) == 0) continue;
+    std::fprintf(stderr, "; %s %llu, e.g. %s", std::string(to_string(error_kind)).c_str(),
+                 static_cast<unsigned long long>(results.errors(error_kind)), results.example(error_kind).c_str());
+  }
+  std::fputc('\n', stderr);
+  if (results.completed() == 0 && results.errors(ErrorKind::connect) == results.failed()) {
+    std::fprintf(stderr, "loom-loadgen: no request reached the server at %s (is it running?)\n",
+                 host_header(options.target).c_str());
+  }
+}
+
 int run(const Options& options) {
   asio::io_context io;
   asio::ip::tcp::resolver resolver(io);
@@ -192,52 +261,19 @@ int run(const Options& options) {
   results = RunResults{};  // the probes' streamed tokens were counted: start afresh
 
   const RequestPlan plan(options, scales);
-  Dispatcher dispatcher(options);
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
-  const bool show_progress = options.progress == Progress::on || (options.progress == Progress::automatic && terminal);
-  ProgressLine progress(results, terminal);
-  asio::steady_timer progress_timer(io);
-
-  const auto start = Clock::now();
-  dispatcher.start();
-  int running = options.concurrency;
-  std::exception_ptr failure;
-  for (int i = 0; i < options.concurrency; ++i) {
-    std::shared_ptr<StreamClient> client = make_stream_client(io.get_executor(), context);
-    asio::co_spawn(io, run_stream(client, dispatcher, plan, results, options.duration_s.has_value()),
-                   [&](std::exception_ptr error) {
-                     if (error && !failure) failure = error;
-                     if (--running == 0) progress_timer.cancel();
-                   });
-  }
-  if (show_progress) asio::co_spawn(io, print_progress(progress, start, progress_timer), asio::detached);
-  io.restart();
-  io.run();
-  if (show_progress) progress.finish();
-  if (failure) std::rethrow_exception(failure);
-
-  const RunInfo info{options, milliseconds_between(start, Clock::now()) / 1000, scales, endpoint_text(options)};
+  bool interrupted = false;
+  const double seconds = run_load(io, context, plan, interrupted);
+  const RunInfo info{options, seconds, scales, endpoint_text(options)};
   if (options.json) {
     std::printf("%s\n", json_report(info, results).dump(2).c_str());
   } else {
     std::fputs(text_report(info, results).c_str(), stdout);
   }
   std::fflush(stdout);
-  if (results.failed() == 0 && results.completed() > 0) return kExitCompleted;
-  std::fprintf(stderr, "loom-loadgen: %llu of %llu requests failed",
-               static_cast<unsigned long long>(results.failed()), static_cast<unsigned long long>(results.finished()));
-  for (int kind = 0; kind < kErrorKinds; ++kind) {
-    const auto error_kind = static_cast<ErrorKind>(kind);
-    if (results.errors(error_kind) == 0) continue;
-    std::fprintf(stderr, "; %s %llu, e.g. %s", std::string(to_string(error_kind)).c_str(),
-                 static_cast<unsigned long long>(results.errors(error_kind)), results.example(error_kind).c_str());
-  }
-  std::fputc('\n', stderr);
-  if (results.completed() == 0 && results.errors(ErrorKind::connect) == results.failed()) {
-    std::fprintf(stderr, "loom-loadgen: no request reached the server at %s (is it running?)\n",
-                 host_header(options.target).c_str());
-  }
-  return kExitFailed;
+  const bool all_completed = results.failed() == 0 && results.completed() > 0;
+  if (!all_completed) explain_failures(options, results);
+  if (interrupted) return kExitInterrupted;
+  return all_completed ? kExitCompleted : kExitFailed;
 }
 
 }  // namespace

@@ -51,8 +51,11 @@ The count is approximate, as prompts are text (loom takes no token ids); the rep
 server's own count where it reports usage. Output tokens are the server's usage counts where given (HTTP asks for
 them with "stream_options": {"include_usage": true}), else the number of streamed content chunks.
 
+Ctrl-C (or SIGTERM) stops sending: the requests in flight finish and the report covers what was
+measured; a second Ctrl-C quits at once.
+
 Exit status: 0 when every request completed; 1 when any failed (the report says how) or the host cannot be
-resolved; 2 for a usage error.
+resolved; 2 for a usage error; 130 after a Ctrl-C.
 )";
 
 namespace {

@@ -6,7 +6,8 @@ Cases against a real loom-gateway on aidreams260K (started on a free port, tests
   websocket    the same over loom's WebSocket protocol
   repeatable   the same --seed gives the same lengths, another seed other ones
   api_key      a wrong API key: every request an http_status error with 401 (HTTP and WebSocket)
-  progress     a --duration run: a progress line on stderr with --progress, none without
+  progress     a --duration run: a progress line on stderr with --progress, none without; Ctrl-C ends a
+               long run with a report of what finished (exit status 130)
 Cases without a model:
   unreachable  a port with nothing listening: connect errors, exit status 1, a clear message
   usage        bad arguments: exit status 2 and a message naming the option
@@ -22,6 +23,7 @@ import http.server
 import json
 import os
 import re
+import signal
 import socket
 import socketserver
 import subprocess
@@ -185,8 +187,31 @@ def case_progress(context):
         check(report["output_tokens"] == report["asked_output_tokens"], json.dumps(report))
         _, _, quiet = context.run(*args, expect_status=0)
         check("done" not in quiet, f"a progress line although stderr is not a terminal:\n{quiet}")
+        interrupt_a_long_run(context, port)
     finally:
         gateway.kill()
+
+
+def interrupt_a_long_run(context, port):
+    """A 60 s run interrupted after its first progress line: it reports what finished and exits with 130."""
+    process = subprocess.Popen([context.loadgen, "--url", f"http://127.0.0.1:{port}", "--duration", "60",
+                                "--concurrency", "2", "--prompt-tokens", "8", "--max-tokens", "8", "--json",
+                                "--progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(RUN_SECONDS, process.kill)  # a hang fails the test instead of blocking it
+    watchdog.start()
+    try:
+        for line in process.stderr:  # the first progress line: the run is under way
+            if " done " in line:
+                break
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate()
+    finally:
+        watchdog.cancel()
+    check(process.returncode == 130, f"exit status {process.returncode} after Ctrl-C, expected 130\n{stderr}")
+    report = json.loads(stdout)
+    check(report["completed"] > 0 and report["failed"] == 0 and report["duration_s"] < 30,
+          f"the interrupted run's report: {json.dumps(report)}")
+    check("interrupted" in stderr, f"stderr does not say it was interrupted:\n{stderr}")
 
 
 def free_port():
