@@ -32,8 +32,8 @@ Load:
   --temperature T        sampling temperature (default 0: greedy)
   --no-ignore-eos        do not send "ignore_eos": true (sent by default so that every request generates
                          max_tokens; leave it out for a server that refuses unknown fields)
-  --no-calibrate         skip the two probes (max_tokens 1) that measure the server's tokens per prompt
-                         word before the run; one word per token is assumed then
+  --no-calibrate         skip the probes (two per kind of prompt, max_tokens 1) that measure the server's
+                         tokens per prompt word before the run; one word per token is assumed then
   --seed N               makes the lengths and prompts repeatable (default 1)
   --timeout SECONDS      per request, connecting included (default 120)
   --max-message-bytes N  the largest SSE line or WebSocket message accepted (default 1048576)
@@ -46,9 +46,9 @@ Output:
 
 Prompts are text of about the asked number of tokens: words that are one token in common vocabularies,
 drawn at random per request (so the server's prefix cache does not serve them), as many as the server's
-tokens per word (measured by two probes before the run, from its usage counts) make the asked count.
-The count is approximate, as prompts are text (loom takes no token ids); the report's prompt tokens are the
-server's own count where it reports usage. Output tokens are the server's usage counts where given (HTTP asks for
+tokens per word (measured by the probes, from its usage counts) make the asked count. The count is
+approximate, as prompts are text (loom takes no token ids); the report's prompt tokens are the server's
+own count where it reports usage. Output tokens are the server's usage counts where given (HTTP asks for
 them with "stream_options": {"include_usage": true}), else the number of streamed content chunks.
 
 Ctrl-C (or SIGTERM) stops sending: the requests in flight finish and the report covers what was
