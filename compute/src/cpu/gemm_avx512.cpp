@@ -58,13 +58,6 @@ inline std::int32_t load_i32(const void* p) noexcept {
 // uses v (one 64-byte load per vpdpbusd instead of one per column group), and loads become the bottleneck.
 inline void in_register(__m512i& v) noexcept { asm("" : "+v"(v)); }
 
-// acc + u8 x the four signed bytes at p broadcast to every lane, the broadcast folded into the instruction
-// ({1to16}): GCC emits a separate vpbroadcastd for _mm512_set1_epi32(load).
-inline __m512i dpbusd_broadcast(__m512i acc, __m512i u8, const void* p) noexcept {
-  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "m"(*static_cast<const std::int32_t*>(p)));
-  return acc;
-}
-
 // 16 bytes at `offset` of rows k, 4 + k, 8 + k and 12 + k, one row per 128-bit lane.
 inline __m512i four_rows(const std::byte* rows, std::size_t row_bytes, std::size_t offset, int k) noexcept {
   const auto row = [&](int r) {
@@ -112,6 +105,7 @@ struct Columns {
 struct Q8_0Gemm {
   static constexpr int kLanes = 8;    // float accumulators per output
   static constexpr int kColumns = 2;  // 16 accumulators; the quad's weights and offsets stay in registers
+  static constexpr int kPanels = 1;
   static constexpr std::size_t kSideBytesPerBlock = 32 + sizeof(float);
 
   struct Panel {
@@ -158,9 +152,11 @@ struct Q8_0Gemm {
   }
 
   // NC columns over the panel's `count` blocks, which are blocks first.. of the row.
-  template <int NC>
-  static void run(const Panel& p, std::int64_t count, const Columns& cols, int c0, std::int64_t first,
-                  __m512 (&acc)[NC][kLanes]) noexcept {
+  template <int P, int NC>
+  static void run(const Panel (&panels)[kPanels], std::int64_t count, const Columns& cols, int c0, std::int64_t first,
+                  __m512 (&accs)[P][NC][kLanes]) noexcept {
+    const Panel& p = panels[0];
+    auto& acc = accs[0];
     const std::uint8_t* a[NC];
     const float* s[NC];
 #pragma GCC unroll 4
@@ -197,7 +193,8 @@ struct Q8_0Gemm {
 // ---- Q4_0 weights: the whole-block order ----
 struct Q4_0Gemm {
   static constexpr int kLanes = 1;
-  static constexpr int kColumns = 6;  // 6 x (accumulator, block sum, scale) + the block's 8 quads
+  static constexpr int kColumns = 6;  // 2 panels x 6 columns: 12 accumulators and 12 integer dots
+  static constexpr int kPanels = 2;
   static constexpr std::size_t kSideBytesPerBlock = sizeof(float) + sizeof(std::int32_t);
 
   struct Panel {
@@ -240,9 +237,10 @@ struct Q4_0Gemm {
     return Columns{activations, stride, scales, offsets, nullptr, nb};
   }
 
-  template <int NC>
-  static void run(const Panel& p, std::int64_t count, const Columns& cols, int c0, std::int64_t first,
-                  __m512 (&acc)[NC][kLanes]) noexcept {
+  // P panels x NC columns: per quad, each column's four bytes are broadcast once for the P panels' rows.
+  template <int P, int NC>
+  static void run(const Panel (&panels)[kPanels], std::int64_t count, const Columns& cols, int c0, std::int64_t first,
+                  __m512 (&acc)[P][NC][kLanes]) noexcept {
     const BlockQ8_0* a[NC];
     const float* s[NC];
     const std::int32_t* o[NC];
@@ -254,29 +252,36 @@ struct Q4_0Gemm {
       o[c] = cols.offsets + at;
     }
     for (std::int64_t b = 0; b < count; ++b) {
-      __m512i w[kQuads];
-#pragma GCC unroll 8
-      for (int j = 0; j < kQuads; ++j) w[j] = p.q[b][j];
-      // Two chains of vpdpbusd per column (even and odd quads; its latency is several times its issue
-      // interval), interleaved across the columns.
-      __m512i even[NC], odd[NC];
+      __m512i dot[P][NC];
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) {
-        even[c] = _mm512_set1_epi32(o[c][b]);
-        odd[c] = _mm512_setzero_si512();
+        const __m512i offset = _mm512_set1_epi32(o[c][b]);
+#pragma GCC unroll 4
+        for (int q = 0; q < P; ++q) dot[q][c] = offset;
       }
+      // Quad by quad: the P panels' weights of the quad in registers, each column's bytes broadcast once.
 #pragma GCC unroll 8
-      for (int j = 0; j < kQuads; j += 2) {
+      for (int j = 0; j < kQuads; ++j) {
+        __m512i w[P];
+#pragma GCC unroll 4
+        for (int q = 0; q < P; ++q) {
+          w[q] = panels[q].q[b][j];
+          in_register(w[q]);
+        }
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c) {
-          even[c] = dpbusd_broadcast(even[c], w[j], a[c][b].qs + 4 * j);
-          odd[c] = dpbusd_broadcast(odd[c], w[j + 1], a[c][b].qs + 4 * j + 4);
+          const __m512i x = _mm512_set1_epi32(load_i32(a[c][b].qs + 4 * j));
+#pragma GCC unroll 4
+          for (int q = 0; q < P; ++q) dot[q][c] = _mm512_dpbusd_epi32(dot[q][c], w[q], x);
         }
       }
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) {
-        const __m512i dot = _mm512_add_epi32(even[c], odd[c]);
-        acc[c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(p.d[b], _mm512_set1_ps(s[c][b])), acc[c][0]);
+        const __m512 da = _mm512_set1_ps(s[c][b]);
+#pragma GCC unroll 4
+        for (int q = 0; q < P; ++q) {
+          acc[q][c][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[q][c]), _mm512_mul_ps(panels[q].d[b], da), acc[q][c][0]);
+        }
       }
     }
   }
@@ -284,70 +289,98 @@ struct Q4_0Gemm {
   static __m512 finish(const __m512 (&lanes)[kLanes]) noexcept { return lanes[0]; }
 };
 
-// One group of NC columns against one panel: accumulators from zero (first panel of the row) or from
-// `saved`, and after the panel either the outputs (last panel) or back into `saved`.
-template <class Type, int NC>
-void columns_over_panel(const typename Type::Panel& panel, std::int64_t count, const Columns& cols, int c0,
-                        std::int64_t first, bool is_first, bool is_last, __m512* saved, float* out,
-                        std::size_t out_col_stride) noexcept {
+// One group of NC columns against P panels (16 P rows): accumulators from zero (first panels of the rows)
+// or from `saved`, and after the panels either the outputs (last panels) or back into `saved`.
+template <class Type, int P, int NC>
+void columns_over_panels(const typename Type::Panel (&panels)[Type::kPanels], std::int64_t count, const Columns& cols,
+                         int c0, std::int64_t first, bool is_first, bool is_last, __m512* saved, float* out,
+                         std::size_t out_col_stride) noexcept {
   constexpr int L = Type::kLanes;
-  __m512 acc[NC][L];
+  __m512 acc[P][NC][L];
+#pragma GCC unroll 4
+  for (int q = 0; q < P; ++q) {
 #pragma GCC unroll 8
-  for (int c = 0; c < NC; ++c) {
+    for (int c = 0; c < NC; ++c) {
 #pragma GCC unroll 8
-    for (int l = 0; l < L; ++l) acc[c][l] = is_first ? _mm512_setzero_ps() : saved[c * L + l];
+      for (int l = 0; l < L; ++l) acc[q][c][l] = is_first ? _mm512_setzero_ps() : saved[(q * NC + c) * L + l];
+    }
   }
-  Type::template run<NC>(panel, count, cols, c0, first, acc);
+  Type::template run<P, NC>(panels, count, cols, c0, first, acc);
+#pragma GCC unroll 4
+  for (int q = 0; q < P; ++q) {
 #pragma GCC unroll 8
-  for (int c = 0; c < NC; ++c) {
-    if (is_last) {
-      _mm512_storeu_ps(out + static_cast<std::size_t>(c) * out_col_stride, Type::finish(acc[c]));
-    } else {
+    for (int c = 0; c < NC; ++c) {
+      if (is_last) {
+        _mm512_storeu_ps(out + static_cast<std::size_t>(c) * out_col_stride + q * kPanelRows, Type::finish(acc[q][c]));
+      } else {
 #pragma GCC unroll 8
-      for (int l = 0; l < L; ++l) saved[c * L + l] = acc[c][l];
+        for (int l = 0; l < L; ++l) saved[(q * NC + c) * L + l] = acc[q][c][l];
+      }
     }
   }
 }
 
-template <class Type, int NC>
-void column_group(int columns, const typename Type::Panel& panel, std::int64_t count, const Columns& cols, int c0,
-                  std::int64_t first, bool is_first, bool is_last, __m512* saved, float* out,
-                  std::size_t out_col_stride) noexcept {
+template <class Type, int P, int NC>
+void column_group(int columns, const typename Type::Panel (&panels)[Type::kPanels], std::int64_t count,
+                  const Columns& cols, int c0, std::int64_t first, bool is_first, bool is_last, __m512* saved,
+                  float* out, std::size_t out_col_stride) noexcept {
   if constexpr (NC > 1) {
     if (columns < NC) {
-      return column_group<Type, NC - 1>(columns, panel, count, cols, c0, first, is_first, is_last, saved, out,
-                                        out_col_stride);
+      return column_group<Type, P, NC - 1>(columns, panels, count, cols, c0, first, is_first, is_last, saved, out,
+                                           out_col_stride);
     }
   }
-  columns_over_panel<Type, NC>(panel, count, cols, c0, first, is_first, is_last, saved, out, out_col_stride);
+  columns_over_panels<Type, P, NC>(panels, count, cols, c0, first, is_first, is_last, saved, out, out_col_stride);
+}
+
+// P panels of rows (16 P rows from `rows`) against the chunk's columns, panel by panel along the row.
+template <class Type, int P>
+void row_tile(const std::byte* rows, std::size_t weight_row_bytes, std::int64_t nb, const Columns& cols, int chunk,
+              typename Type::Panel (&panels)[Type::kPanels], __m512* saved, float* out,
+              std::size_t out_col_stride) noexcept {
+  for (std::int64_t first = 0; first < nb; first += kPanelBlocks) {
+    const std::int64_t count = std::min(kPanelBlocks, nb - first);
+#pragma GCC unroll 4
+    for (int q = 0; q < P; ++q) {
+      Type::unpack(rows + static_cast<std::size_t>(q * kPanelRows) * weight_row_bytes, weight_row_bytes, first, count,
+                   panels[q]);
+    }
+    for (int c = 0; c < chunk; c += Type::kColumns) {
+      column_group<Type, P, Type::kColumns>(chunk - c, panels, count, cols, c, first, first == 0, first + count == nb,
+                                            saved + c * P * Type::kLanes,
+                                            out + static_cast<std::size_t>(c) * out_col_stride, out_col_stride);
+    }
+  }
 }
 
 // Rows [0, n_rows) (a multiple of 16) x every column. Columns go in chunks whose side data fits the stack
-// buffer; within a chunk, each 16-row group's panels (kPanelBlocks blocks each) meet every column of the
-// chunk in groups of Type::kColumns, accumulators kept between panels.
+// buffer; within a chunk, each tile of Type::kPanels x 16 rows (16 for the last one if that is what is
+// left) meets every column of the chunk in groups of Type::kColumns, one panel of kPanelBlocks blocks
+// after the other, the accumulators kept in between.
 template <class Type>
 void panel_gemm(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
                 std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) noexcept {
+  constexpr int P = Type::kPanels;
   const std::int64_t nb = n / 32;
   alignas(64) std::byte side[kSideBytes];
-  alignas(64) __m512 saved[kMaxChunkColumns * Type::kLanes];
-  alignas(64) typename Type::Panel panel;
+  alignas(64) __m512 saved[kMaxChunkColumns * P * Type::kLanes];
+  alignas(64) typename Type::Panel panels[P];
   const auto fit = static_cast<std::int64_t>(kSideBytes / (Type::kSideBytesPerBlock * static_cast<std::size_t>(nb)));
   const int chunk_columns = static_cast<int>(std::min<std::int64_t>(fit, kMaxChunkColumns));
   for (int c0 = 0; c0 < n_cols; c0 += chunk_columns) {
     const int chunk = std::min(chunk_columns, n_cols - c0);
     const Columns cols =
         Type::prepare(side, activation_rows + static_cast<std::size_t>(c0) * activation_row_bytes, activation_row_bytes, chunk, nb);
-    for (int r0 = 0; r0 < n_rows; r0 += kPanelRows) {
-      const std::byte* rows = weight_rows + static_cast<std::size_t>(r0) * weight_row_bytes;
-      for (std::int64_t first = 0; first < nb; first += kPanelBlocks) {
-        const std::int64_t count = std::min(kPanelBlocks, nb - first);
-        Type::unpack(rows, weight_row_bytes, first, count, panel);
-        for (int c = 0; c < chunk; c += Type::kColumns) {
-          column_group<Type, Type::kColumns>(chunk - c, panel, count, cols, c, first, first == 0, first + count == nb,
-                                             saved + c * Type::kLanes,
-                                             out + static_cast<std::size_t>(c0 + c) * out_col_stride + r0, out_col_stride);
-        }
+    float* chunk_out = out + static_cast<std::size_t>(c0) * out_col_stride;
+    int r0 = 0;
+    for (; r0 + P * kPanelRows <= n_rows; r0 += P * kPanelRows) {
+      row_tile<Type, P>(weight_rows + static_cast<std::size_t>(r0) * weight_row_bytes, weight_row_bytes, nb, cols, chunk,
+                        panels, saved, chunk_out + r0, out_col_stride);
+    }
+    if constexpr (P > 1) {
+      for (; r0 < n_rows; r0 += kPanelRows) {
+        row_tile<Type, 1>(weight_rows + static_cast<std::size_t>(r0) * weight_row_bytes, weight_row_bytes, nb, cols,
+                          chunk, panels, saved, chunk_out + r0, out_col_stride);
       }
     }
   }
