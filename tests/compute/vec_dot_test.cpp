@@ -20,95 +20,16 @@
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/quant_blocks.hpp"
 #include "loom/compute/tensor_type.hpp"
+#include "quant_problem.hpp"
 
 namespace loom::compute {
 namespace {
 
+using testing::make_problem;
+using testing::Problem;
+
 constexpr TensorType kWeightTypes[] = {TensorType::f32,  TensorType::f16,  TensorType::bf16, TensorType::q8_0,
                                        TensorType::q4_0, TensorType::q4_k, TensorType::q5_k, TensorType::q6_k};
-
-// A matrix of `rows` rows of `n` values in `type`, plus `cols` activation rows in activation_type(type), and
-// their dequantized forms. Weights come either from quantizing Gaussian values or, for the quantized types,
-// from random bits (so every bit pattern, -128 in Q8_0 included, gets exercised) with sane scales.
-struct Problem {
-  TensorType type;
-  std::int64_t n;
-  int rows, cols;
-  std::size_t row_bytes, act_row_bytes;
-  std::vector<std::uint8_t> weights, activations;
-  std::vector<float> w, a;  // dequantized
-
-  const std::uint8_t* weight_row(int r) const { return weights.data() + r * row_bytes; }
-  const std::uint8_t* activation_row(int c) const { return activations.data() + c * act_row_bytes; }
-
-  // Exact dot of the dequantized rows, and the scale errors are measured against: sum |w| |a|.
-  double reference(int r, int c) const {
-    double s = 0;
-    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(w[r * n + i]) * a[c * n + i];
-    return s;
-  }
-  double magnitude(int r, int c) const {
-    double s = 0;
-    for (std::int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(w[r * n + i]) * a[c * n + i]);
-    return s;
-  }
-};
-
-void randomize_scales(TensorType type, std::uint8_t* data, std::size_t n_blocks, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-0.02f, 0.02f);
-  const auto& t = traits(type);
-  for (std::size_t b = 0; b < n_blocks; ++b) {
-    std::uint8_t* blk = data + b * t.block_bytes;
-    const std::uint16_t d = float_to_half(u(rng)), dmin = float_to_half(std::fabs(u(rng)));
-    switch (type) {
-      case TensorType::q8_0:
-      case TensorType::q4_0:
-        std::memcpy(blk, &d, 2);
-        break;
-      case TensorType::q4_k:
-      case TensorType::q5_k:
-        std::memcpy(blk, &d, 2);
-        std::memcpy(blk + 2, &dmin, 2);
-        break;
-      case TensorType::q6_k:
-        std::memcpy(blk + 208, &d, 2);
-        break;
-      default:
-        break;
-    }
-  }
-}
-
-Problem make_problem(TensorType type, std::int64_t n, int rows, int cols, bool random_bits, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> gauss(0.0f, 1.0f);
-  Problem p{type, n, rows, cols, *tensor_bytes(type, n), *tensor_bytes(activation_type(type), n), {}, {}, {}, {}};
-  p.weights.resize(p.row_bytes * rows);
-  p.activations.resize(p.act_row_bytes * cols);
-  std::vector<float> x(n);
-  const bool quantized = traits(type).block_elements > 1;
-  for (int r = 0; r < rows; ++r) {
-    if (random_bits && quantized) {
-      std::uniform_int_distribution<int> byte(0, 255);
-      for (std::size_t i = 0; i < p.row_bytes; ++i)
-        p.weights[r * p.row_bytes + i] = static_cast<std::uint8_t>(byte(rng));
-      randomize_scales(type, p.weights.data() + r * p.row_bytes,
-                       static_cast<std::size_t>(n) / traits(type).block_elements, rng);
-    } else {
-      for (auto& v : x) v = gauss(rng) * 0.05f + (r % 3 == 0 ? 0.01f : 0.0f);  // some rows off-centre
-      quantize_row(type, x.data(), p.weights.data() + r * p.row_bytes, n);
-    }
-  }
-  for (int c = 0; c < cols; ++c) {
-    for (auto& v : x) v = gauss(rng);
-    quantize_row(activation_type(type), x.data(), p.activations.data() + c * p.act_row_bytes, n);
-  }
-  p.w.resize(n * rows);
-  p.a.resize(n * cols);
-  for (int r = 0; r < rows; ++r) dequantize_row(type, p.weight_row(r), p.w.data() + r * n, n);
-  for (int c = 0; c < cols; ++c) dequantize_row(activation_type(type), p.activation_row(c), p.a.data() + c * n, n);
-  return p;
-}
 
 std::vector<std::int64_t> lengths_for(TensorType type) {
   const auto block = static_cast<std::int64_t>(traits(type).block_elements);

@@ -25,6 +25,16 @@ struct VecDotTable {
 // Activation quantizers with SIMD paths (quantize.hpp): the scalar code's bytes for finite input.
 void quantize_q8_0_avx2(const float* x, BlockQ8_0* blocks, std::int64_t n_blocks) noexcept;
 
+// The AVX-512 VNNI panel GEMMs (gemm_avx512.cpp): VecDotFn's contract for n_rows a multiple of 16 and
+// rows that panel_gemm_fits(); the AVX-512 table sends calls with enough columns there.
+bool panel_gemm_fits(std::int64_t n) noexcept;
+void q8_0_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+void q4_0_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+
 const VecDotTable& scalar_vec_dot_table() noexcept;
 const VecDotTable& avx2_vec_dot_table() noexcept;
 const VecDotTable& avx512_vec_dot_table() noexcept;

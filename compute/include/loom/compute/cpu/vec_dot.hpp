@@ -26,6 +26,9 @@
 // The AVX-512 kernels are the AVX2 ones with VNNI's one-instruction integer multiply-adds (vpdpbusd,
 // vpdpwssd) and the same float order, so they give the AVX2 kernels' bits, faster.
 //
+// With several columns on AVX-512 VNNI, Q8_0 and Q4_0 rows in whole groups of 16 go through a panel GEMM
+// (gemm_avx512.cpp, compute/README.md) that keeps the same orders and so the same bits.
+//
 // Supported weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k. Every type has a scalar kernel; AVX2
 // and AVX-512 kernels cover all of them too. `n` is the row length in values and must be a whole number of weight blocks.
 #pragma once

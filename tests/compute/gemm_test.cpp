@@ -1,0 +1,77 @@
+// The matrix-matrix path of the dot kernels (prefill and batched decode: rows_cols with several columns),
+// whichever micro-kernel serves it on this CPU (the AVX-512 panel GEMM takes whole groups of 16 rows from 4
+// columns on): every output must have the bits of the scalar kernels, which spell out the reference
+// implementation's summation orders, over shapes that take every branch: row counts with and without a
+// remainder of 16, column counts around the register groups and the 64-column chunks, row lengths inside one
+// panel, across several, and too long for the side buffer.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/compute/cpu/kernel_path.hpp"
+#include "loom/compute/cpu/vec_dot.hpp"
+#include "loom/compute/tensor_type.hpp"
+#include "quant_problem.hpp"
+
+namespace loom::compute {
+namespace {
+
+using testing::make_problem;
+using testing::Problem;
+
+// Every SIMD path this CPU runs, against the scalar kernel on the same problem, bit for bit.
+void expect_scalar_bits(TensorType type, std::int64_t n, int rows, int cols, bool random_bits, std::size_t out_stride) {
+  const Problem p = make_problem(type, n, rows, cols, random_bits, static_cast<unsigned>(n * 131 + rows * 7 + cols));
+  std::vector<float> want(out_stride * static_cast<std::size_t>(cols), -3.0f);
+  vec_dot_kernel(type, KernelPath::scalar)
+      .rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, want.data(),
+                 out_stride);
+  for (KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
+    if (!kernel_path_supported(path)) continue;
+    std::vector<float> got(want.size(), -3.0f);
+    vec_dot_kernel(type, path)
+        .rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, got.data(),
+                   out_stride);
+    for (int c = 0; c < cols; ++c) {
+      for (std::size_t r = 0; r < out_stride; ++r) {
+        const std::size_t at = static_cast<std::size_t>(c) * out_stride + r;
+        ASSERT_EQ(got[at], want[at]) << name(type) << " on " << name(path) << ": n=" << n << " rows=" << rows
+                                     << " cols=" << cols << (random_bits ? " (random bits)" : "") << ", row " << r
+                                     << " column " << c << (r >= static_cast<std::size_t>(rows) ? " (padding)" : "");
+      }
+    }
+  }
+}
+
+class GemmOrders : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(GemmOrders, EveryShapeGivesTheScalarBits) {
+  const TensorType type = GetParam();
+  for (std::int64_t blocks : {1, 2, 24, 25, 64}) {  // one panel of 24 blocks, a second one, several
+    const std::int64_t n = blocks * 32;
+    for (int rows : {16, 21, 48}) {
+      for (int cols : {4, 5, 6, 7, 13}) {
+        expect_scalar_bits(type, n, rows, cols, (rows + cols) % 2 == 0, static_cast<std::size_t>(rows));
+      }
+    }
+  }
+}
+
+TEST_P(GemmOrders, ManyColumnsAndPaddedOutputs) {
+  const TensorType type = GetParam();
+  // 64-column chunks and their remainder, and an output stride wider than the rows.
+  expect_scalar_bits(type, 768, 32, 64, false, 32);
+  expect_scalar_bits(type, 768, 16, 70, true, 16);
+  expect_scalar_bits(type, 2048, 35, 130, false, 40);
+  // Side data of few columns per chunk (long rows), and rows too long for it (the narrow kernels).
+  expect_scalar_bits(type, 1500 * 32, 16, 9, true, 16);
+  expect_scalar_bits(type, 2100 * 32, 16, 5, false, 16);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemm, GemmOrders, ::testing::Values(TensorType::q8_0, TensorType::q4_0),
+                         [](const ::testing::TestParamInfo<TensorType>& info) { return std::string(name(info.param)); });
+
+}  // namespace
+}  // namespace loom::compute
