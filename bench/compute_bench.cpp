@@ -336,21 +336,21 @@ void BM_AttentionDecode(benchmark::State& state) {
 }
 // The machine's arithmetic peaks on the benchmarks' pool (machine_probe.hpp), probed once per run: the
 // int8 dot-product instruction the quantized kernels use, and FP32 FMA. Every GEMM result below is a
-// fraction of one of them.
+// fraction of one of them. Best of 100 rounds of 5 ms (machine_probe.hpp says why short rounds).
 const ComputePeak& int8_peak() {
-  static const ComputePeak peak = probe_int8_peak(pool(), best_int8_dot_form(), {0.1, 5});
+  static const ComputePeak peak = probe_int8_peak(pool(), best_int8_dot_form(), {0.005, 100});
   return peak;
 }
 
 const ComputePeak& fma_peak() {
-  static const ComputePeak peak = probe_fma_peak(pool(), best_fma_form(), {0.1, 5});
+  static const ComputePeak peak = probe_fma_peak(pool(), best_fma_form(), {0.005, 100});
   return peak;
 }
 
 void BM_ComputePeak(benchmark::State& state, bool int8) {
   ComputePeak peak;
   for (auto _ : state) {
-    peak = int8 ? probe_int8_peak(pool(), best_int8_dot_form(), {0.1, 5}) : probe_fma_peak(pool(), best_fma_form(), {0.1, 5});
+    peak = int8 ? probe_int8_peak(pool(), best_int8_dot_form(), {0.005, 100}) : probe_fma_peak(pool(), best_fma_form(), {0.005, 100});
   }
   state.SetLabel(std::string(peak.instruction));
   state.counters[int8 ? "GMAC/s" : "GFLOP/s"] = peak.ops_per_second / 1e9;

@@ -12,7 +12,7 @@ namespace loom::compute {
 namespace {
 
 // Short rounds: the test only needs the probes to work, not a careful figure.
-constexpr PeakProbeOptions kQuick{0.01, 2};
+constexpr PeakProbeOptions kQuick{0.002, 5};
 
 bool positive_finite(double value) { return std::isfinite(value) && value > 0; }
 

@@ -63,9 +63,12 @@ struct ComputePeak {
   double ops_per_instruction = 0;  // MACs (FLOPs) each sequence does: 64 for vpdpbusd zmm, 32 for ymm ...
 };
 
+// Many short rounds rather than a few long ones: on a shared host a round is only clean when no neighbour
+// takes either core for its whole length, and the best of 40 rounds of 5 ms finds such a window where the
+// best of 3 rounds of 50 ms did not (the GEMM benchmarks' best calls then came out above "the peak").
 struct PeakProbeOptions {
-  double seconds_per_round = 0.05;  // wall time of one round (calibrated from a short first run)
-  int rounds = 3;                   // the best is kept
+  double seconds_per_round = 0.005;  // wall time of one round (calibrated from a short first run)
+  int rounds = 40;                   // the best is kept
 };
 
 // Throws std::invalid_argument for a form this CPU cannot run (supported(form) is false).
