@@ -36,6 +36,7 @@ struct BenchOptions {
   int threads = 1;
   int repetitions = 3;
   bool json = false;
+  std::size_t probe_bytes = BandwidthProbe::kDefaultBytes;
 };
 
 std::vector<std::int64_t> parse_batch_sizes(const std::string& text) {
@@ -68,6 +69,8 @@ BenchOptions read_options(CommandLine& args) {
   o.threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
   o.repetitions = static_cast<int>(args.integer("repetitions", 3, 1, 1000));
   o.json = args.flag("json");
+  // The bandwidth probe's buffer must dwarf the last-level cache; 256 MiB does on today's CPUs.
+  o.probe_bytes = static_cast<std::size_t>(args.integer("probe-mb", 256, 8, 16384)) << 20;
   args.reject_unknown();
   if (o.model_path.empty()) throw UsageError("bench needs --model PATH");
   if (o.prompt_tokens == 0 && o.generated_tokens == 0) throw UsageError("bench has nothing to run with -p 0 and -n 0");
@@ -355,7 +358,7 @@ int run_bench(CommandLine& args) {
 
   Machine machine;
   progress.show("probing memory bandwidth");
-  machine.bandwidth = BandwidthProbe().measure(pool);
+  machine.bandwidth = BandwidthProbe(options.probe_bytes).measure(pool);
   progress.show("probing int8 and FP32 peaks");
   machine.int8 = probe_int8_peak(pool);
   machine.fma = probe_fma_peak(pool);

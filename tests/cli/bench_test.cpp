@@ -1,5 +1,5 @@
 // `loom bench` run as a user runs it: the JSON document's shape and positive figures on the tiny shared
-// model, the table form, and argument errors (exit 2 with a message naming the problem).
+// model (with a 32 MiB bandwidth probe, to keep it quick), the table form, and argument errors (exit 2 with a message naming the problem).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,7 +21,7 @@ bool positive(const nlohmann::json& value) { return value.is_number() && value.g
 
 TEST(BenchCommand, JsonHasTheMachineTheModelAndOneResultPerConfigurationAllPositive) {
   REQUIRE_SHARED_FILE(kGguf);
-  const auto run = run_loom({"bench", "--model", kGguf, "-p", "16", "-n", "4", "-b", "1,2", "-r", "1", "--json", "-t", "2"});
+  const auto run = run_loom({"bench", "--model", kGguf, "-p", "16", "-n", "4", "-b", "1,2", "-r", "1", "--json", "-t", "2", "--probe-mb", "32"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto doc = nlohmann::json::parse(run.out);
   EXPECT_EQ(doc.at("threads"), 2);
@@ -65,7 +65,7 @@ TEST(BenchCommand, JsonHasTheMachineTheModelAndOneResultPerConfigurationAllPosit
 
 TEST(BenchCommand, TheTablePrintsTheProbesFirstThenOneLinePerConfiguration) {
   REQUIRE_SHARED_FILE(kGguf);
-  const auto run = run_loom({"bench", "--model", kGguf, "--n-prompt", "8", "--n-gen", "2", "--batch", "3", "--repetitions", "2"});
+  const auto run = run_loom({"bench", "--model", kGguf, "--n-prompt", "8", "--n-gen", "2", "--batch", "3", "--repetitions", "2", "--probe-mb", "32"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(run.out.starts_with("machine: ")) << run.out;
   EXPECT_NE(run.out.find("GB/s"), std::string::npos) << run.out;
@@ -86,6 +86,7 @@ TEST(BenchCommand, BadArgumentsExitTwoWithAMessage) {
       {{"bench", "--model", kGguf, "-t", "0"}, "--threads must be in"},
       {{"bench", "--model", kGguf, "-p", "0", "-n", "0"}, "nothing to run"},
       {{"bench", "--model", kGguf, "-p", "100000"}, "context length"},
+      {{"bench", "--model", kGguf, "--probe-mb", "1"}, "--probe-mb must be in"},
       {{"bench", "--model", kGguf, "--frobnicate", "1"}, "unknown option --frobnicate"},
   };
   for (const auto& [args, message] : cases) {
