@@ -1,11 +1,16 @@
 // CPU backend throughput, reported against the machine's own memory bandwidth measured in this binary:
 // decode is memory-bound (every weight byte is read once per token), so bytes streamed per second over the
-// bandwidth a plain parallel read reaches is the fraction of the possible we achieve. See bench/README.md.
+// bandwidth a plain parallel read reaches is the fraction of the possible we achieve. Matrix-matrix
+// products (BM_Gemm: prefill and batched decode) are compute-bound instead, so they are reported against
+// the int8 dot-product and FP32 FMA peaks probed in this binary, and against OpenBLAS sgemm on the same
+// shape in the same run. See bench/README.md.
 //
 //   build/bin/compute_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+//   build/bin/compute_bench --benchmark_filter='BM_ComputePeak|BM_Gemm/q8_0'
 //
 // Environment: LOOM_BENCH_THREADS (default: physical cores), LOOM_SHARED_DIR (default ../shared).
 #include <benchmark/benchmark.h>
+#include <cblas.h>
 
 #include <cstdlib>
 #include <algorithm>
@@ -20,8 +25,10 @@
 #include <vector>
 
 #include "loom/compute/cpu/attention.hpp"
+#include "loom/compute/cpu/dequantize.hpp"
 #include "loom/compute/cpu/kernel_path.hpp"
 #include "loom/compute/cpu/llama_model.hpp"
+#include "loom/compute/cpu/machine_probe.hpp"
 #include "loom/compute/cpu/matmul.hpp"
 #include "loom/compute/cpu/paged_kv_cache.hpp"
 #include "loom/compute/cpu/quantize.hpp"
@@ -30,7 +37,6 @@
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
-#include "stream_read.hpp"
 
 namespace {
 
@@ -52,25 +58,10 @@ ThreadPool& pool() {
 }
 
 // Bytes per second of a parallel streaming read of a buffer far larger than the caches, by the same
-// thread pool and chunking the kernels use (stream_read.hpp: 256-bit loads, XOR-folded), best of 3 passes.
+// thread pool and chunking the kernels use (machine_probe.hpp: 256-bit loads, XOR-folded), best of 3 passes.
 double probe_bandwidth() {
-  const std::size_t words = std::size_t{32} << 20;  // 256 MiB of uint64
-  static std::vector<std::uint64_t> buffer(words, 0x0123456789abcdefull);
-  const std::int64_t chunks = 256;
-  const std::size_t per_chunk = words / chunks;
-  std::vector<std::uint64_t> partial(static_cast<std::size_t>(chunks));
-  double best = 0;
-  for (int round = 0; round < 3; ++round) {
-    const auto start = std::chrono::steady_clock::now();
-    pool().parallel_for(chunks, [&](std::int64_t c) {
-      partial[static_cast<std::size_t>(c)] =
-          loom::bench::stream_read(buffer.data() + static_cast<std::size_t>(c) * per_chunk, per_chunk);
-    });
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    benchmark::DoNotOptimize(partial.data());
-    best = std::max(best, static_cast<double>(words * sizeof(std::uint64_t)) / seconds);
-  }
-  return best;
+  static BandwidthProbe probe;  // 256 MiB, allocated once
+  return probe.measure(pool(), 3);
 }
 
 // The probe read just before a benchmark's loop and again just after it, keeping the higher: on a shared
@@ -343,9 +334,164 @@ void BM_AttentionDecode(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
   state.counters["of_bandwidth"] = benchmark::Counter(bytes / probe.bandwidth(), benchmark::Counter::kIsIterationInvariantRate);
 }
+// The machine's arithmetic peaks on the benchmarks' pool (machine_probe.hpp), probed once per run: the
+// int8 dot-product instruction the quantized kernels use, and FP32 FMA. Every GEMM result below is a
+// fraction of one of them. Best of 100 rounds of 5 ms (machine_probe.hpp says why short rounds).
+const ComputePeak& int8_peak() {
+  static const ComputePeak peak = probe_int8_peak(pool(), best_int8_dot_form(), {0.005, 100});
+  return peak;
+}
+
+const ComputePeak& fma_peak() {
+  static const ComputePeak peak = probe_fma_peak(pool(), best_fma_form(), {0.005, 100});
+  return peak;
+}
+
+void BM_ComputePeak(benchmark::State& state, bool int8) {
+  ComputePeak peak;
+  for (auto _ : state) {
+    peak = int8 ? probe_int8_peak(pool(), best_int8_dot_form(), {0.005, 100}) : probe_fma_peak(pool(), best_fma_form(), {0.005, 100});
+  }
+  state.SetLabel(std::string(peak.instruction));
+  state.counters[int8 ? "GMAC/s" : "GFLOP/s"] = peak.ops_per_second / 1e9;
+  state.counters["Ginstr/s"] = peak.instructions_per_second / 1e9;
+  state.counters["ops/instr"] = peak.ops_per_instruction;
+  state.counters["threads"] = peak.threads;
+}
+
+// One weight matrix of a GEMM benchmark: random values in `type` (compute's quantizers), and the same
+// weights dequantized to F32 for the OpenBLAS baseline. Only the latest is kept: the benchmarks of one
+// (type, shape) run one after another, and the 1.1B shape in F32 alone is 46 MB.
+struct GemmWeights {
+  TensorType type{};
+  std::int64_t rows = 0, cols = 0;
+  std::vector<std::byte> data;
+  std::vector<float> dequantized;
+  TensorView view;
+};
+
+const GemmWeights& gemm_weights(TensorType type, std::int64_t rows, std::int64_t cols) {
+  static GemmWeights w;
+  if (w.type == type && w.rows == rows && w.cols == cols && !w.data.empty()) return w;
+  w = GemmWeights{type, rows, cols, {}, {}, {}};
+  std::uint64_t x = 88172645463325252ull ^ static_cast<std::uint64_t>(rows * 131 + cols);
+  std::vector<float> values(static_cast<std::size_t>(cols));
+  const std::uint64_t row_bytes = *tensor_bytes(type, static_cast<std::uint64_t>(cols));
+  w.data.resize(row_bytes * static_cast<std::uint64_t>(rows));
+  w.dequantized.resize(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (auto& v : values) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      v = static_cast<float>(static_cast<double>(x >> 11) * 0x1.0p-53 - 0.5);
+    }
+    std::byte* row = &w.data[row_bytes * static_cast<std::uint64_t>(r)];
+    quantize_row(type, values.data(), row, cols);
+    dequantize_row(type, row, &w.dequantized[static_cast<std::size_t>(r * cols)], cols);
+  }
+  w.view = TensorView{"gemm", type, {cols, rows}, w.data.data(), w.data.size()};
+  return w;
+}
+
+// Per-call times of a benchmark's calls, summarised two ways. On this shared host a neighbour's burst can
+// deschedule one of the pool's threads in the middle of a call, and the caller then waits milliseconds for
+// it: that stalls some calls (the median absorbs those) or, under heavy load, most of them (then only the
+// best call shows the code's own speed, as the peak probes' best round shows the machine's).
+struct CallTimes {
+  double best = 0, median = 0;
+};
+
+CallTimes summarise(std::vector<double> seconds) {
+  std::sort(seconds.begin(), seconds.end());
+  return {seconds.front(), seconds[seconds.size() / 2]};
+}
+
+// Seconds per call of OpenBLAS sgemm on the dequantized weights, y = x · Wᵀ, split over the pool as
+// matmul.cpp splits its own BLAS work: each thread one contiguous share of the weight rows, OpenBLAS
+// single-threaded inside it. Enough calls to fill 0.2 s (at least 5), after one warm-up call.
+CallTimes openblas_seconds(const GemmWeights& w, const float* x, std::int64_t tokens, float* y) {
+  openblas_set_num_threads(1);
+  const std::int64_t threads = pool().size();
+  const std::int64_t share = (w.rows + threads - 1) / threads;
+  auto call = [&] {
+    pool().parallel_for(threads, [&](std::int64_t t) {
+      const std::int64_t first = t * share, n = std::min(share, w.rows - first);
+      if (n <= 0) return;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(tokens), static_cast<int>(n),
+                  static_cast<int>(w.cols), 1.0f, x, static_cast<int>(w.cols), &w.dequantized[static_cast<std::size_t>(first * w.cols)],
+                  static_cast<int>(w.cols), 0.0f, y + first, static_cast<int>(w.rows));
+    });
+  };
+  call();
+  std::vector<double> seconds;
+  double elapsed = 0;
+  while (seconds.size() < 5 || elapsed < 0.2) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    elapsed += seconds.back();
+  }
+  return summarise(std::move(seconds));
+}
+
+bool quantized(TensorType type) { return type != TensorType::f32 && type != TensorType::f16 && type != TensorType::bf16; }
+
+// matmul (the public API, as the forward pass calls it) of a rows x cols weight matrix with `tokens`
+// activation columns. Rates come from the best call (CallTimes; `_median` counters from the median call;
+// the Time column is the mean). GFLOP/s counts 2 per multiply-add; of_int8_peak (quantized weights: MACs per second
+// over the int8 probe's) or of_fma_peak (float weights: FLOP/s over the FMA probe's) and vs_openblas (our
+// speed over OpenBLAS sgemm's on the same shape, dequantized, same threads) all come from this run.
+void BM_Gemm(benchmark::State& state, TensorType type, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t tokens = state.range(0);
+  const GemmWeights& w = gemm_weights(type, rows, cols);
+  std::vector<float> x(static_cast<std::size_t>(tokens * cols)), y(static_cast<std::size_t>(tokens * rows));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 101.0f - 0.5f;
+  MatmulScratch scratch;
+  scratch.reserve(tokens, cols, pool().size());
+  const double macs = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(tokens);
+  const double peak = quantized(type) ? int8_peak().ops_per_second : fma_peak().ops_per_second / 2;  // MAC/s
+  matmul(w.view, x.data(), tokens, y.data(), pool(), scratch);  // warm-up
+  std::vector<double> seconds;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    matmul(w.view, x.data(), tokens, y.data(), pool(), scratch);
+    benchmark::DoNotOptimize(y.data());
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  const CallTimes ours = summarise(std::move(seconds));
+  const CallTimes blas = openblas_seconds(w, x.data(), tokens, y.data());
+  state.counters["GFLOP/s"] = 2 * macs / ours.best / 1e9;
+  state.counters["GFLOP/s_median"] = 2 * macs / ours.median / 1e9;
+  state.counters[quantized(type) ? "of_int8_peak" : "of_fma_peak"] = macs / ours.best / peak;
+  state.counters["vs_openblas"] = blas.best / ours.best;
+  state.counters["vs_openblas_median"] = blas.median / ours.median;
+  state.counters["openblas_GFLOP/s"] = 2 * macs / blas.best / 1e9;
+}
+
+// The 110M model's products (768x768 attention, 2048x768 gate/up, 768x2048 down) and the 1.1B shape's
+// (2048x2048, 5632x2048), weight rows x columns, for every weight type, at 1 to 512 tokens.
+bool register_gemm_benchmarks() {
+  const std::pair<const char*, TensorType> types[] = {
+      {"f32", TensorType::f32},   {"f16", TensorType::f16},   {"bf16", TensorType::bf16}, {"q8_0", TensorType::q8_0},
+      {"q4_0", TensorType::q4_0}, {"q4_k", TensorType::q4_k}, {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k}};
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {2048, 2048}, {5632, 2048}};
+  for (const auto& [type_name, type] : types) {
+    for (const auto& [rows, cols] : shapes) {
+      const std::string name = "BM_Gemm/" + std::string(type_name) + "/" + std::to_string(rows) + "x" + std::to_string(cols);
+      benchmark::RegisterBenchmark(name.c_str(), [type, rows, cols](benchmark::State& state) { BM_Gemm(state, type, rows, cols); })
+          ->ArgName("tokens")
+          ->Arg(1)->Arg(8)->Arg(16)->Arg(64)->Arg(512)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 BENCHMARK(BM_MemoryBandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ComputePeak, int8, true)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ComputePeak, fma, false)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matvec, f16, TensorType::f16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matvec, q8_0, TensorType::q8_0)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matvec, q4_0, TensorType::q4_0)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -369,5 +515,8 @@ BENCHMARK_CAPTURE(BM_Prefill, q4_0_110M, "q4_0")->Arg(128)->UseRealTime()->Unit(
 BENCHMARK(BM_TimeToFirstToken)->Arg(0)->Arg(960)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecode)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DecodeSequences, q8_0_110M, "q8_0")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// After the benchmarks above (registration order is run order), so the probes' lines come first.
+[[maybe_unused]] static const bool gemm_registered = register_gemm_benchmarks();
 
 BENCHMARK_MAIN();

@@ -1,10 +1,12 @@
 // loom: the command-line tool. Commands: generate and chat (text in, text out), tokenize and detokenize,
 // logits (raw model outputs, comparable with reference files), info (what a model file holds), synth
-// (random-weight models for tests and benchmarks).
+// (random-weight models for tests and benchmarks), bench (throughput on this machine).
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <vector>
 
+#include "bench_command.hpp"
 #include "command_line.hpp"
 #include "loom/compute/model/model_file_error.hpp"
 #include "model_commands.hpp"
@@ -51,6 +53,14 @@ Commands:
          [--seed S]
          Writes a random-weight model, the same for the same options and seed. K-quant types need dim
          and ffn to be multiples of 256, the others multiples of 32.
+  bench  --model PATH [-p N] [-n N] [-b B,B,...] [-t|--threads N] [-r N] [--json] [--probe-mb M]
+         Measures the memory bandwidth and int8 / FP32 peaks of this machine, then prompt processing of N
+         tokens (-p, --n-prompt, default 512), generation of N tokens one at a time (-n, --n-gen, default
+         128) and N tokens of B sequences decoding together for each batch size (-b, --batch, default
+         1,8,64; at most 512), each repeated -r (--repetitions, default 3) times: one line per test with
+         the median tokens/s, its min and max, ms per step and the fraction of the bound it is nearest
+         (bandwidth, int8 or FP32 peak). --json prints one JSON document instead. -p 0 or -n 0 skips those.
+         --probe-mb M: the bandwidth probe reads M MiB (default 256; it must dwarf the last-level cache).
 
 KV cache options (generate, chat, logits): --kv-block-size N token slots per block (default 16);
 --kv-cache-mb M the keys and values of all layers in M MiB (default: enough for the context; a smaller
@@ -66,7 +76,12 @@ Models: GGUF (llama, qwen2, qwen3; f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K)
 
 int main(int argc, char** argv) {
   try {
-    loom::cli::CommandLine args(argc, argv, {"help", "version", "json", "no-bos", "special", "no-echo", "ignore-eos"});
+    // bench's short options (-p 512) become long ones (--n-prompt 512) before parsing.
+    std::vector<std::string> words = loom::cli::expand_bench_short_options(argc, argv);
+    std::vector<char*> word_pointers;
+    for (auto& w : words) word_pointers.push_back(w.data());
+    loom::cli::CommandLine args(static_cast<int>(word_pointers.size()), word_pointers.data(),
+                                {"help", "version", "json", "no-bos", "special", "no-echo", "ignore-eos"});
     if (args.flag("help") || argc == 1) {
       std::fputs(kUsage, stdout);
       return 0;
@@ -86,6 +101,7 @@ int main(int argc, char** argv) {
     if (command == "logits") return loom::cli::run_logits(args);
     if (command == "info") return loom::cli::run_info(args);
     if (command == "synth") return loom::cli::run_synth(args);
+    if (command == "bench") return loom::cli::run_bench(args);
     throw loom::cli::UsageError("unknown command '" + command + "'");
   } catch (const loom::cli::UsageError& e) {
     std::fprintf(stderr, "loom: %s\nRun 'loom --help' for usage.\n", e.what());
