@@ -260,27 +260,41 @@ void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n) {
   }
 }
 
-// Each token's key and value go to slot p % B of block table[p / B] of its sequence (B the block size).
+// Each token's key and value go to slot p % B of block table[p / B] of its sequence (B the block size),
+// laid out for attention (attention.hpp): a block holds its keys as [kv_head][slot][head_dim], each head's
+// rows one after another, and its values transposed, [kv_head * head_dim + d][slot], so that the scores and
+// the weighted sum both read a head's block as contiguous runs.
 void LlamaModel::store_keys_values(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps,
                                    PagedKvCache& cache) {
   const std::int64_t width = config_.kv_dim();
+  const std::int64_t head_dim = config_.head_dim;
   const std::int64_t block_size = cache.block_size();
   const bool half_cache = cache.type() == TensorType::f16;
   for (std::int64_t t = 0; t < n; ++t) {
     const std::int64_t p = position_[static_cast<std::size_t>(t)];
     const auto& table = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])].block_table;
-    const auto row = static_cast<std::size_t>(table[static_cast<std::size_t>(p / block_size)] * block_size + p % block_size) *
-                     static_cast<std::size_t>(width);
+    const auto block = static_cast<std::size_t>(table[static_cast<std::size_t>(p / block_size)] * block_size * width);
+    const auto slot = static_cast<std::size_t>(p % block_size);
     const float* k = &k_[t * width];
     const float* v = &v_[t * width];
+    const auto stride = static_cast<std::size_t>(block_size);  // from one dimension's run to the next
+    // Head h's key row: after the h heads before it (block_size rows each) and the slots before it.
+    const auto key_row = [&](std::int64_t h) { return (static_cast<std::size_t>(h) * stride + slot) * static_cast<std::size_t>(head_dim); };
     if (half_cache) {
-      auto* key = static_cast<std::uint16_t*>(cache.keys(layer)) + row;
-      auto* value = static_cast<std::uint16_t*>(cache.values(layer)) + row;
-      store_as_f16(k, key, width, kernel_path_);
-      store_as_f16(v, value, width, kernel_path_);
+      auto* keys = static_cast<std::uint16_t*>(cache.keys(layer)) + block;
+      auto* values = static_cast<std::uint16_t*>(cache.values(layer)) + block + slot;
+      for (std::int64_t h = 0; h < width / head_dim; ++h) store_as_f16(k + h * head_dim, keys + key_row(h), head_dim, kernel_path_);
+      std::uint16_t converted[256];  // the value, converted a piece at a time, then spread over its runs
+      for (std::int64_t i0 = 0; i0 < width; i0 += 256) {
+        const std::int64_t count = std::min<std::int64_t>(256, width - i0);
+        store_as_f16(v + i0, converted, count, kernel_path_);
+        for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i0 + i) * stride] = converted[i];
+      }
     } else {
-      std::copy_n(k, width, static_cast<float*>(cache.keys(layer)) + row);
-      std::copy_n(v, width, static_cast<float*>(cache.values(layer)) + row);
+      auto* keys = static_cast<float*>(cache.keys(layer)) + block;
+      auto* values = static_cast<float*>(cache.values(layer)) + block + slot;
+      for (std::int64_t h = 0; h < width / head_dim; ++h) std::copy_n(k + h * head_dim, head_dim, keys + key_row(h));
+      for (std::int64_t i = 0; i < width; ++i) values[static_cast<std::size_t>(i) * stride] = v[i];
     }
   }
 }
@@ -309,15 +323,18 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
     const std::int64_t t = task / c.heads;
     const std::int64_t h = task % c.heads;
     const SequenceStep& step = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])];
-    const auto kv_offset = static_cast<std::size_t>((h / group) * c.head_dim) * element;
+    // The KV head's part of each block (store_keys_values): its key rows, and its dimensions' value runs.
+    const auto kv_offset = static_cast<std::size_t>((h / group) * c.head_dim * cache.block_size()) * element;
     HeadAttention head;
     head.query = &q_[(t * c.heads + h) * c.head_dim];
     head.keys = keys + kv_offset;
     head.values = values + kv_offset;
     head.kv_type = cache.type();
-    head.stride = static_cast<std::size_t>(c.kv_dim());
+    head.stride = static_cast<std::size_t>(c.head_dim);
     head.block_table = step.block_table.data();
     head.block_size = cache.block_size();
+    head.block_stride = static_cast<std::size_t>(c.kv_dim() * cache.block_size());
+    head.values_transposed = true;
     head.positions = position_[static_cast<std::size_t>(t)] + 1;  // causal: positions 0..p
     head.head_dim = c.head_dim;
     head.scale = scale;
