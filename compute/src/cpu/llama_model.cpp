@@ -319,9 +319,12 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
   for (std::int64_t t = 0; t < n; ++t) positions += position_[static_cast<std::size_t>(t)] + 1;
   const std::int64_t work = positions * c.heads * c.head_dim;
   constexpr std::int64_t kMinSharedWork = 16384;  // ~1 us alone, about twice a fork-join
+  // Head-major tasks: a thread's consecutive tasks are one head's queries, token after token, which read the
+  // same keys and values (a prompt's stay in its cache while it moves along them), and the threads' contiguous
+  // shares of heads carry equal work (token-major shares gave the first thread a prompt's short early rows).
   pool_.parallel_for(n * c.heads, work >= kMinSharedWork ? ThreadPool::kMinSharedBytes : 0, [&](std::int64_t task, int thread) {
-    const std::int64_t t = task / c.heads;
-    const std::int64_t h = task % c.heads;
+    const std::int64_t t = task % n;
+    const std::int64_t h = task / n;
     const SequenceStep& step = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])];
     // The KV head's part of each block (store_keys_values): its key rows, and its dimensions' value runs.
     const auto kv_offset = static_cast<std::size_t>((h / group) * c.head_dim * cache.block_size()) * element;
