@@ -213,81 +213,62 @@ inline __m256 probabilities8(const float* p, std::int64_t q, std::int64_t count)
   return _mm256_loadu_ps(p + q);
 }
 
-// Asks for the transposed values of positions [first, last) to come into the second-level cache: a whole
-// block's runs at once when the range covers it (they are contiguous), else each dimension's part of its run.
-// value_offsets[q] is q's block start + slot.
+// Asks for block `block_start`'s transposed values (all its dimensions' runs, one after another).
 template <typename T>
-void prefetch_values(const HeadAttention& h, const std::uint64_t* value_offsets, std::int64_t first, std::int64_t last) {
-  const char* values = static_cast<const char*>(h.values);
-  const std::int64_t block_size = h.block_size;
-  for (std::int64_t q = first; q < last;) {
-    const std::int64_t slot = q % block_size;
-    const std::int64_t end = std::min(last, q - slot + block_size);
-    const char* block = values + (value_offsets[q] - static_cast<std::uint64_t>(slot)) * sizeof(T);
-    if (slot == 0 && end - q == block_size) {
-      const std::size_t bytes = static_cast<std::size_t>(block_size * h.head_dim) * sizeof(T);
-      for (std::size_t byte = 0; byte < bytes; byte += 64) _mm_prefetch(block + byte, _MM_HINT_T1);
-    } else {
-      for (std::int64_t d = 0; d < h.head_dim; ++d) {
-        const char* run = block + static_cast<std::size_t>(d * block_size + slot) * sizeof(T);
-        for (std::size_t byte = 0; byte < static_cast<std::size_t>(end - q) * sizeof(T); byte += 64) _mm_prefetch(run + byte, _MM_HINT_T1);
-      }
-    }
-    q = end;
-  }
+void prefetch_block_values(const HeadAttention& h, std::uint64_t block_start) {
+  const char* block = static_cast<const char*>(h.values) + block_start * sizeof(T);
+  const std::size_t bytes = static_cast<std::size_t>(h.block_size * h.head_dim) * sizeof(T);
+  for (std::size_t byte = 0; byte < bytes; byte += 64) _mm_prefetch(block + byte, _MM_HINT_T0);
 }
 
 // The weighted values of the first `dims` outputs (a multiple of 8) in `Slots` lanes (16: the tiled order's
 // accumulator, 64: the vector_dot order's four), position i into lane i % Slots of each output, positions
-// [0, count); out[d] gets the lanes folded and summed as sum_in_slots() does. The positions go in chunks;
-// within one, eight 8-lane accumulators stay in registers (one output's 64 lanes, or four outputs' 16) while
-// they run along the chunk's runs, and wait in `partial` (dims * Slots floats) between chunks. Each value is
-// read once, the next chunk's asked for meanwhile, a slice per group of outputs.
+// [0, count); out[d] gets the lanes folded and summed as sum_in_slots() does. The lanes wait in `partial`
+// (dims * Slots floats, in the first-level cache); the positions go in pieces of up to 64 within a block,
+// and a piece's runs are read output after output, which walks the block's values from start to end, while
+// blocks further on are asked for. Runs split by odd block sizes, or by the sequence's end, are gathered.
 template <typename T, int Slots>
 void weigh_transposed(const HeadAttention& h, const float* p, const std::uint64_t* offsets, std::int64_t count,
                       std::int64_t dims, float* partial, float* out) {
-  constexpr int kRegs = Slots / 8;     // registers per output
-  constexpr int kOutputs = 8 / kRegs;  // outputs per group
-  constexpr std::int64_t kChunk = 512;
   const T* values = static_cast<const T*>(h.values);
-  const auto dim_stride = static_cast<std::size_t>(h.block_size);
-  const bool runs_of_8 = h.block_size % 8 == 0;  // then every whole group of 8 positions is one run
-  const std::int64_t groups = dims / kOutputs;
-  const std::int64_t slice = (kChunk / groups + 15) / 16 * 16;  // of the next chunk, per group
+  const std::int64_t block_size = h.block_size;
+  const bool runs_of_8 = block_size % 8 == 0;  // then every whole group of 8 positions is one run
+  const std::int64_t ahead = std::max<std::int64_t>(1, 64 / block_size) * block_size;  // positions ahead, whole blocks
   std::fill_n(partial, dims * Slots, 0.0f);
-  prefetch_values<T>(h, offsets, 0, std::min(count, kChunk));
-  for (std::int64_t c0 = 0; c0 < count; c0 += kChunk) {
-    const std::int64_t c1 = std::min(count, c0 + kChunk);
-    const std::int64_t unchecked = runs_of_8 ? c0 + (c1 - c0) / Slots * Slots : c0;  // whole cycles of runs
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const std::int64_t ahead = c1 + g * slice;
-      if (ahead < count) prefetch_values<T>(h, offsets, ahead, std::min(count, ahead + slice));
-      const std::int64_t d0 = g * kOutputs;
-      const T* v[kOutputs];
-      __m256 acc[kOutputs][kRegs];
-      for (int j = 0; j < kOutputs; ++j) {
-        v[j] = values + static_cast<std::size_t>(d0 + j) * dim_stride;
-        for (int r = 0; r < kRegs; ++r) acc[j][r] = _mm256_loadu_ps(partial + (d0 + j) * Slots + 8 * r);
-      }
-      const auto cycle = [&]<bool Checked>(std::int64_t q0) {
+  const auto piece = [&]<bool Gathered>(std::int64_t s0, std::int64_t s1) {
+    const auto runs = static_cast<int>((s1 - s0 + 7) / 8);
+    __m256 weight[8];
+    std::int64_t lane[8];  // of the run's first position
+    for (int r = 0; r < runs; ++r) {
+      weight[r] = probabilities8<Gathered>(p, s0 + 8 * r, s1);
+      lane[r] = (s0 + 8 * r) % Slots;
+    }
+    for (std::int64_t d = 0; d < dims; ++d) {
+      const T* v = values + static_cast<std::size_t>(d * block_size);
+      float* acc = partial + d * Slots;
 #pragma GCC unroll 8
-        for (int r = 0; r < kRegs; ++r) {
-          const std::int64_t q = q0 + 8 * r;
-          if (Checked && q >= count) break;
-          const __m256 weight = probabilities8<Checked>(p, q, count);
-#pragma GCC unroll 8
-          for (int j = 0; j < kOutputs; ++j) {
-            acc[j][r] = _mm256_fmadd_ps(values8<T, Checked>(v[j], offsets, q, count), weight, acc[j][r]);
-          }
-        }
-      };
-      std::int64_t q0 = c0;
-      for (; q0 < unchecked; q0 += Slots) cycle.template operator()<false>(q0);
-      for (; q0 < c1; q0 += Slots) cycle.template operator()<true>(q0);
-      for (int j = 0; j < kOutputs; ++j) {
-        for (int r = 0; r < kRegs; ++r) _mm256_storeu_ps(partial + (d0 + j) * Slots + 8 * r, acc[j][r]);
+      for (int r = 0; r < 8; ++r) {
+        if (r == runs) break;
+        const __m256 run = values8<T, Gathered>(v, offsets, s0 + 8 * r, s1);
+        _mm256_storeu_ps(acc + lane[r], _mm256_fmadd_ps(run, weight[r], _mm256_loadu_ps(acc + lane[r])));
       }
     }
+  };
+  if (runs_of_8) {
+    for (std::int64_t q = 0; q < std::min(count, ahead); q += block_size) prefetch_block_values<T>(h, offsets[q]);
+  }
+  for (std::int64_t s0 = 0; s0 < count;) {
+    std::int64_t s1 = std::min(count, s0 + 64);
+    if (runs_of_8) {
+      s1 = std::min(s1, s0 - s0 % block_size + block_size);
+      if (s0 % block_size == 0 && s0 + ahead < count) prefetch_block_values<T>(h, offsets[s0 + ahead]);
+    }
+    if (runs_of_8 && (s1 - s0) % 8 == 0) {
+      piece.template operator()<false>(s0, s1);
+    } else {
+      piece.template operator()<true>(s0, s1);
+    }
+    s0 = s1;
   }
   for (std::int64_t d = 0; d < dims; ++d) {
     const auto reg = [&](int r) { return _mm256_loadu_ps(partial + d * Slots + 8 * r); };
