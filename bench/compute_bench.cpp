@@ -352,7 +352,7 @@ void BM_TimeToFirstToken(benchmark::State& state) {
 
 // Decode attention alone over the paged F16 cache, in 16-token blocks, several layers' worth of K/V (more
 // than the last-level cache) visited in turn. Every K/V byte of a layer is read once per step (a group's query
-// heads share theirs through the cache), so of_bandwidth = (K/V bytes per layer / time) / bandwidth.
+// heads are one task, HeadAttention::query_heads), so of_bandwidth = (K/V bytes per layer / time) / bandwidth.
 // First Arg: the layout, 1 the forward pass's (per block, each KV head's key rows and its transposed values,
 // llama_model.cpp), 0 rows of kv_dim (the layout before it), for an A/B in one run. Second Arg: the shape,
 // 0: 32 query heads in groups of 4 over 8 KV heads of 128, 4,096 positions in scattered blocks, 4 layers
@@ -385,17 +385,19 @@ void BM_AttentionDecode(benchmark::State& state) {
   std::vector<float> query(static_cast<std::size_t>(kHeads * kHeadDim)), out(query.size());
   for (auto& q : query) q = next();
   const std::int64_t span = small_heads ? reference_span(kPositions, 2048) : kPositions;  // the model's view
-  const std::size_t scratch = attention_scratch_floats(span, kHeadDim);
+  const std::int64_t group = kHeads / kKvHeads;
+  const std::size_t scratch = attention_scratch_floats(span, kHeadDim, group);
   std::vector<float> scores(scratch * static_cast<std::size_t>(pool().size()));
   std::int64_t layer = 0;
   const BandwidthAround probe;
   for (auto _ : state) {
     const auto* keys = static_cast<const std::uint16_t*>(pages.keys(layer));
     const auto* values = static_cast<const std::uint16_t*>(pages.values(layer));
-    pool().parallel_for(kHeads, [&](std::int64_t h, int thread) {
+    pool().parallel_for(kKvHeads, [&](std::int64_t kv_head, int thread) {  // a task per group of query heads
       HeadAttention head;
-      const std::int64_t kv_head = h / (kHeads / kKvHeads);
+      const std::int64_t h = kv_head * group;
       head.query = &query[static_cast<std::size_t>(h * kHeadDim)];
+      head.query_heads = group;
       const std::int64_t head_offset = kv_head * kHeadDim * (blocks_layout ? kBlock : 1);
       head.keys = keys + head_offset;
       head.values = values + head_offset;

@@ -2,7 +2,8 @@
 // (attention.hpp, HeadAttention::values_transposed). The layout moves addresses only, so on each kernel path
 // a head attended through scattered blocks laid out that way gives the bits of the same keys and values in
 // plain rows, for both summation orders, F16 and F32, block sizes that split the 8-position runs or not, and
-// lengths that cross the weighted sum's chunks and leave a rest for its double sums.
+// lengths that cross the weighted sum's pieces and leave a rest for its double sums. A group of query heads
+// attended together gives each the bits it gets alone.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -133,6 +134,60 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{100, 48, 8, 100, SumOrder::tiled, TensorType::f16},          // unpadded span: vector_dot values
         LayoutCase{77, 64, 16, 96, SumOrder::tiled, TensorType::f32}),
     [](const auto& tested) { return describe(tested.param); });
+
+// A group of query heads attended in one call (HeadAttention::query_heads) gives each head the bits it gets
+// alone, in both orders and both layouts.
+TEST(GroupedQueries, EachHeadGetsItsBitsAlone) {
+  constexpr std::int64_t kGroup = 4, kPositions = 150, kHeadDim = 64, kBlock = 16, kSpan = 160;
+  const std::int64_t blocks = (kPositions + kBlock - 1) / kBlock;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<std::uint16_t> keys(static_cast<std::size_t>(blocks * kBlock * kHeadDim)), values(keys.size());
+  for (auto& k : keys) k = float_to_half(g(rng));
+  for (auto& v : values) v = float_to_half(g(rng));
+  std::vector<float> queries(static_cast<std::size_t>(kGroup * kHeadDim));
+  for (auto& q : queries) q = g(rng);
+  std::vector<std::int32_t> table(static_cast<std::size_t>(blocks));
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), rng);
+  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
+    if (!kernel_path_supported(path)) continue;
+    for (SumOrder order : {SumOrder::vector_dot, SumOrder::tiled}) {
+      for (bool transposed : {false, true}) {
+        std::vector<float> scratch(attention_scratch_floats(kSpan, kHeadDim, kGroup));
+        std::vector<float> together(queries.size()), alone(queries.size());
+        HeadAttention head;
+        head.query = queries.data();
+        head.keys = keys.data();
+        head.values = values.data();
+        head.stride = kHeadDim;
+        head.block_table = table.data();
+        head.block_size = kBlock;
+        head.values_transposed = transposed;
+        head.positions = kPositions;
+        head.head_dim = kHeadDim;
+        head.scale = 0.125f;
+        head.order = order;
+        head.span = kSpan;
+        head.scores = scratch.data();
+        head.query_heads = kGroup;
+        head.out = together.data();
+        attend(head, path);
+        head.query_heads = 1;
+        for (std::int64_t q = 0; q < kGroup; ++q) {
+          head.query = queries.data() + q * kHeadDim;
+          head.out = alone.data() + q * kHeadDim;
+          attend(head, path);
+        }
+        for (std::size_t i = 0; i < together.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(together[i]), std::bit_cast<std::uint32_t>(alone[i]))
+              << "head " << i / kHeadDim << " dim " << i % kHeadDim << " on the " << name(path) << " path, "
+              << (order == SumOrder::tiled ? "tiled" : "vector_dot") << (transposed ? ", transposed" : ", rows");
+        }
+      }
+    }
+  }
+}
 
 TEST(TransposedLayout, NeedsABlockTable) {
   std::vector<std::uint16_t> kv(64);

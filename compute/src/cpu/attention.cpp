@@ -170,6 +170,7 @@ AttentionPlan plan_attention(const HeadAttention& h) {
   }
   if (h.block_table != nullptr && h.block_size < 1) throw std::invalid_argument("attend: a block table needs a block size >= 1");
   if (h.values_transposed && h.block_table == nullptr) throw std::invalid_argument("attend: transposed values need a block table");
+  if (h.query_heads < 1) throw std::invalid_argument("attend: needs at least one query head");
   AttentionPlan plan;
   plan.span = h.span != 0 ? h.span : h.positions;
   plan.padded_scores = (std::max(plan.span, h.positions) + 15) / 16 * 16;
@@ -187,8 +188,17 @@ AttentionPlan plan_attention(const HeadAttention& h) {
 void attend(const HeadAttention& head, KernelPath path) {
   const detail::AttentionPlan plan = detail::plan_attention(head);
   if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::attend_avx2(head, plan);
-  if (plan.f32_cache) return detail::attend_scalar<float>(head, plan);
-  detail::attend_scalar<std::uint16_t>(head, plan);
+  for (std::int64_t g = 0; g < head.query_heads; ++g) {  // one at a time, in the scratch one needs
+    HeadAttention alone = head;
+    alone.query = head.query + g * head.head_dim;
+    alone.out = head.out + g * head.head_dim;
+    alone.query_heads = 1;
+    if (plan.f32_cache) {
+      detail::attend_scalar<float>(alone, plan);
+    } else {
+      detail::attend_scalar<std::uint16_t>(alone, plan);
+    }
+  }
 }
 
 void attend(const HeadAttention& head) { attend(head, default_kernel_path()); }

@@ -359,41 +359,10 @@ class Prefetcher {
   std::int64_t next_ = 0;
 };
 
-// F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
-template <typename T>
-void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
-  constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
-  const T* keys = static_cast<const T*>(h.keys);
-  float* scores = h.scores;
-  float* q = h.scores + plan.padded_scores;
-  std::int64_t d = 0;
-  for (; d + 8 <= h.head_dim; d += 8) {
-    const __m256 x = _mm256_loadu_ps(h.query + d);
-    _mm256_storeu_ps(q + d, half_cache ? round_to_f16(x) : x);
-  }
-  for (; d < h.head_dim; ++d) q[d] = half_cache ? half_to_float(float_to_half(h.query[d])) : h.query[d];
-
-  // Each position's key offset, found once through the block table. After the rounded query: head_dim is
-  // even, so 8-byte aligned when the scratch is.
-  auto* offsets = reinterpret_cast<std::uint64_t*>(q + h.head_dim);
-  PositionRows rows(h, h.stride);
-  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
-  Prefetcher<T> prefetcher(h, offsets);
-  prefetcher.ask_until(Prefetcher<T>::kAhead);
-  std::int64_t scored = 0;
-  if (!plan.tiled_scores && h.head_dim % 8 == 0) {
-    for (; scored + 4 <= h.positions; scored += 4) {
-      prefetcher.ask_until(scored + 4 + Prefetcher<T>::kAhead);
-      const T* key[4];
-      for (int j = 0; j < 4; ++j) key[j] = keys + offsets[scored + j];
-      score_vector_dot4(key, q, h.head_dim, scores + scored);
-    }
-  }
-  for (; scored < h.positions; ++scored) {
-    prefetcher.ask_until(scored + 1 + Prefetcher<T>::kAhead);
-    const T* key = keys + offsets[scored];
-    scores[scored] = plan.tiled_scores ? score_tiled(key, q, h.head_dim) : score_vector_dot(key, q, h.head_dim);
-  }
+// Scores to probabilities in place: scale, the maximum, exp in 16-lane groups (the rest by the C library's
+// expf), the sum per 16 in float and across in double, times its reciprocal (rounded to F16 for an F16 cache).
+template <bool HalfCache>
+void softmax(const HeadAttention& h, const AttentionPlan& plan, float* scores) {
   float max_score = -INFINITY;
   for (std::int64_t p = 0; p < h.positions; ++p) {
     scores[p] *= h.scale;
@@ -414,37 +383,90 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / sum));
   for (std::int64_t p = 0; p < h.positions; p += 8) {
     const __m256 probability = _mm256_mul_ps(_mm256_loadu_ps(scores + p), inverse);
-    _mm256_storeu_ps(scores + p, half_cache ? round_to_f16(probability) : probability);
+    _mm256_storeu_ps(scores + p, HalfCache ? round_to_f16(probability) : probability);
   }
+}
 
-  // The weighted values: the tiled order is 16 slots over every position; the vector_dot order 64 slots over
-  // the span's whole 64-cell steps, then the rest in double.
+// The weighted values of query head g (probabilities p, output out): the tiled order is 16 slots over every
+// position; the vector_dot order 64 slots over the span's whole 64-cell steps, then the rest in double.
+template <typename T>
+void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const float* p, const std::uint64_t* offsets,
+                  float* partial, float* out) {
   const std::int64_t dims = h.head_dim / 8 * 8;
-  if (h.values_transposed) find_value_offsets(h, offsets);  // rows: the keys' offsets
   const std::int64_t in_slots = plan.tiled_values ? h.positions : std::min(h.positions, plan.span / 64 * 64);
-  float* partial = reinterpret_cast<float*>(offsets + h.positions);
   if (dims > 0 && h.values_transposed) {
     if (plan.tiled_values) {
-      weigh_transposed<T, 16>(h, scores, offsets, in_slots, dims, partial, h.out);
+      weigh_transposed<T, 16>(h, p, offsets, in_slots, dims, partial, out);
     } else {
-      weigh_transposed<T, 64>(h, scores, offsets, in_slots, dims, partial, h.out);
-      add_rest_transposed<T>(h, scores, offsets, in_slots, dims, h.out);
+      weigh_transposed<T, 64>(h, p, offsets, in_slots, dims, partial, out);
+      add_rest_transposed<T>(h, p, offsets, in_slots, dims, out);
     }
   } else if (dims > 0) {
     if (plan.tiled_values) {
-      sum_in_slots<T>(h, scores, offsets, h.positions, 16, dims, partial, h.out);
+      sum_in_slots<T>(h, p, offsets, h.positions, 16, dims, partial, out);
     } else {
       if (in_slots > 0) {
-        sum_in_slots<T>(h, scores, offsets, in_slots, 64, dims, partial, h.out);
+        sum_in_slots<T>(h, p, offsets, in_slots, 64, dims, partial, out);
       } else {
-        std::fill_n(h.out, dims, 0.0f);
+        std::fill_n(out, dims, 0.0f);
       }
-      d = 0;
-      for (; d + 32 <= dims; d += 32) add_rest_in_double<T, 4>(h, scores, offsets, in_slots, d, h.out + d);
-      for (; d < dims; d += 8) add_rest_in_double<T, 1>(h, scores, offsets, in_slots, d, h.out + d);
+      std::int64_t d = 0;
+      for (; d + 32 <= dims; d += 32) add_rest_in_double<T, 4>(h, p, offsets, in_slots, d, out + d);
+      for (; d < dims; d += 8) add_rest_in_double<T, 1>(h, p, offsets, in_slots, d, out + d);
     }
   }
-  for (d = dims; d < h.head_dim; ++d) h.out[d] = weigh_values_one_dim(h, plan, scores, offsets, d);
+  for (std::int64_t d = dims; d < h.head_dim; ++d) out[d] = weigh_values_one_dim(h, plan, p, offsets, d);
+}
+
+// F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
+// The query heads of a group (HeadAttention::query_heads) take turns on each few positions' keys and each
+// piece's values, so those are read from memory once for all of them; each head's arithmetic is its own.
+template <typename T>
+void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
+  constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
+  const T* keys = static_cast<const T*>(h.keys);
+  const std::int64_t heads = h.query_heads;
+  const AttentionScratch scratch(h, plan);
+  for (std::int64_t g = 0; g < heads; ++g) {
+    const float* query = h.query + g * h.head_dim;
+    float* q = scratch.query(g);
+    std::int64_t d = 0;
+    for (; d + 8 <= h.head_dim; d += 8) {
+      const __m256 x = _mm256_loadu_ps(query + d);
+      _mm256_storeu_ps(q + d, half_cache ? round_to_f16(x) : x);
+    }
+    for (; d < h.head_dim; ++d) q[d] = half_cache ? half_to_float(float_to_half(query[d])) : query[d];
+  }
+
+  // Each position's key offset, found once through the block table.
+  std::uint64_t* offsets = scratch.offsets;
+  PositionRows rows(h, h.stride);
+  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
+  Prefetcher<T> prefetcher(h, offsets);
+  prefetcher.ask_until(Prefetcher<T>::kAhead);
+  std::int64_t scored = 0;
+  if (!plan.tiled_scores && h.head_dim % 8 == 0) {
+    for (; scored + 4 <= h.positions; scored += 4) {
+      prefetcher.ask_until(scored + 4 + Prefetcher<T>::kAhead);
+      const T* key[4];
+      for (int j = 0; j < 4; ++j) key[j] = keys + offsets[scored + j];
+      for (std::int64_t g = 0; g < heads; ++g) score_vector_dot4(key, scratch.query(g), h.head_dim, scratch.scores(g) + scored);
+    }
+  }
+  for (; scored < h.positions; ++scored) {
+    prefetcher.ask_until(scored + 1 + Prefetcher<T>::kAhead);
+    const T* key = keys + offsets[scored];
+    for (std::int64_t g = 0; g < heads; ++g) {
+      const float* q = scratch.query(g);
+      scratch.scores(g)[scored] = plan.tiled_scores ? score_tiled(key, q, h.head_dim) : score_vector_dot(key, q, h.head_dim);
+    }
+  }
+  for (std::int64_t g = 0; g < heads; ++g) softmax<half_cache>(h, plan, scratch.scores(g));
+
+  if (h.values_transposed) find_value_offsets(h, offsets);  // rows: the keys' offsets
+  for (std::int64_t g = 0; g < heads; ++g) {
+    weigh_values<T>(h, plan, scratch.scores(g), offsets, scratch.partial, h.out + g * h.head_dim);
+  }
 }
 
 }  // namespace

@@ -55,6 +55,25 @@ struct AttentionPlan {
 
 AttentionPlan plan_attention(const HeadAttention& head);  // validates the arguments
 
+// Where attention_scratch_floats() puts its parts: per query head g its scores and rounded query, then the
+// positions' offsets (8-byte aligned: the parts before are an even number of floats) and the partial sums.
+struct AttentionScratch {
+  AttentionScratch(const HeadAttention& h, const AttentionPlan& plan)
+      : base_(h.scores), per_head_(plan.padded_scores + h.head_dim), padded_(plan.padded_scores),
+        offsets(reinterpret_cast<std::uint64_t*>(h.scores + h.query_heads * per_head_)),
+        partial(reinterpret_cast<float*>(offsets + h.positions)) {}
+  float* scores(std::int64_t g) const noexcept { return base_ + g * per_head_; }
+  float* query(std::int64_t g) const noexcept { return scores(g) + padded_; }
+
+ private:
+  float* base_;
+  std::int64_t per_head_, padded_;
+
+ public:
+  std::uint64_t* offsets;
+  float* partial;
+};
+
 // Position p's value offsets (PositionRows with the values' slot stride) into `offsets`: element d of its value
 // is at values + offsets[p] + d * value_dim_stride(head).
 void find_value_offsets(const HeadAttention& head, std::uint64_t* offsets);

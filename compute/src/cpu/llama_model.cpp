@@ -60,7 +60,8 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   attn_.resize(b * c.q_dim());
   gate_.resize(b * c.ffn_dim);
   up_.resize(b * c.ffn_dim);
-  scores_.resize(static_cast<std::size_t>(pool_.size()) * attention_scratch_floats(c.context_length, c.head_dim));
+  scores_.resize(static_cast<std::size_t>(pool_.size()) *
+                 attention_scratch_floats(c.context_length, c.head_dim, c.heads / c.kv_heads));
   matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}), pool_.size());
   position_.resize(b);
   rotation_.resize(b * static_cast<std::size_t>(c.head_dim));
@@ -308,7 +309,7 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
   const auto& c = config_;
   const std::int64_t group = c.heads / c.kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim);
+  const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim, group);
   const auto* keys = static_cast<const std::byte*>(cache.keys(layer));
   const auto* values = static_cast<const std::byte*>(cache.values(layer));
   const std::size_t element = cache.element_bytes();
@@ -319,17 +320,20 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
   for (std::int64_t t = 0; t < n; ++t) positions += position_[static_cast<std::size_t>(t)] + 1;
   const std::int64_t work = positions * c.heads * c.head_dim;
   constexpr std::int64_t kMinSharedWork = 16384;  // ~1 us alone, about twice a fork-join
+  // A task is a KV head's group of query heads for one token (they read the same keys and values once).
   // Head-major tasks: a thread's consecutive tasks are one head's queries, token after token, which read the
   // same keys and values (a prompt's stay in its cache while it moves along them), and the threads' contiguous
   // shares of heads carry equal work (token-major shares gave the first thread a prompt's short early rows).
-  pool_.parallel_for(n * c.heads, work >= kMinSharedWork ? ThreadPool::kMinSharedBytes : 0, [&](std::int64_t task, int thread) {
+  pool_.parallel_for(n * c.kv_heads, work >= kMinSharedWork ? ThreadPool::kMinSharedBytes : 0, [&](std::int64_t task, int thread) {
     const std::int64_t t = task % n;
-    const std::int64_t h = task / n;
+    const std::int64_t kv_head = task / n;
+    const std::int64_t h = kv_head * group;  // the group's first query head
     const SequenceStep& step = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])];
     // The KV head's part of each block (store_keys_values): its key rows, and its dimensions' value runs.
-    const auto kv_offset = static_cast<std::size_t>((h / group) * c.head_dim * cache.block_size()) * element;
+    const auto kv_offset = static_cast<std::size_t>(kv_head * c.head_dim * cache.block_size()) * element;
     HeadAttention head;
     head.query = &q_[(t * c.heads + h) * c.head_dim];
+    head.query_heads = group;
     head.keys = keys + kv_offset;
     head.values = values + kv_offset;
     head.kv_type = cache.type();

@@ -53,7 +53,7 @@ namespace loom::compute {
 enum class SumOrder : std::uint8_t { vector_dot, tiled };
 
 struct HeadAttention {
-  const float* query = nullptr;         // head_dim values
+  const float* query = nullptr;         // head_dim values for each of query_heads, one after another
   const void* keys = nullptr;           // of kv_type; see below for where each position's row starts
   const void* values = nullptr;
   TensorType kv_type = TensorType::f16;  // f16 or f32
@@ -70,10 +70,13 @@ struct HeadAttention {
   std::int64_t positions = 0;           // >= 1
   std::int64_t head_dim = 0;
   float scale = 1.0f;                   // applied to every score before the softmax
+  // Query heads that share these keys and values (a group of grouped-query attention): each is attended as if
+  // alone, but their turns interleave over the keys, so those are read from memory once for the group.
+  std::int64_t query_heads = 1;
   SumOrder order = SumOrder::vector_dot;
   std::int64_t span = 0;                // cells of the reference's KV view, >= positions; 0: positions
-  float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim)
-  float* out = nullptr;                 // head_dim values
+  float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim, query_heads)
+  float* out = nullptr;                 // head_dim values for each query head
 };
 
 // The reference's KV view for a sequence whose last position is used - 1: used rounded up to a multiple of
@@ -83,10 +86,13 @@ constexpr std::int64_t reference_span(std::int64_t used, std::int64_t capacity) 
   return padded < capacity ? padded : (capacity > used ? capacity : used);
 }
 
-// Scratch one HeadAttention needs: the scores (padded to whole 16-position groups), the rounded query, each
-// position's storage offset (64 bits a position) and 64 rows of partial sums for the weighted values.
-constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim) noexcept {
-  return static_cast<std::size_t>((positions + 15) / 16 * 16 + head_dim + 2 * positions + 64 * ((head_dim + 7) / 8 * 8));
+// Scratch one HeadAttention needs: per query head the scores (padded to whole 16-position groups) and the
+// rounded query, then each position's storage offset (64 bits a position) and 64 rows of partial sums for the
+// weighted values.
+constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim,
+                                               std::int64_t query_heads = 1) noexcept {
+  return static_cast<std::size_t>(query_heads * ((positions + 15) / 16 * 16 + head_dim) + 2 * positions +
+                                  64 * ((head_dim + 7) / 8 * 8));
 }
 
 void attend(const HeadAttention& head, KernelPath path);
