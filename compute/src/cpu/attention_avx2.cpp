@@ -213,71 +213,100 @@ inline __m256 probabilities8(const float* p, std::int64_t q, std::int64_t count)
   return _mm256_loadu_ps(p + q);
 }
 
-// Asks for block `block_start`'s transposed values (all its dimensions' runs, one after another).
+// Asks for the transposed values of positions [first, last) to come into the second-level cache: a whole
+// block's runs at once when the range covers it (they are contiguous), else each dimension's part of its run.
+// value_offsets[q] is q's block start + slot.
 template <typename T>
-void prefetch_block_values(const HeadAttention& h, std::uint64_t block_start) {
-  const char* block = static_cast<const char*>(h.values) + block_start * sizeof(T);
-  const std::size_t bytes = static_cast<std::size_t>(h.block_size * h.head_dim) * sizeof(T);
-  for (std::size_t byte = 0; byte < bytes; byte += 64) _mm_prefetch(block + byte, _MM_HINT_T0);
-}
-
-// The weighted values of the first `dims` outputs (a multiple of 8) in `Slots` lanes (16: the tiled order's
-// accumulator, 64: the vector_dot order's four), position i into lane i % Slots of each output, positions
-// [0, count); out[d] gets the lanes folded and summed as sum_in_slots() does. The lanes wait in `partial`
-// (dims * Slots floats, in the first-level cache); the positions go in pieces of up to 64 within a block,
-// and a piece's runs are read output after output, which walks the block's values from start to end, while
-// blocks further on are asked for. Runs split by odd block sizes, or by the sequence's end, are gathered.
-template <typename T, int Slots>
-void weigh_transposed(const HeadAttention& h, const float* p, const std::uint64_t* offsets, std::int64_t count,
-                      std::int64_t dims, float* partial, float* out) {
-  const T* values = static_cast<const T*>(h.values);
+void prefetch_values(const HeadAttention& h, const std::uint64_t* value_offsets, std::int64_t first, std::int64_t last) {
+  const char* values = static_cast<const char*>(h.values);
   const std::int64_t block_size = h.block_size;
-  const bool runs_of_8 = block_size % 8 == 0;  // then every whole group of 8 positions is one run
-  const std::int64_t ahead = std::max<std::int64_t>(1, 64 / block_size) * block_size;  // positions ahead, whole blocks
-  std::fill_n(partial, dims * Slots, 0.0f);
-  const auto piece = [&]<bool Gathered>(std::int64_t s0, std::int64_t s1) {
-    const auto runs = static_cast<int>((s1 - s0 + 7) / 8);
-    __m256 weight[8];
-    std::int64_t lane[8];  // of the run's first position
-    for (int r = 0; r < runs; ++r) {
-      weight[r] = probabilities8<Gathered>(p, s0 + 8 * r, s1);
-      lane[r] = (s0 + 8 * r) % Slots;
-    }
-    for (std::int64_t d = 0; d < dims; ++d) {
-      const T* v = values + static_cast<std::size_t>(d * block_size);
-      float* acc = partial + d * Slots;
-#pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r) {
-        if (r == runs) break;
-        const __m256 run = values8<T, Gathered>(v, offsets, s0 + 8 * r, s1);
-        _mm256_storeu_ps(acc + lane[r], _mm256_fmadd_ps(run, weight[r], _mm256_loadu_ps(acc + lane[r])));
+  for (std::int64_t q = first; q < last;) {
+    const std::int64_t slot = q % block_size;
+    const std::int64_t end = std::min(last, q - slot + block_size);
+    const char* block = values + (value_offsets[q] - static_cast<std::uint64_t>(slot)) * sizeof(T);
+    if (slot == 0 && end - q == block_size) {
+      const std::size_t bytes = static_cast<std::size_t>(block_size * h.head_dim) * sizeof(T);
+      for (std::size_t byte = 0; byte < bytes; byte += 64) _mm_prefetch(block + byte, _MM_HINT_T1);
+    } else {
+      for (std::int64_t d = 0; d < h.head_dim; ++d) {
+        const char* run = block + static_cast<std::size_t>(d * block_size + slot) * sizeof(T);
+        for (std::size_t byte = 0; byte < static_cast<std::size_t>(end - q) * sizeof(T); byte += 64) _mm_prefetch(run + byte, _MM_HINT_T1);
       }
     }
-  };
-  if (runs_of_8) {
-    for (std::int64_t q = 0; q < std::min(count, ahead); q += block_size) prefetch_block_values<T>(h, offsets[q]);
+    q = end;
   }
-  for (std::int64_t s0 = 0; s0 < count;) {
-    std::int64_t s1 = std::min(count, s0 + 64);
-    if (runs_of_8) {
-      s1 = std::min(s1, s0 - s0 % block_size + block_size);
-      if (s0 % block_size == 0 && s0 + ahead < count) prefetch_block_values<T>(h, offsets[s0 + ahead]);
+}
+
+// The weighted values of the first `dims` outputs (a multiple of 8) of every query head in `Slots` lanes (16:
+// the tiled order's accumulator, 64: the vector_dot order's four), position i into lane i % Slots of each
+// output, positions [0, count); head g's out[d] (out + g * head_dim) gets the lanes folded and summed as
+// sum_in_slots() does. The positions go in chunks; within one, for each head in turn, eight 8-lane
+// accumulators stay in registers (one output's 64 lanes, or four outputs' 16) while they run along the
+// chunk's runs, and wait in the scratch's partial sums (dims * Slots floats a head) between chunks. A chunk's
+// values come from memory once (the next chunk's asked for meanwhile, a slice per group of outputs) and stay
+// in the second-level cache for the other heads.
+template <typename T, int Slots>
+void weigh_transposed(const HeadAttention& h, const AttentionScratch& scratch, std::int64_t count, std::int64_t dims,
+                      float* out) {
+  constexpr int kRegs = Slots / 8;     // registers per output
+  constexpr int kOutputs = 8 / kRegs;  // outputs per group
+  constexpr std::int64_t kChunk = 512;
+  const T* values = static_cast<const T*>(h.values);
+  const std::uint64_t* offsets = scratch.offsets;
+  const auto dim_stride = static_cast<std::size_t>(h.block_size);
+  const bool runs_of_8 = h.block_size % 8 == 0;  // then every whole group of 8 positions is one run
+  const std::int64_t groups = dims / kOutputs;
+  const std::int64_t slice = (kChunk / groups + 15) / 16 * 16;  // of the next chunk, per group
+  const auto partial = [&](std::int64_t g) { return scratch.partial + g * dims * Slots; };
+  std::fill_n(partial(0), h.query_heads * dims * Slots, 0.0f);
+  prefetch_values<T>(h, offsets, 0, std::min(count, kChunk));
+  for (std::int64_t c0 = 0; c0 < count; c0 += kChunk) {
+    const std::int64_t c1 = std::min(count, c0 + kChunk);
+    const std::int64_t unchecked = runs_of_8 ? c0 + (c1 - c0) / Slots * Slots : c0;  // whole cycles of runs
+    for (std::int64_t head = 0; head < h.query_heads; ++head) {
+      const float* p = scratch.scores(head);
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const std::int64_t ahead = c1 + g * slice;
+        if (head == 0 && ahead < count) prefetch_values<T>(h, offsets, ahead, std::min(count, ahead + slice));
+        const std::int64_t d0 = g * kOutputs;
+        const T* v[kOutputs];
+        float* sums = partial(head) + d0 * Slots;
+        __m256 acc[kOutputs][kRegs];
+        for (int j = 0; j < kOutputs; ++j) {
+          v[j] = values + static_cast<std::size_t>(d0 + j) * dim_stride;
+          for (int r = 0; r < kRegs; ++r) acc[j][r] = _mm256_loadu_ps(sums + j * Slots + 8 * r);
+        }
+        const auto cycle = [&]<bool Checked>(std::int64_t q0) {
+#pragma GCC unroll 8
+          for (int r = 0; r < kRegs; ++r) {
+            const std::int64_t q = q0 + 8 * r;
+            if (Checked && q >= count) break;
+            const __m256 weight = probabilities8<Checked>(p, q, count);
+#pragma GCC unroll 8
+            for (int j = 0; j < kOutputs; ++j) {
+              acc[j][r] = _mm256_fmadd_ps(values8<T, Checked>(v[j], offsets, q, count), weight, acc[j][r]);
+            }
+          }
+        };
+        std::int64_t q0 = c0;
+        for (; q0 < unchecked; q0 += Slots) cycle.template operator()<false>(q0);
+        for (; q0 < c1; q0 += Slots) cycle.template operator()<true>(q0);
+        for (int j = 0; j < kOutputs; ++j) {
+          for (int r = 0; r < kRegs; ++r) _mm256_storeu_ps(sums + j * Slots + 8 * r, acc[j][r]);
+        }
+      }
     }
-    if (runs_of_8 && (s1 - s0) % 8 == 0) {
-      piece.template operator()<false>(s0, s1);
-    } else {
-      piece.template operator()<true>(s0, s1);
-    }
-    s0 = s1;
   }
-  for (std::int64_t d = 0; d < dims; ++d) {
-    const auto reg = [&](int r) { return _mm256_loadu_ps(partial + d * Slots + 8 * r); };
-    if constexpr (Slots == 64) {
-      const __m256 lo = _mm256_add_ps(_mm256_add_ps(reg(0), reg(4)), _mm256_add_ps(reg(2), reg(6)));
-      const __m256 hi = _mm256_add_ps(_mm256_add_ps(reg(1), reg(5)), _mm256_add_ps(reg(3), reg(7)));
-      out[d] = sum_16_lanes(lo, hi);
-    } else {
-      out[d] = sum_16_lanes(reg(0), reg(1));
+  for (std::int64_t head = 0; head < h.query_heads; ++head) {
+    for (std::int64_t d = 0; d < dims; ++d) {
+      const auto reg = [&](int r) { return _mm256_loadu_ps(partial(head) + d * Slots + 8 * r); };
+      if constexpr (Slots == 64) {
+        const __m256 lo = _mm256_add_ps(_mm256_add_ps(reg(0), reg(4)), _mm256_add_ps(reg(2), reg(6)));
+        const __m256 hi = _mm256_add_ps(_mm256_add_ps(reg(1), reg(5)), _mm256_add_ps(reg(3), reg(7)));
+        out[head * h.head_dim + d] = sum_16_lanes(lo, hi);
+      } else {
+        out[head * h.head_dim + d] = sum_16_lanes(reg(0), reg(1));
+      }
     }
   }
 }
@@ -387,40 +416,47 @@ void softmax(const HeadAttention& h, const AttentionPlan& plan, float* scores) {
   }
 }
 
-// The weighted values of query head g (probabilities p, output out): the tiled order is 16 slots over every
-// position; the vector_dot order 64 slots over the span's whole 64-cell steps, then the rest in double.
+// The weighted values of every query head: the tiled order is 16 slots over every position; the vector_dot
+// order 64 slots over the span's whole 64-cell steps, then the rest in double.
 template <typename T>
-void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const float* p, const std::uint64_t* offsets,
-                  float* partial, float* out) {
+void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const AttentionScratch& scratch) {
   const std::int64_t dims = h.head_dim / 8 * 8;
   const std::int64_t in_slots = plan.tiled_values ? h.positions : std::min(h.positions, plan.span / 64 * 64);
   if (dims > 0 && h.values_transposed) {
     if (plan.tiled_values) {
-      weigh_transposed<T, 16>(h, p, offsets, in_slots, dims, partial, out);
+      weigh_transposed<T, 16>(h, scratch, in_slots, dims, h.out);
     } else {
-      weigh_transposed<T, 64>(h, p, offsets, in_slots, dims, partial, out);
-      add_rest_transposed<T>(h, p, offsets, in_slots, dims, out);
-    }
-  } else if (dims > 0) {
-    if (plan.tiled_values) {
-      sum_in_slots<T>(h, p, offsets, h.positions, 16, dims, partial, out);
-    } else {
-      if (in_slots > 0) {
-        sum_in_slots<T>(h, p, offsets, in_slots, 64, dims, partial, out);
-      } else {
-        std::fill_n(out, dims, 0.0f);
+      weigh_transposed<T, 64>(h, scratch, in_slots, dims, h.out);
+      for (std::int64_t g = 0; g < h.query_heads; ++g) {
+        add_rest_transposed<T>(h, scratch.scores(g), scratch.offsets, in_slots, dims, h.out + g * h.head_dim);
       }
-      std::int64_t d = 0;
-      for (; d + 32 <= dims; d += 32) add_rest_in_double<T, 4>(h, p, offsets, in_slots, d, out + d);
-      for (; d < dims; d += 8) add_rest_in_double<T, 1>(h, p, offsets, in_slots, d, out + d);
     }
   }
-  for (std::int64_t d = dims; d < h.head_dim; ++d) out[d] = weigh_values_one_dim(h, plan, p, offsets, d);
+  for (std::int64_t g = 0; g < h.query_heads; ++g) {
+    const float* p = scratch.scores(g);
+    float* out = h.out + g * h.head_dim;
+    if (dims > 0 && !h.values_transposed) {
+      if (plan.tiled_values) {
+        sum_in_slots<T>(h, p, scratch.offsets, h.positions, 16, dims, scratch.partial, out);
+      } else {
+        if (in_slots > 0) {
+          sum_in_slots<T>(h, p, scratch.offsets, in_slots, 64, dims, scratch.partial, out);
+        } else {
+          std::fill_n(out, dims, 0.0f);
+        }
+        std::int64_t d = 0;
+        for (; d + 32 <= dims; d += 32) add_rest_in_double<T, 4>(h, p, scratch.offsets, in_slots, d, out + d);
+        for (; d < dims; d += 8) add_rest_in_double<T, 1>(h, p, scratch.offsets, in_slots, d, out + d);
+      }
+    }
+    for (std::int64_t d = dims; d < h.head_dim; ++d) out[d] = weigh_values_one_dim(h, plan, p, scratch.offsets, d);
+  }
 }
 
 // F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
 // The query heads of a group (HeadAttention::query_heads) take turns on each few positions' keys and each
-// piece's values, so those are read from memory once for all of them; each head's arithmetic is its own.
+// piece's values, so those are read from memory (and converted) once for all of them; each head's arithmetic
+// is its own.
 template <typename T>
 void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
@@ -464,9 +500,7 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   for (std::int64_t g = 0; g < heads; ++g) softmax<half_cache>(h, plan, scratch.scores(g));
 
   if (h.values_transposed) find_value_offsets(h, offsets);  // rows: the keys' offsets
-  for (std::int64_t g = 0; g < heads; ++g) {
-    weigh_values<T>(h, plan, scratch.scores(g), offsets, scratch.partial, h.out + g * h.head_dim);
-  }
+  weigh_values<T>(h, plan, scratch);
 }
 
 }  // namespace

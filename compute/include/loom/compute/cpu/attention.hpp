@@ -87,12 +87,12 @@ constexpr std::int64_t reference_span(std::int64_t used, std::int64_t capacity) 
 }
 
 // Scratch one HeadAttention needs: per query head the scores (padded to whole 16-position groups) and the
-// rounded query, then each position's storage offset (64 bits a position) and 64 rows of partial sums for the
-// weighted values.
+// rounded query, then each position's storage offset (64 bits a position), then per query head 64 rows of
+// partial sums for the weighted values.
 constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim,
                                                std::int64_t query_heads = 1) noexcept {
-  return static_cast<std::size_t>(query_heads * ((positions + 15) / 16 * 16 + head_dim) + 2 * positions +
-                                  64 * ((head_dim + 7) / 8 * 8));
+  return static_cast<std::size_t>(query_heads * ((positions + 15) / 16 * 16 + head_dim + 64 * ((head_dim + 7) / 8 * 8)) +
+                                  2 * positions);
 }
 
 void attend(const HeadAttention& head, KernelPath path);
