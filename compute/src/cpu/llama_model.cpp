@@ -300,10 +300,10 @@ void LlamaModel::store_keys_values(std::int64_t layer, std::int64_t n, std::span
   }
 }
 
-// One (token, head) per task: arithmetic and summation order in attention.hpp. A sequence with several
-// tokens in the step sums in the tiled order and one with a single token in the vector-dot order, as the
-// reference implementation's two kernels do for a batch and a decode step; the choice is per sequence, so
-// a sequence's attention does not depend on what else is in the step.
+// One (token, KV head) per task, the KV head's query heads together: arithmetic and summation order in
+// attention.hpp. A sequence with several tokens in the step sums in the tiled order and one with a single
+// token in the vector-dot order, as the reference implementation's two kernels do for a batch and a decode
+// step; the choice is per sequence, so a sequence's attention does not depend on what else is in the step.
 void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps,
                            PagedKvCache& cache) {
   const auto& c = config_;
