@@ -13,6 +13,7 @@
 #include <cblas.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -155,10 +156,11 @@ void BM_KernelPath(benchmark::State& state, TensorType type, KernelPath path) {
 }
 
 // A model of 110M-parameter shape (dim 768, ffn 2048, 12 layers, 12 heads, Llama-2 vocabulary), written
-// once per type into the temp folder, or a shared file.
-std::string model_path(const std::string& which) {
+// once per type (and context length) into the temp folder, or a shared file.
+std::string model_path(const std::string& which, std::int64_t context_length = 1024) {
   if (which == "q4_k_m") return shared_dir() + "/models/synth11M-q4_k_m.gguf";
-  const auto path = std::filesystem::temp_directory_path() / ("loom_bench_110M_" + which + ".gguf");
+  const std::string context = context_length == 1024 ? "" : "_ctx" + std::to_string(context_length);
+  const auto path = std::filesystem::temp_directory_path() / ("loom_bench_110M_" + which + context + ".gguf");
   if (!std::filesystem::exists(path)) {
     SynthSpec spec;
     spec.dim = 768;
@@ -166,7 +168,7 @@ std::string model_path(const std::string& which) {
     spec.layers = 12;
     spec.heads = 12;
     spec.kv_heads = 12;
-    spec.context_length = 1024;
+    spec.context_length = context_length;
     spec.vocab_from = shared_dir() + "/vocab/ggml-vocab-llama-spm.gguf";
     spec.type = which == "f16" ? TensorType::f16 : which == "q8_0" ? TensorType::q8_0 : TensorType::q4_0;
     write_synthetic_model(spec, path.string());
@@ -214,9 +216,68 @@ void BM_Decode(benchmark::State& state, std::string which) {
   state.counters["of_bandwidth_mean"] = benchmark::Counter(bytes / bandwidth, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Decode of one token at 100 positions of context and at 2,000, alternating in one run (110M shape, F16
+// KV cache in 16-token blocks): the long-context target is tokens/s at 2,000 >= 0.6x tokens/s at 100,
+// so `ratio` (median token at 100 / median token at 2,000) is that figure. The cache is filled with random
+// F16 keys and values instead of a 2,000-token prefill: attention's time does not depend on their values.
+void BM_DecodeAtContext(benchmark::State& state, std::string which) {
+  constexpr std::int64_t kShort = 100, kLong = 2000;
+  auto loaded = LoadedModel::open(model_path(which, 2048));
+  LlamaModel model(loaded->config(), loaded->weights(), pool(), 1);
+  auto cache = model.make_cache(2048);
+  const auto& c = loaded->config();
+  std::uint64_t x = 88172645463325252ull;
+  auto next = [&] {  // uniform in [-1, 1): keys and values of the size a model's have
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return static_cast<float>(static_cast<double>(x >> 11) * 0x1.0p-52 - 1.0);
+  };
+  const auto elements = static_cast<std::size_t>(cache.pages().blocks() * cache.pages().block_size() * c.kv_dim());
+  for (std::int64_t layer = 0; layer < c.layers; ++layer) {
+    auto* k = static_cast<std::uint16_t*>(cache.pages().keys(layer));
+    auto* v = static_cast<std::uint16_t*>(cache.pages().values(layer));
+    for (std::size_t i = 0; i < elements; ++i) k[i] = float_to_half(next()), v[i] = float_to_half(next());
+  }
+  std::vector<float> logits(static_cast<std::size_t>(c.vocab_size));
+  // Wall time, and the calling thread's CPU time: with LOOM_BENCH_THREADS=1 all the work is on this thread,
+  // so its CPU time leaves out the waits for a core that a host shared with other jobs adds to wall time.
+  struct Times {
+    std::vector<double> wall, cpu;
+  } short_times, long_times;
+  const auto thread_seconds = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  };
+  auto decode_at = [&](std::int64_t position, Times& times) {
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_seconds();
+    const std::int32_t token = static_cast<std::int32_t>(100 + times.wall.size() % 1000);
+    model.forward({&token, 1}, position, cache, LlamaModel::Logits::last, logits.data());
+    times.cpu.push_back(thread_seconds() - cpu_start);
+    times.wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+  for (auto _ : state) {
+    decode_at(kShort, short_times);
+    decode_at(kLong, long_times);
+  }
+  const auto median = [](std::vector<double>& x) {
+    std::nth_element(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(x.size() / 2), x.end());
+    return x[x.size() / 2];
+  };
+  const double at_short = median(short_times.wall), at_long = median(long_times.wall);
+  state.counters["ms_at_100"] = at_short * 1e3;
+  state.counters["ms_at_2000"] = at_long * 1e3;
+  state.counters["ratio"] = at_short / at_long;  // tokens/s at 2,000 over tokens/s at 100
+  const double cpu_short = median(short_times.cpu), cpu_long = median(long_times.cpu);
+  state.counters["cpu_ms_at_100"] = cpu_short * 1e3;
+  state.counters["cpu_ms_at_2000"] = cpu_long * 1e3;
+  state.counters["cpu_ratio"] = cpu_short / cpu_long;  // the same from CPU time: for one thread only
+}
+
+// Prefill of Arg tokens from position 0 (a model of context 2,048 past 1,024 tokens).
 void BM_Prefill(benchmark::State& state, std::string which) {
-  auto loaded = LoadedModel::open(model_path(which));
   const std::int64_t n = state.range(0);
+  auto loaded = LoadedModel::open(model_path(which, n > 1024 ? 2048 : 1024));
   LlamaModel model(loaded->config(), loaded->weights(), pool(), n);
   auto cache = model.make_cache(n);
   std::vector<std::int32_t> tokens(static_cast<std::size_t>(n));
@@ -280,14 +341,22 @@ void BM_TimeToFirstToken(benchmark::State& state) {
   state.counters["positions_computed"] = static_cast<double>(kPrompt - cached);
 }
 
-// Decode attention alone over the paged F16 cache: 32 query heads in groups of 4 over 8 KV heads of 128,
-// 4,096 positions of history in scattered 16-token blocks, four layers' worth of K/V (67 MB, more than the
-// last-level cache) visited in turn. Every K/V byte of a layer is read once per step (a group's 4 heads
-// share theirs through the cache), so of_bandwidth = (K/V bytes per layer / time) / bandwidth.
+// Decode attention alone over the paged F16 cache, in 16-token blocks, several layers' worth of K/V (more
+// than the last-level cache) visited in turn. Every K/V byte of a layer is read once per step (a group's query
+// heads are one task, HeadAttention::query_heads), so of_bandwidth = (K/V bytes per layer / time) / bandwidth.
+// First Arg: the layout, 1 the forward pass's (per block, each KV head's key rows and its transposed values,
+// llama_model.cpp), 0 rows of kv_dim (the layout before it), for an A/B in one run. Second Arg: the shape,
+// 0: 32 query heads in groups of 4 over 8 KV heads of 128, 4,096 positions in scattered blocks, 4 layers
+// (67 MB); 1: the 110M model's, 12 heads of 64, 2,000 positions in consecutive blocks (a lone sequence's
+// KvCache), 12 layers (74 MB).
 void BM_AttentionDecode(benchmark::State& state) {
-  constexpr std::int64_t kLayers = 4, kHeads = 32, kKvHeads = 8, kHeadDim = 128, kPositions = 4096, kBlock = 16;
-  constexpr std::int64_t kKvDim = kKvHeads * kHeadDim;
-  PagedKvCache pages(kLayers, kKvDim, kBlock, kPositions / kBlock);
+  const bool blocks_layout = state.range(0) != 0;
+  const bool small_heads = state.range(1) != 0;
+  const std::int64_t kLayers = small_heads ? 12 : 4, kHeads = small_heads ? 12 : 32, kKvHeads = small_heads ? 12 : 8;
+  const std::int64_t kHeadDim = small_heads ? 64 : 128, kPositions = small_heads ? 2000 : 4096;
+  constexpr std::int64_t kBlock = 16;
+  const std::int64_t kKvDim = kKvHeads * kHeadDim, kBlocks = (kPositions + kBlock - 1) / kBlock;
+  PagedKvCache pages(kLayers, kKvDim, kBlock, kBlocks);
   std::uint64_t x = 88172645463325252ull;
   auto next = [&] {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -296,34 +365,42 @@ void BM_AttentionDecode(benchmark::State& state) {
   for (std::int64_t layer = 0; layer < kLayers; ++layer) {
     auto* k = static_cast<std::uint16_t*>(pages.keys(layer));
     auto* v = static_cast<std::uint16_t*>(pages.values(layer));
-    for (std::int64_t i = 0; i < kPositions * kKvDim; ++i) {
+    for (std::int64_t i = 0; i < kBlocks * kBlock * kKvDim; ++i) {
       k[i] = float_to_half(next());
       v[i] = float_to_half(next());
     }
   }
-  std::vector<std::int32_t> table(static_cast<std::size_t>(kPositions / kBlock));
+  std::vector<std::int32_t> table(static_cast<std::size_t>(kBlocks));
   std::iota(table.begin(), table.end(), 0);
-  std::shuffle(table.begin(), table.end(), std::mt19937(5));
-  std::vector<float> query(kHeads * kHeadDim), out(kHeads * kHeadDim);
+  if (!small_heads) std::shuffle(table.begin(), table.end(), std::mt19937(5));
+  std::vector<float> query(static_cast<std::size_t>(kHeads * kHeadDim)), out(query.size());
   for (auto& q : query) q = next();
-  const std::size_t scratch = attention_scratch_floats(kPositions, kHeadDim);
+  const std::int64_t span = small_heads ? reference_span(kPositions, 2048) : kPositions;  // the model's view
+  const std::int64_t group = kHeads / kKvHeads;
+  const std::size_t scratch = attention_scratch_floats(span, kHeadDim, group);
   std::vector<float> scores(scratch * static_cast<std::size_t>(pool().size()));
   std::int64_t layer = 0;
   const BandwidthAround probe;
   for (auto _ : state) {
     const auto* keys = static_cast<const std::uint16_t*>(pages.keys(layer));
     const auto* values = static_cast<const std::uint16_t*>(pages.values(layer));
-    pool().parallel_for(kHeads, [&](std::int64_t h, int thread) {
+    pool().parallel_for(kKvHeads, [&](std::int64_t kv_head, int thread) {  // a task per group of query heads
       HeadAttention head;
+      const std::int64_t h = kv_head * group;
       head.query = &query[static_cast<std::size_t>(h * kHeadDim)];
-      head.keys = keys + (h / (kHeads / kKvHeads)) * kHeadDim;
-      head.values = values + (h / (kHeads / kKvHeads)) * kHeadDim;
-      head.stride = kKvDim;
+      head.query_heads = group;
+      const std::int64_t head_offset = kv_head * kHeadDim * (blocks_layout ? kBlock : 1);
+      head.keys = keys + head_offset;
+      head.values = values + head_offset;
+      head.stride = blocks_layout ? kHeadDim : kKvDim;
       head.block_table = table.data();
       head.block_size = kBlock;
+      head.block_stride = kKvDim * kBlock;
+      head.values_transposed = blocks_layout;
       head.positions = kPositions;
       head.head_dim = kHeadDim;
       head.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+      head.span = span;
       head.scores = &scores[static_cast<std::size_t>(thread) * scratch];
       head.out = &out[static_cast<std::size_t>(h * kHeadDim)];
       attend(head);
@@ -508,12 +585,13 @@ BENCHMARK_CAPTURE(BM_Decode, f16_110M, "f16")->UseRealTime()->Unit(benchmark::kM
 BENCHMARK_CAPTURE(BM_Decode, q8_0_110M, "q8_0")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q4_0_110M, "q4_0")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q4_k_m_11M, "q4_k_m")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DecodeAtContext, q8_0_110M, "q8_0")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, f16_110M, "f16")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Prefill, q8_0_110M, "q8_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q8_0_110M, "q8_0")->Arg(128)->Arg(512)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q4_0_110M, "q4_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_TimeToFirstToken)->Arg(0)->Arg(960)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AttentionDecode)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionDecode)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DecodeSequences, q8_0_110M, "q8_0")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // After the benchmarks above (registration order is run order), so the probes' lines come first.

@@ -91,20 +91,20 @@ float score(const T* key, const float* q, std::int64_t n, bool tiled) {
 // Output dimension d; positions from `positions` to the span have probability 0 and add nothing.
 template <typename T>
 float weigh_values(const HeadAttention& h, const AttentionPlan& plan, const float* probabilities,
-                   const std::uint64_t* storage_rows, std::int64_t d) {
-  const T* v = static_cast<const T*>(h.values) + d;
+                   const std::uint64_t* value_offsets, std::int64_t d) {
+  const T* v = static_cast<const T*>(h.values) + static_cast<std::size_t>(d) * value_dim_stride(h);
   const auto term = [&](std::int64_t p) {
-    return p < h.positions ? Pair{load(v[storage_rows[p] * h.stride]), probabilities[p]} : Pair{0.0f, 0.0f};
+    return p < h.positions ? Pair{load(v[value_offsets[p]]), probabilities[p]} : Pair{0.0f, 0.0f};
   };
   return plan.tiled_values ? tiled_dot(term, plan.span) : vector_dot(term, plan.span);
 }
 
-// Each position's storage row, found once through the block table and kept for both passes.
-std::uint64_t* find_rows(const HeadAttention& h, float* q) {
-  auto* storage_rows = reinterpret_cast<std::uint64_t*>(q + h.head_dim);
-  PositionRows rows(h);
-  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) storage_rows[p] = rows.row();
-  return storage_rows;
+// Each position's key offset, found once through the block table and kept for the scores.
+std::uint64_t* find_key_offsets(const HeadAttention& h, float* q) {
+  auto* offsets = reinterpret_cast<std::uint64_t*>(q + h.head_dim);
+  PositionRows rows(h, h.stride);
+  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
+  return offsets;
 }
 
 // F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
@@ -115,11 +115,11 @@ void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
   float* scores = h.scores;
   float* q = h.scores + plan.padded_scores;
   for (std::int64_t d = 0; d < h.head_dim; ++d) q[d] = half_cache ? f16(h.query[d]) : h.query[d];
-  const std::uint64_t* storage_rows = find_rows(h, q);
+  std::uint64_t* offsets = find_key_offsets(h, q);
 
   float max_score = -INFINITY;
   for (std::int64_t p = 0; p < h.positions; ++p) {
-    scores[p] = score(keys + storage_rows[p] * h.stride, q, h.head_dim, plan.tiled_scores) * h.scale;
+    scores[p] = score(keys + offsets[p], q, h.head_dim, plan.tiled_scores) * h.scale;
     max_score = std::max(max_score, scores[p]);
   }
   for (std::int64_t p = h.positions; p < plan.padded_scores; ++p) scores[p] = -INFINITY;
@@ -134,7 +134,8 @@ void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
   const auto inverse = static_cast<float>(1.0 / sum);
   for (std::int64_t p = 0; p < h.positions; ++p) scores[p] = half_cache ? f16(scores[p] * inverse) : scores[p] * inverse;
 
-  for (std::int64_t d = 0; d < h.head_dim; ++d) h.out[d] = weigh_values<T>(h, plan, scores, storage_rows, d);
+  if (h.values_transposed) find_value_offsets(h, offsets);  // rows: the keys' offsets
+  for (std::int64_t d = 0; d < h.head_dim; ++d) h.out[d] = weigh_values<T>(h, plan, scores, offsets, d);
 }
 
 void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
@@ -145,10 +146,15 @@ void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
 
 }  // namespace
 
+void find_value_offsets(const HeadAttention& h, std::uint64_t* offsets) {
+  PositionRows rows(h, h.values_transposed ? 1 : h.stride);
+  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
+}
+
 float weigh_values_one_dim(const HeadAttention& h, const AttentionPlan& plan, const float* probabilities,
-                           const std::uint64_t* storage_rows, std::int64_t d) {
-  return h.kv_type == TensorType::f32 ? weigh_values<float>(h, plan, probabilities, storage_rows, d)
-                                      : weigh_values<std::uint16_t>(h, plan, probabilities, storage_rows, d);
+                           const std::uint64_t* value_offsets, std::int64_t d) {
+  return h.kv_type == TensorType::f32 ? weigh_values<float>(h, plan, probabilities, value_offsets, d)
+                                      : weigh_values<std::uint16_t>(h, plan, probabilities, value_offsets, d);
 }
 
 AttentionPlan plan_attention(const HeadAttention& h) {
@@ -163,6 +169,8 @@ AttentionPlan plan_attention(const HeadAttention& h) {
     throw std::invalid_argument("attend: keys and values must be f16 or f32, not " + std::string(name(h.kv_type)));
   }
   if (h.block_table != nullptr && h.block_size < 1) throw std::invalid_argument("attend: a block table needs a block size >= 1");
+  if (h.values_transposed && h.block_table == nullptr) throw std::invalid_argument("attend: transposed values need a block table");
+  if (h.query_heads < 1) throw std::invalid_argument("attend: needs at least one query head");
   AttentionPlan plan;
   plan.span = h.span != 0 ? h.span : h.positions;
   plan.padded_scores = (std::max(plan.span, h.positions) + 15) / 16 * 16;
@@ -180,8 +188,17 @@ AttentionPlan plan_attention(const HeadAttention& h) {
 void attend(const HeadAttention& head, KernelPath path) {
   const detail::AttentionPlan plan = detail::plan_attention(head);
   if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::attend_avx2(head, plan);
-  if (plan.f32_cache) return detail::attend_scalar<float>(head, plan);
-  detail::attend_scalar<std::uint16_t>(head, plan);
+  for (std::int64_t g = 0; g < head.query_heads; ++g) {  // one at a time, in the scratch one needs
+    HeadAttention alone = head;
+    alone.query = head.query + g * head.head_dim;
+    alone.out = head.out + g * head.head_dim;
+    alone.query_heads = 1;
+    if (plan.f32_cache) {
+      detail::attend_scalar<float>(alone, plan);
+    } else {
+      detail::attend_scalar<std::uint16_t>(alone, plan);
+    }
+  }
 }
 
 void attend(const HeadAttention& head) { attend(head, default_kernel_path()); }

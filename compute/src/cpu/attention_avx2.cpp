@@ -24,7 +24,7 @@ inline __m256 load8(const std::uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-inline float load1(std::uint16_t h) { return half_to_float(h); }
+inline float load1(std::uint16_t h) { return _cvtsh_ss(h); }  // exact, as half_to_float()
 inline float load1(float x) { return x; }
 inline __m256 round_to_f16(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)); }
 
@@ -129,11 +129,11 @@ void score_vector_dot4(const T* const* key, const float* q, std::int64_t n, floa
 // are four, folded first. partial has slots * dims floats. Vectorised across outputs, so every output gets
 // the same float operations as attention.cpp's one-output loops.
 template <typename T>
-void sum_in_slots(const HeadAttention& h, const float* p, const std::uint64_t* storage_rows, std::int64_t count,
+void sum_in_slots(const HeadAttention& h, const float* p, const std::uint64_t* offsets, std::int64_t count,
                   int slots, std::int64_t dims, float* partial, float* out) {
   const T* v = static_cast<const T*>(h.values);
   for (std::int64_t i = 0; i < count; ++i) {
-    const T* row = v + storage_rows[i] * h.stride;
+    const T* row = v + offsets[i];
     float* slot = partial + (i % slots) * dims;
     const __m256 weight = _mm256_set1_ps(p[i]);
     const bool first = i < slots;
@@ -162,7 +162,7 @@ void sum_in_slots(const HeadAttention& h, const float* p, const std::uint64_t* s
 // added in double, position after position (the vector_dot order's rest); out holds the float sum so far.
 // Positions are the outer loop so that the 2 * Groups double accumulators are independent chains.
 template <typename T, int Groups>
-void add_rest_in_double(const HeadAttention& h, const float* p, const std::uint64_t* storage_rows, std::int64_t first,
+void add_rest_in_double(const HeadAttention& h, const float* p, const std::uint64_t* offsets, std::int64_t first,
                         std::int64_t d0, float* out) {
   const T* v = static_cast<const T*>(h.values) + d0;
   __m256d acc[2 * Groups];
@@ -172,7 +172,7 @@ void add_rest_in_double(const HeadAttention& h, const float* p, const std::uint6
     acc[2 * g + 1] = _mm256_cvtps_pd(_mm256_extractf128_ps(start, 1));
   }
   for (std::int64_t i = first; i < h.positions; ++i) {
-    const T* row = v + storage_rows[i] * h.stride;
+    const T* row = v + offsets[i];
     const __m256 weight = _mm256_set1_ps(p[i]);
     for (int g = 0; g < Groups; ++g) {
       const __m256 product = _mm256_mul_ps(load8(row + 8 * g), weight);
@@ -185,47 +185,213 @@ void add_rest_in_double(const HeadAttention& h, const float* p, const std::uint6
   }
 }
 
-// F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
-template <typename T>
-void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
-  constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
-  const T* keys = static_cast<const T*>(h.keys);
-  float* scores = h.scores;
-  float* q = h.scores + plan.padded_scores;
-  std::int64_t d = 0;
-  for (; d + 8 <= h.head_dim; d += 8) {
-    const __m256 x = _mm256_loadu_ps(h.query + d);
-    _mm256_storeu_ps(q + d, half_cache ? round_to_f16(x) : x);
-  }
-  for (; d < h.head_dim; ++d) q[d] = half_cache ? half_to_float(float_to_half(h.query[d])) : h.query[d];
+// ---- Values stored transposed (HeadAttention::values_transposed): output d of positions q..q+7 is a run ----
 
-  // Each position's storage row, found once through the block table and kept for both passes. After the
-  // rounded query: head_dim is even, so 8-byte aligned when the scratch is. In a decode step this head's
-  // keys and values (short rows at the KV row stride) were evicted by the weights streamed since the layer
-  // last ran: ask for all of them at once, so the misses overlap.
-  auto* storage_rows = reinterpret_cast<std::uint64_t*>(q + h.head_dim);
-  const std::size_t row_bytes = static_cast<std::size_t>(h.head_dim) * sizeof(T);
+// Positions q..q+7 of one output's values (v: the values plus that output's dimension offset), zero from
+// `count` on. One load when they are a run within a block (the block size a multiple of 8: q is), else one by
+// one (odd block sizes, the last group).
+template <typename T>
+__attribute__((noinline)) __m256 gather_values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count) {
+  alignas(32) float lanes[8] = {};
+  for (int j = 0; j < 8 && q + j < count; ++j) lanes[j] = load1(v[offsets[q + j]]);
+  return _mm256_load_ps(lanes);
+}
+template <typename T, bool Checked>
+inline __m256 values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count) {
+  if constexpr (Checked) return gather_values8(v, offsets, q, count);
+  return load8(v + offsets[q]);
+}
+template <bool Checked>
+inline __m256 probabilities8(const float* p, std::int64_t q, std::int64_t count) {
+  if constexpr (Checked) {
+    if (q + 8 > count) {
+      alignas(32) float lanes[8] = {};
+      std::copy(p + q, p + count, lanes);
+      return _mm256_load_ps(lanes);
+    }
+  }
+  return _mm256_loadu_ps(p + q);
+}
+
+// Asks for the transposed values of positions [first, last) to come into the second-level cache: a whole
+// block's runs at once when the range covers it (they are contiguous), else each dimension's part of its run.
+// value_offsets[q] is q's block start + slot.
+template <typename T>
+void prefetch_values(const HeadAttention& h, const std::uint64_t* value_offsets, std::int64_t first, std::int64_t last) {
+  const char* values = static_cast<const char*>(h.values);
+  const std::int64_t block_size = h.block_size;
+  for (std::int64_t q = first; q < last;) {
+    const std::int64_t slot = q % block_size;
+    const std::int64_t end = std::min(last, q - slot + block_size);
+    const char* block = values + (value_offsets[q] - static_cast<std::uint64_t>(slot)) * sizeof(T);
+    if (slot == 0 && end - q == block_size) {
+      const std::size_t bytes = static_cast<std::size_t>(block_size * h.head_dim) * sizeof(T);
+      for (std::size_t byte = 0; byte < bytes; byte += 64) _mm_prefetch(block + byte, _MM_HINT_T1);
+    } else {
+      for (std::int64_t d = 0; d < h.head_dim; ++d) {
+        const char* run = block + static_cast<std::size_t>(d * block_size + slot) * sizeof(T);
+        for (std::size_t byte = 0; byte < static_cast<std::size_t>(end - q) * sizeof(T); byte += 64) _mm_prefetch(run + byte, _MM_HINT_T1);
+      }
+    }
+    q = end;
+  }
+}
+
+// The weighted values of the first `dims` outputs (a multiple of 8) of every query head in `Slots` lanes (16:
+// the tiled order's accumulator, 64: the vector_dot order's four), position i into lane i % Slots of each
+// output, positions [0, count); head g's out[d] (out + g * head_dim) gets the lanes folded and summed as
+// sum_in_slots() does. The positions go in chunks; within one, for each head in turn, eight 8-lane
+// accumulators stay in registers (one output's 64 lanes, or four outputs' 16) while they run along the
+// chunk's runs, and wait in the scratch's partial sums (dims * Slots floats a head) between chunks. A chunk's
+// values come from memory once (the next chunk's asked for meanwhile, a slice per group of outputs) and stay
+// in the second-level cache for the other heads.
+template <typename T, int Slots>
+void weigh_transposed(const HeadAttention& h, const AttentionScratch& scratch, std::int64_t count, std::int64_t dims,
+                      float* out) {
+  constexpr int kRegs = Slots / 8;     // registers per output
+  constexpr int kOutputs = 8 / kRegs;  // outputs per group
+  constexpr std::int64_t kChunk = 512;
   const T* values = static_cast<const T*>(h.values);
-  PositionRows rows(h);
-  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) {
-    storage_rows[p] = rows.row();
-    for (std::size_t line = 0; line < row_bytes; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(keys + rows.offset()) + line, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(values + rows.offset()) + line, _MM_HINT_T0);
+  const std::uint64_t* offsets = scratch.offsets;
+  const auto dim_stride = static_cast<std::size_t>(h.block_size);
+  const bool runs_of_8 = h.block_size % 8 == 0;  // then every whole group of 8 positions is one run
+  const std::int64_t groups = dims / kOutputs;
+  const std::int64_t slice = (kChunk / groups + 15) / 16 * 16;  // of the next chunk, per group
+  const auto partial = [&](std::int64_t g) { return scratch.partial + g * dims * Slots; };
+  std::fill_n(partial(0), h.query_heads * dims * Slots, 0.0f);
+  prefetch_values<T>(h, offsets, 0, std::min(count, kChunk));
+  for (std::int64_t c0 = 0; c0 < count; c0 += kChunk) {
+    const std::int64_t c1 = std::min(count, c0 + kChunk);
+    const std::int64_t unchecked = runs_of_8 ? c0 + (c1 - c0) / Slots * Slots : c0;  // whole cycles of runs
+    for (std::int64_t head = 0; head < h.query_heads; ++head) {
+      const float* p = scratch.scores(head);
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const std::int64_t ahead = c1 + g * slice;
+        if (head == 0 && ahead < count) prefetch_values<T>(h, offsets, ahead, std::min(count, ahead + slice));
+        const std::int64_t d0 = g * kOutputs;
+        const T* v[kOutputs];
+        float* sums = partial(head) + d0 * Slots;
+        __m256 acc[kOutputs][kRegs];
+        for (int j = 0; j < kOutputs; ++j) {
+          v[j] = values + static_cast<std::size_t>(d0 + j) * dim_stride;
+          for (int r = 0; r < kRegs; ++r) acc[j][r] = _mm256_loadu_ps(sums + j * Slots + 8 * r);
+        }
+        const auto cycle = [&]<bool Checked>(std::int64_t q0) {
+#pragma GCC unroll 8
+          for (int r = 0; r < kRegs; ++r) {
+            const std::int64_t q = q0 + 8 * r;
+            if (Checked && q >= count) break;
+            const __m256 weight = probabilities8<Checked>(p, q, count);
+#pragma GCC unroll 8
+            for (int j = 0; j < kOutputs; ++j) {
+              acc[j][r] = _mm256_fmadd_ps(values8<T, Checked>(v[j], offsets, q, count), weight, acc[j][r]);
+            }
+          }
+        };
+        std::int64_t q0 = c0;
+        for (; q0 < unchecked; q0 += Slots) cycle.template operator()<false>(q0);
+        for (; q0 < c1; q0 += Slots) cycle.template operator()<true>(q0);
+        for (int j = 0; j < kOutputs; ++j) {
+          for (int r = 0; r < kRegs; ++r) _mm256_storeu_ps(sums + j * Slots + 8 * r, acc[j][r]);
+        }
+      }
     }
   }
-  std::int64_t scored = 0;
-  if (!plan.tiled_scores && h.head_dim % 8 == 0) {
-    for (; scored + 4 <= h.positions; scored += 4) {
-      const T* key[4];
-      for (int j = 0; j < 4; ++j) key[j] = keys + storage_rows[scored + j] * h.stride;
-      score_vector_dot4(key, q, h.head_dim, scores + scored);
+  for (std::int64_t head = 0; head < h.query_heads; ++head) {
+    for (std::int64_t d = 0; d < dims; ++d) {
+      const auto reg = [&](int r) { return _mm256_loadu_ps(partial(head) + d * Slots + 8 * r); };
+      if constexpr (Slots == 64) {
+        const __m256 lo = _mm256_add_ps(_mm256_add_ps(reg(0), reg(4)), _mm256_add_ps(reg(2), reg(6)));
+        const __m256 hi = _mm256_add_ps(_mm256_add_ps(reg(1), reg(5)), _mm256_add_ps(reg(3), reg(7)));
+        out[head * h.head_dim + d] = sum_16_lanes(lo, hi);
+      } else {
+        out[head * h.head_dim + d] = sum_16_lanes(reg(0), reg(1));
+      }
     }
   }
-  for (; scored < h.positions; ++scored) {
-    const T* key = keys + storage_rows[scored] * h.stride;
-    scores[scored] = plan.tiled_scores ? score_tiled(key, q, h.head_dim) : score_vector_dot(key, q, h.head_dim);
+}
+
+// Eight registers, r[j] = output j at positions q..q+7, turned into c[i] = position q + i at outputs 0..7.
+inline void transpose8(const __m256* r, __m256* c) {
+  __m256 t[8], u[8];
+  for (int k = 0; k < 8; k += 4) {
+    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    t[k + 2] = _mm256_unpacklo_ps(r[k + 2], r[k + 3]), t[k + 3] = _mm256_unpackhi_ps(r[k + 2], r[k + 3]);
+    u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44), u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+    u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44), u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
   }
+  for (int i = 0; i < 4; ++i) {
+    c[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+    c[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+  }
+}
+
+// add_rest_in_double() for transposed values: positions [first, positions) (first a multiple of 8), each
+// float(value * probability) added in double in position order, eight outputs at a time.
+template <typename T>
+void add_rest_transposed(const HeadAttention& h, const float* p, const std::uint64_t* offsets, std::int64_t first,
+                         std::int64_t dims, float* out) {
+  const T* values = static_cast<const T*>(h.values);
+  const auto dim_stride = static_cast<std::size_t>(h.block_size);
+  for (std::int64_t d0 = 0; d0 < dims; d0 += 8) {
+    const __m256 start = _mm256_loadu_ps(out + d0);
+    __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(start)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(start, 1));
+    for (std::int64_t q = first; q < h.positions; q += 8) {
+      __m256 r[8], c[8];
+      const bool run = h.block_size % 8 == 0 && q + 8 <= h.positions;
+      for (int j = 0; j < 8; ++j) {
+        const T* v = values + static_cast<std::size_t>(d0 + j) * dim_stride;
+        r[j] = run ? values8<T, false>(v, offsets, q, h.positions) : gather_values8(v, offsets, q, h.positions);
+      }
+      transpose8(r, c);
+      for (int i = 0; i < 8 && q + i < h.positions; ++i) {
+        const __m256 product = _mm256_mul_ps(c[i], _mm256_set1_ps(p[q + i]));
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(product)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(product, 1)));
+      }
+    }
+    _mm256_storeu_ps(out + d0, _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)));
+  }
+}
+
+// ---- Prefetching ahead of the scores ----
+
+// While the scores run over the positions, asks for the keys kAhead positions on (and, for values in rows,
+// their values into the second-level cache, where they wait for the weighted sum; transposed values are asked
+// for by weigh_transposed() as it goes). A head's keys and values at long contexts are more than the
+// first-level cache holds, so asking for all of them at once evicted the first before use.
+template <typename T>
+class Prefetcher {
+ public:
+  static constexpr std::int64_t kAhead = 128;
+  Prefetcher(const HeadAttention& h, const std::uint64_t* key_offsets)
+      : h_(h), keys_(static_cast<const char*>(h.keys)), values_(static_cast<const char*>(h.values)),
+        key_offsets_(key_offsets), row_bytes_(static_cast<std::size_t>(h.head_dim) * sizeof(T)) {}
+  // Positions up to `until` (exclusive) have been asked for.
+  void ask_until(std::int64_t until) {
+    until = std::min(until, h_.positions);
+    for (; next_ < until; ++next_) {
+      const std::size_t offset = key_offsets_[next_] * sizeof(T);
+      for (std::size_t line = 0; line < row_bytes_; line += 64) _mm_prefetch(keys_ + offset + line, _MM_HINT_T0);
+      if (!h_.values_transposed) {
+        for (std::size_t line = 0; line < row_bytes_; line += 64) _mm_prefetch(values_ + offset + line, _MM_HINT_T1);
+      }
+    }
+  }
+
+ private:
+  const HeadAttention& h_;
+  const char* keys_;
+  const char* values_;
+  const std::uint64_t* key_offsets_;
+  std::size_t row_bytes_;
+  std::int64_t next_ = 0;
+};
+
+// Scores to probabilities in place: scale, the maximum, exp in 16-lane groups (the rest by the C library's
+// expf), the sum per 16 in float and across in double, times its reciprocal (rounded to F16 for an F16 cache).
+template <bool HalfCache>
+void softmax(const HeadAttention& h, const AttentionPlan& plan, float* scores) {
   float max_score = -INFINITY;
   for (std::int64_t p = 0; p < h.positions; ++p) {
     scores[p] *= h.scale;
@@ -246,29 +412,95 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / sum));
   for (std::int64_t p = 0; p < h.positions; p += 8) {
     const __m256 probability = _mm256_mul_ps(_mm256_loadu_ps(scores + p), inverse);
-    _mm256_storeu_ps(scores + p, half_cache ? round_to_f16(probability) : probability);
+    _mm256_storeu_ps(scores + p, HalfCache ? round_to_f16(probability) : probability);
   }
+}
 
-  // The weighted values: the tiled order is 16 slots over every position; the vector_dot order 64 slots over
-  // the span's whole 64-cell steps, then the rest in double.
+// The weighted values of every query head: the tiled order is 16 slots over every position; the vector_dot
+// order 64 slots over the span's whole 64-cell steps, then the rest in double.
+template <typename T>
+void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const AttentionScratch& scratch) {
   const std::int64_t dims = h.head_dim / 8 * 8;
-  float* partial = reinterpret_cast<float*>(storage_rows + h.positions);
-  if (dims > 0) {
+  const std::int64_t in_slots = plan.tiled_values ? h.positions : std::min(h.positions, plan.span / 64 * 64);
+  if (dims > 0 && h.values_transposed) {
     if (plan.tiled_values) {
-      sum_in_slots<T>(h, scores, storage_rows, h.positions, 16, dims, partial, h.out);
+      weigh_transposed<T, 16>(h, scratch, in_slots, dims, h.out);
     } else {
-      const std::int64_t in_slots = std::min(h.positions, plan.span / 64 * 64);
-      if (in_slots > 0) {
-        sum_in_slots<T>(h, scores, storage_rows, in_slots, 64, dims, partial, h.out);
-      } else {
-        std::fill_n(h.out, dims, 0.0f);
+      weigh_transposed<T, 64>(h, scratch, in_slots, dims, h.out);
+      for (std::int64_t g = 0; g < h.query_heads; ++g) {
+        add_rest_transposed<T>(h, scratch.scores(g), scratch.offsets, in_slots, dims, h.out + g * h.head_dim);
       }
-      d = 0;
-      for (; d + 32 <= dims; d += 32) add_rest_in_double<T, 4>(h, scores, storage_rows, in_slots, d, h.out + d);
-      for (; d < dims; d += 8) add_rest_in_double<T, 1>(h, scores, storage_rows, in_slots, d, h.out + d);
     }
   }
-  for (d = dims; d < h.head_dim; ++d) h.out[d] = weigh_values_one_dim(h, plan, scores, storage_rows, d);
+  for (std::int64_t g = 0; g < h.query_heads; ++g) {
+    const float* p = scratch.scores(g);
+    float* out = h.out + g * h.head_dim;
+    if (dims > 0 && !h.values_transposed) {
+      if (plan.tiled_values) {
+        sum_in_slots<T>(h, p, scratch.offsets, h.positions, 16, dims, scratch.partial, out);
+      } else {
+        if (in_slots > 0) {
+          sum_in_slots<T>(h, p, scratch.offsets, in_slots, 64, dims, scratch.partial, out);
+        } else {
+          std::fill_n(out, dims, 0.0f);
+        }
+        std::int64_t d = 0;
+        for (; d + 32 <= dims; d += 32) add_rest_in_double<T, 4>(h, p, scratch.offsets, in_slots, d, out + d);
+        for (; d < dims; d += 8) add_rest_in_double<T, 1>(h, p, scratch.offsets, in_slots, d, out + d);
+      }
+    }
+    for (std::int64_t d = dims; d < h.head_dim; ++d) out[d] = weigh_values_one_dim(h, plan, p, scratch.offsets, d);
+  }
+}
+
+// F16 storage rounds the query and the probabilities to F16 (the reference's F16 dot products); F32 does not.
+// The query heads of a group (HeadAttention::query_heads) take turns on each few positions' keys and each
+// piece's values, so those are read from memory (and converted) once for all of them; each head's arithmetic
+// is its own.
+template <typename T>
+void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
+  constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
+  const T* keys = static_cast<const T*>(h.keys);
+  const std::int64_t heads = h.query_heads;
+  const AttentionScratch scratch(h, plan);
+  for (std::int64_t g = 0; g < heads; ++g) {
+    const float* query = h.query + g * h.head_dim;
+    float* q = scratch.query(g);
+    std::int64_t d = 0;
+    for (; d + 8 <= h.head_dim; d += 8) {
+      const __m256 x = _mm256_loadu_ps(query + d);
+      _mm256_storeu_ps(q + d, half_cache ? round_to_f16(x) : x);
+    }
+    for (; d < h.head_dim; ++d) q[d] = half_cache ? half_to_float(float_to_half(query[d])) : query[d];
+  }
+
+  // Each position's key offset, found once through the block table.
+  std::uint64_t* offsets = scratch.offsets;
+  PositionRows rows(h, h.stride);
+  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
+  Prefetcher<T> prefetcher(h, offsets);
+  prefetcher.ask_until(Prefetcher<T>::kAhead);
+  std::int64_t scored = 0;
+  if (!plan.tiled_scores && h.head_dim % 8 == 0) {
+    for (; scored + 4 <= h.positions; scored += 4) {
+      prefetcher.ask_until(scored + 4 + Prefetcher<T>::kAhead);
+      const T* key[4];
+      for (int j = 0; j < 4; ++j) key[j] = keys + offsets[scored + j];
+      for (std::int64_t g = 0; g < heads; ++g) score_vector_dot4(key, scratch.query(g), h.head_dim, scratch.scores(g) + scored);
+    }
+  }
+  for (; scored < h.positions; ++scored) {
+    prefetcher.ask_until(scored + 1 + Prefetcher<T>::kAhead);
+    const T* key = keys + offsets[scored];
+    for (std::int64_t g = 0; g < heads; ++g) {
+      const float* q = scratch.query(g);
+      scratch.scores(g)[scored] = plan.tiled_scores ? score_tiled(key, q, h.head_dim) : score_vector_dot(key, q, h.head_dim);
+    }
+  }
+  for (std::int64_t g = 0; g < heads; ++g) softmax<half_cache>(h, plan, scratch.scores(g));
+
+  if (h.values_transposed) find_value_offsets(h, offsets);  // rows: the keys' offsets
+  weigh_values<T>(h, plan, scratch);
 }
 
 }  // namespace

@@ -14,17 +14,18 @@ namespace loom::compute::detail {
 namespace {
 
 // Walks positions 0, 1, 2, ... of a head and gives each one's offset (in elements) in the K/V storage,
-// without a division per position.
+// without a division per position: block start + slot * slot_stride (the keys' and row values' slot_stride
+// is HeadAttention::stride, transposed values' 1).
 class PositionRows {
  public:
-  explicit PositionRows(const HeadAttention& h)
+  PositionRows(const HeadAttention& h, std::size_t slot_stride)
       : table_(h.block_table != nullptr ? h.block_table : &kNoTable),
         block_size_(h.block_table != nullptr ? h.block_size : h.positions),
-        stride_(h.stride) {}
-  std::size_t row() const noexcept {
-    return static_cast<std::size_t>(table_[block_]) * static_cast<std::size_t>(block_size_) + static_cast<std::size_t>(slot_);
+        slot_stride_(slot_stride),
+        block_stride_(h.block_stride != 0 ? h.block_stride : static_cast<std::size_t>(block_size_) * h.stride) {}
+  std::size_t offset() const noexcept {
+    return static_cast<std::size_t>(table_[block_]) * block_stride_ + static_cast<std::size_t>(slot_) * slot_stride_;
   }
-  std::size_t offset() const noexcept { return row() * stride_; }
   void next() noexcept {
     if (++slot_ == block_size_) {
       slot_ = 0;
@@ -33,10 +34,11 @@ class PositionRows {
   }
 
  private:
-  static constexpr std::int32_t kNoTable = 0;  // one block holding every position: row p is position p
+  static constexpr std::int32_t kNoTable = 0;  // one block holding every position: slot p is position p
   const std::int32_t* table_;
   std::int64_t block_size_;
-  std::size_t stride_;
+  std::size_t slot_stride_;
+  std::size_t block_stride_;
   std::int64_t block_ = 0;
   std::int64_t slot_ = 0;
 };
@@ -53,10 +55,36 @@ struct AttentionPlan {
 
 AttentionPlan plan_attention(const HeadAttention& head);  // validates the arguments
 
+// Where attention_scratch_floats() puts its parts: per query head g its scores and rounded query, then the
+// positions' offsets (8-byte aligned: the parts before are an even number of floats) and the partial sums.
+struct AttentionScratch {
+  AttentionScratch(const HeadAttention& h, const AttentionPlan& plan)
+      : base_(h.scores), per_head_(plan.padded_scores + h.head_dim), padded_(plan.padded_scores),
+        offsets(reinterpret_cast<std::uint64_t*>(h.scores + h.query_heads * per_head_)),
+        partial(reinterpret_cast<float*>(offsets + h.positions)) {}
+  float* scores(std::int64_t g) const noexcept { return base_ + g * per_head_; }
+  float* query(std::int64_t g) const noexcept { return scores(g) + padded_; }
+
+ private:
+  float* base_;
+  std::int64_t per_head_, padded_;
+
+ public:
+  std::uint64_t* offsets;
+  float* partial;
+};
+
+// Position p's value offsets (PositionRows with the values' slot stride) into `offsets`: element d of its value
+// is at values + offsets[p] + d * value_dim_stride(head).
+void find_value_offsets(const HeadAttention& head, std::uint64_t* offsets);
+inline std::size_t value_dim_stride(const HeadAttention& head) {
+  return head.values_transposed ? static_cast<std::size_t>(head.block_size) : 1;
+}
+
 // Output dimension d of the weighted sum of values (the scalar definition; the AVX2 path uses it for head
-// sizes that are not a multiple of 8). storage_rows[p] is position p's row.
+// sizes that are not a multiple of 8). value_offsets from find_value_offsets().
 float weigh_values_one_dim(const HeadAttention& head, const AttentionPlan& plan, const float* probabilities,
-                           const std::uint64_t* storage_rows, std::int64_t d);
+                           const std::uint64_t* value_offsets, std::int64_t d);
 
 void attend_avx2(const HeadAttention& head, const AttentionPlan& plan);
 void swiglu_avx2(float* gate, const float* up, std::int64_t n);

@@ -60,7 +60,8 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   attn_.resize(b * c.q_dim());
   gate_.resize(b * c.ffn_dim);
   up_.resize(b * c.ffn_dim);
-  scores_.resize(static_cast<std::size_t>(pool_.size()) * attention_scratch_floats(c.context_length, c.head_dim));
+  scores_.resize(static_cast<std::size_t>(pool_.size()) *
+                 attention_scratch_floats(c.context_length, c.head_dim, c.heads / c.kv_heads));
   matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}), pool_.size());
   position_.resize(b);
   rotation_.resize(b * static_cast<std::size_t>(c.head_dim));
@@ -260,41 +261,55 @@ void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n) {
   }
 }
 
-// Each token's key and value go to slot p % B of block table[p / B] of its sequence (B the block size).
+// Each token's key and value go to slot p % B of block table[p / B] of its sequence (B the block size),
+// laid out for attention (attention.hpp): a block holds its keys as [kv_head][slot][head_dim], each head's
+// rows one after another, and its values transposed, [kv_head * head_dim + d][slot], so that the scores and
+// the weighted sum both read a head's block as contiguous runs.
 void LlamaModel::store_keys_values(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps,
                                    PagedKvCache& cache) {
   const std::int64_t width = config_.kv_dim();
+  const std::int64_t head_dim = config_.head_dim;
   const std::int64_t block_size = cache.block_size();
   const bool half_cache = cache.type() == TensorType::f16;
   for (std::int64_t t = 0; t < n; ++t) {
     const std::int64_t p = position_[static_cast<std::size_t>(t)];
     const auto& table = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])].block_table;
-    const auto row = static_cast<std::size_t>(table[static_cast<std::size_t>(p / block_size)] * block_size + p % block_size) *
-                     static_cast<std::size_t>(width);
+    const auto block = static_cast<std::size_t>(table[static_cast<std::size_t>(p / block_size)] * block_size * width);
+    const auto slot = static_cast<std::size_t>(p % block_size);
     const float* k = &k_[t * width];
     const float* v = &v_[t * width];
+    const auto stride = static_cast<std::size_t>(block_size);  // from one dimension's run to the next
+    // Head h's key row: after the h heads before it (block_size rows each) and the slots before it.
+    const auto key_row = [&](std::int64_t h) { return (static_cast<std::size_t>(h) * stride + slot) * static_cast<std::size_t>(head_dim); };
     if (half_cache) {
-      auto* key = static_cast<std::uint16_t*>(cache.keys(layer)) + row;
-      auto* value = static_cast<std::uint16_t*>(cache.values(layer)) + row;
-      store_as_f16(k, key, width, kernel_path_);
-      store_as_f16(v, value, width, kernel_path_);
+      auto* keys = static_cast<std::uint16_t*>(cache.keys(layer)) + block;
+      auto* values = static_cast<std::uint16_t*>(cache.values(layer)) + block + slot;
+      for (std::int64_t h = 0; h < width / head_dim; ++h) store_as_f16(k + h * head_dim, keys + key_row(h), head_dim, kernel_path_);
+      std::uint16_t converted[256];  // the value, converted a piece at a time, then spread over its runs
+      for (std::int64_t i0 = 0; i0 < width; i0 += 256) {
+        const std::int64_t count = std::min<std::int64_t>(256, width - i0);
+        store_as_f16(v + i0, converted, count, kernel_path_);
+        for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(i0 + i) * stride] = converted[i];
+      }
     } else {
-      std::copy_n(k, width, static_cast<float*>(cache.keys(layer)) + row);
-      std::copy_n(v, width, static_cast<float*>(cache.values(layer)) + row);
+      auto* keys = static_cast<float*>(cache.keys(layer)) + block;
+      auto* values = static_cast<float*>(cache.values(layer)) + block + slot;
+      for (std::int64_t h = 0; h < width / head_dim; ++h) std::copy_n(k + h * head_dim, head_dim, keys + key_row(h));
+      for (std::int64_t i = 0; i < width; ++i) values[static_cast<std::size_t>(i) * stride] = v[i];
     }
   }
 }
 
-// One (token, head) per task: arithmetic and summation order in attention.hpp. A sequence with several
-// tokens in the step sums in the tiled order and one with a single token in the vector-dot order, as the
-// reference implementation's two kernels do for a batch and a decode step; the choice is per sequence, so
-// a sequence's attention does not depend on what else is in the step.
+// One (token, KV head) per task, the KV head's query heads together: arithmetic and summation order in
+// attention.hpp. A sequence with several tokens in the step sums in the tiled order and one with a single
+// token in the vector-dot order, as the reference implementation's two kernels do for a batch and a decode
+// step; the choice is per sequence, so a sequence's attention does not depend on what else is in the step.
 void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps,
                            PagedKvCache& cache) {
   const auto& c = config_;
   const std::int64_t group = c.heads / c.kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim);
+  const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim, group);
   const auto* keys = static_cast<const std::byte*>(cache.keys(layer));
   const auto* values = static_cast<const std::byte*>(cache.values(layer));
   const std::size_t element = cache.element_bytes();
@@ -305,19 +320,28 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
   for (std::int64_t t = 0; t < n; ++t) positions += position_[static_cast<std::size_t>(t)] + 1;
   const std::int64_t work = positions * c.heads * c.head_dim;
   constexpr std::int64_t kMinSharedWork = 16384;  // ~1 us alone, about twice a fork-join
-  pool_.parallel_for(n * c.heads, work >= kMinSharedWork ? ThreadPool::kMinSharedBytes : 0, [&](std::int64_t task, int thread) {
-    const std::int64_t t = task / c.heads;
-    const std::int64_t h = task % c.heads;
+  // A task is a KV head's group of query heads for one token (they read the same keys and values once).
+  // Head-major tasks: a thread's consecutive tasks are one head's queries, token after token, which read the
+  // same keys and values (a prompt's stay in its cache while it moves along them), and the threads' contiguous
+  // shares of heads carry equal work (token-major shares gave the first thread a prompt's short early rows).
+  pool_.parallel_for(n * c.kv_heads, work >= kMinSharedWork ? ThreadPool::kMinSharedBytes : 0, [&](std::int64_t task, int thread) {
+    const std::int64_t t = task % n;
+    const std::int64_t kv_head = task / n;
+    const std::int64_t h = kv_head * group;  // the group's first query head
     const SequenceStep& step = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])];
-    const auto kv_offset = static_cast<std::size_t>((h / group) * c.head_dim) * element;
+    // The KV head's part of each block (store_keys_values): its key rows, and its dimensions' value runs.
+    const auto kv_offset = static_cast<std::size_t>(kv_head * c.head_dim * cache.block_size()) * element;
     HeadAttention head;
     head.query = &q_[(t * c.heads + h) * c.head_dim];
+    head.query_heads = group;
     head.keys = keys + kv_offset;
     head.values = values + kv_offset;
     head.kv_type = cache.type();
-    head.stride = static_cast<std::size_t>(c.kv_dim());
+    head.stride = static_cast<std::size_t>(c.head_dim);
     head.block_table = step.block_table.data();
     head.block_size = cache.block_size();
+    head.block_stride = static_cast<std::size_t>(c.kv_dim() * cache.block_size());
+    head.values_transposed = true;
     head.positions = position_[static_cast<std::size_t>(t)] + 1;  // causal: positions 0..p
     head.head_dim = c.head_dim;
     head.scale = scale;

@@ -2,10 +2,13 @@
 // weighted sum of values. Also the SwiGLU activation, whose exponential shares this file's exp().
 //
 // Keys and values are read through a block table (the paged KV cache, paged_kv_cache.hpp): position p lives
-// in row block_table[p / block_size] * block_size + p % block_size of the storage. Only the addresses come
-// from the table; which positions are summed, and in what order, does not depend on it, so a sequence's
-// attention gives the same bits however its blocks are scattered (and equals the contiguous layout's, which
-// is the table 0, 1, 2, ...).
+// in slot p % block_size of block block_table[p / block_size] of the storage. Within a block, keys are rows
+// (slot after slot, `stride` elements apart); values are rows too, or transposed (dimension after dimension,
+// each a run of block_size slots), the layout the forward pass uses, so that the weighted sum, which runs
+// along positions, reads contiguous runs. Only the addresses come from the table and the layout; which
+// positions are summed, and in what order, does not depend on them, so a sequence's attention gives the same
+// bits however its blocks are scattered and laid out (and equals the contiguous layout's, which is the table
+// 0, 1, 2, ... with rows).
 //
 // The arithmetic is pinned, not just "close": it is the arithmetic of the widely used reference
 // implementation in ../shared/reference as it runs on an AVX-512 x86 machine, reproduced bit for bit so that
@@ -50,22 +53,30 @@ namespace loom::compute {
 enum class SumOrder : std::uint8_t { vector_dot, tiled };
 
 struct HeadAttention {
-  const float* query = nullptr;         // head_dim values
-  const void* keys = nullptr;           // of kv_type; storage row r starts at keys + r * stride elements
+  const float* query = nullptr;         // head_dim values for each of query_heads, one after another
+  const void* keys = nullptr;           // of kv_type; see below for where each position's row starts
   const void* values = nullptr;
   TensorType kv_type = TensorType::f16;  // f16 or f32
-  std::size_t stride = 0;               // elements from one storage row to the next
-  // Position p is in row block_table[p / block_size] * block_size + p % block_size; without a table
-  // (nullptr) in row p. The table must cover every position and name only rows that exist: the caller checks.
+  std::size_t stride = 0;               // elements from one slot's row to the next slot's, >= head_dim
+  // Position p is in slot p % block_size of block block_table[p / block_size]; without a table (nullptr)
+  // in slot p of block 0. The table must cover every position and name only blocks that exist: the caller
+  // checks. Block b starts b * block_stride elements after keys (and after values).
   const std::int32_t* block_table = nullptr;
   std::int64_t block_size = 0;          // >= 1 when there is a table
+  std::size_t block_stride = 0;         // 0: block_size * stride (blocks of rows, one after another)
+  // Keys are rows: element d of position p at keys + block start + slot * stride + d. Values are rows the
+  // same way, or, when transposed (a table is then required), at values + block start + d * block_size + slot.
+  bool values_transposed = false;
   std::int64_t positions = 0;           // >= 1
   std::int64_t head_dim = 0;
   float scale = 1.0f;                   // applied to every score before the softmax
+  // Query heads that share these keys and values (a group of grouped-query attention): each is attended as if
+  // alone, but their turns interleave over the keys, so those are read from memory once for the group.
+  std::int64_t query_heads = 1;
   SumOrder order = SumOrder::vector_dot;
   std::int64_t span = 0;                // cells of the reference's KV view, >= positions; 0: positions
-  float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim)
-  float* out = nullptr;                 // head_dim values
+  float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim, query_heads)
+  float* out = nullptr;                 // head_dim values for each query head
 };
 
 // The reference's KV view for a sequence whose last position is used - 1: used rounded up to a multiple of
@@ -75,10 +86,13 @@ constexpr std::int64_t reference_span(std::int64_t used, std::int64_t capacity) 
   return padded < capacity ? padded : (capacity > used ? capacity : used);
 }
 
-// Scratch one HeadAttention needs: the scores (padded to whole 16-position groups), the rounded query, each
-// position's storage row (64 bits a position) and 64 rows of partial sums for the weighted values.
-constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim) noexcept {
-  return static_cast<std::size_t>((positions + 15) / 16 * 16 + head_dim + 2 * positions + 64 * ((head_dim + 7) / 8 * 8));
+// Scratch one HeadAttention needs: per query head the scores (padded to whole 16-position groups) and the
+// rounded query, then each position's storage offset (64 bits a position), then per query head 64 rows of
+// partial sums for the weighted values.
+constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim,
+                                               std::int64_t query_heads = 1) noexcept {
+  return static_cast<std::size_t>(query_heads * ((positions + 15) / 16 * 16 + head_dim + 64 * ((head_dim + 7) / 8 * 8)) +
+                                  2 * positions);
 }
 
 void attend(const HeadAttention& head, KernelPath path);

@@ -1,8 +1,10 @@
 // PagedKvCache: the keys and values of every sequence the model runs, in one pool of fixed-size blocks
-// addressed by physical block id. Each layer holds K and V as [block][slot][kv_dim]; a sequence's block
-// table (logical block i -> physical block id, kept by the caller: cache/ does that bookkeeping) says where
-// its position p lives: slot p % block_size of block table[p / block_size]. Memory then goes to the tokens
-// sequences actually have, not to reserved max-length slots, and sequences can share blocks.
+// addressed by physical block id. Each layer holds K and V as [block][block_size * kv_dim elements]; a
+// sequence's block table (logical block i -> physical block id, kept by the caller: cache/ does that
+// bookkeeping) says where its position p lives: slot p % block_size of block table[p / block_size]. Memory
+// then goes to the tokens sequences actually have, not to reserved max-length slots, and sequences can share
+// blocks. Within a block the forward pass chooses the layout (llama_model.cpp: each KV head's key rows, and its
+// values transposed, so that attention reads contiguous runs); the pool moves whole blocks only.
 //
 // Stored as F16 by default (half the memory of F32, at a precision attention does not notice; the
 // reference implementation's arithmetic), or F32. Sized from a memory budget in bytes or a token count.
@@ -55,8 +57,8 @@ class PagedKvCache {
   // in the pool.
   void check_table(std::span<const std::int32_t> table, std::int64_t positions) const;
 
-  // One layer's storage (element type type()): row block * block_size + slot starts kv_dim() elements after
-  // the previous one. Used with a checked table.
+  // One layer's storage (element type type()): block b is the block_size() * kv_dim() elements from
+  // b * block_size() * kv_dim(). Used with a checked table.
   void* keys(std::int64_t layer) noexcept { return keys_.data() + layer_offset(layer); }
   void* values(std::int64_t layer) noexcept { return values_.data() + layer_offset(layer); }
   const void* keys(std::int64_t layer) const noexcept { return keys_.data() + layer_offset(layer); }
