@@ -25,7 +25,7 @@ namespace {
 using namespace loom::compute;
 
 constexpr std::int64_t kMaxBatch = 512;       // sequences in one batched decode step
-constexpr std::size_t kMaxBatchSizes = 16;    // entries in -b
+constexpr std::size_t kMaxListEntries = 16;   // entries in -b and -d
 constexpr std::int64_t kMaxPrefillChunk = 512;  // tokens per forward pass of the prefill
 
 struct BenchOptions {
@@ -33,31 +33,34 @@ struct BenchOptions {
   std::int64_t prompt_tokens = 512;
   std::int64_t generated_tokens = 128;
   std::vector<std::int64_t> batch_sizes{1, 8, 64};
+  std::vector<std::int64_t> depths{0};  // context already in the cache when generation is timed
   int threads = 1;
   int repetitions = 3;
   bool json = false;
   std::size_t probe_bytes = BandwidthProbe::kDefaultBytes;
 };
 
-std::vector<std::int64_t> parse_batch_sizes(const std::string& text) {
-  std::vector<std::int64_t> sizes;
+// A comma-separated list of integers in [low, high], as option --NAME (-LETTER) takes it.
+std::vector<std::int64_t> parse_list(const std::string& text, const std::string& option, std::int64_t low,
+                                     std::int64_t high, const std::string& what) {
+  std::vector<std::int64_t> values;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
     std::int64_t value = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (item.empty() || ec != std::errc{} || end != item.data() + item.size() || value < 1 || value > kMaxBatch) {
-      throw UsageError("option --batch (-b) expects comma-separated batch sizes in [1, " + std::to_string(kMaxBatch) +
-                       "], got '" + item + "'");
+    if (item.empty() || ec != std::errc{} || end != item.data() + item.size() || value < low || value > high) {
+      throw UsageError("option " + option + " expects comma-separated " + what + " in [" + std::to_string(low) + ", " +
+                       std::to_string(high) + "], got '" + item + "'");
     }
-    sizes.push_back(value);
+    values.push_back(value);
     start = comma + 1;
   }
-  if (sizes.size() > kMaxBatchSizes) {
-    throw UsageError("option --batch (-b) takes at most " + std::to_string(kMaxBatchSizes) + " batch sizes");
+  if (values.size() > kMaxListEntries) {
+    throw UsageError("option " + option + " takes at most " + std::to_string(kMaxListEntries) + " " + what);
   }
-  return sizes;
+  return values;
 }
 
 BenchOptions read_options(CommandLine& args) {
@@ -65,7 +68,10 @@ BenchOptions read_options(CommandLine& args) {
   o.model_path = args.text("model", "");
   o.prompt_tokens = args.integer("n-prompt", 512, 0, 1 << 20);
   o.generated_tokens = args.integer("n-gen", 128, 0, 1 << 20);
-  o.batch_sizes = parse_batch_sizes(args.text("batch", "1,8,64"));
+  const std::string batches = args.text("batch", "1,8,64");
+  if (batches != "none") o.batch_sizes = parse_list(batches, "--batch (-b)", 1, kMaxBatch, "batch sizes");
+  else o.batch_sizes.clear();
+  o.depths = parse_list(args.text("depth", "0"), "--depth (-d)", 0, 1 << 20, "context depths");
   o.threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
   o.repetitions = static_cast<int>(args.integer("repetitions", 3, 1, 1000));
   o.json = args.flag("json");
@@ -153,7 +159,12 @@ struct Result {
   std::int64_t tokens = 0;  // per repetition, all sequences together
   std::int64_t steps = 0;   // forward passes per repetition
   std::vector<double> seconds;
+  std::int64_t depth = 0;   // positions of context before the timed tokens
 };
+
+std::int64_t largest(const std::vector<std::int64_t>& values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
 
 double seconds_of(const auto& run) {
   const auto start = std::chrono::steady_clock::now();
@@ -169,8 +180,8 @@ class Runner {
       : options_(options),
         config_(loaded.config()),
         model_(config_, loaded.weights(), pool,
-               std::max({std::min(options.prompt_tokens, kMaxPrefillChunk),
-                         *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end()), std::int64_t{1}})),
+               std::max({std::min(std::max(options.prompt_tokens, largest(options.depths)), kMaxPrefillChunk),
+                         largest(options.batch_sizes), std::int64_t{1}})),
         progress_(progress),
         logits_(static_cast<std::size_t>(config_.vocab_size)) {}
 
@@ -191,14 +202,27 @@ class Runner {
     return r;
   }
 
-  Result generate() {
+  // N tokens generated one at a time after `depth` positions of context (prefilled untimed, once: every
+  // repetition decodes over the same context), which is where attention's share of a token grows.
+  Result generate(std::int64_t depth) {
     const std::int64_t n = options_.generated_tokens;
-    Result r{"tg" + std::to_string(n), "generate", 1, n, n, {}};
-    auto cache = model_.make_cache(n);
+    const std::string test = "tg" + std::to_string(n) + (depth > 0 ? " @ d" + std::to_string(depth) : "");
+    Result r{test, "generate", 1, n, n, {}, depth};
+    auto cache = model_.make_cache(depth + n);
+    if (depth > 0) {
+      progress_.show(test + ": filling " + std::to_string(depth) + " positions of context");
+      std::vector<std::int32_t> context(static_cast<std::size_t>(depth));
+      for (std::int64_t i = 0; i < depth; ++i) context[static_cast<std::size_t>(i)] = token_at(i, config_.vocab_size);
+      for (std::int64_t at = 0; at < depth; at += kMaxPrefillChunk) {
+        const std::int64_t count = std::min(kMaxPrefillChunk, depth - at);
+        model_.forward({context.data() + at, static_cast<std::size_t>(count)}, at, cache, LlamaModel::Logits::last,
+                       logits_.data());
+      }
+    }
     repeat(r, [&] {
       for (std::int64_t i = 0; i < n; ++i) {
         const std::int32_t token = token_at(i, config_.vocab_size);
-        model_.forward({&token, 1}, i, cache, LlamaModel::Logits::last, logits_.data());
+        model_.forward({&token, 1}, depth + i, cache, LlamaModel::Logits::last, logits_.data());
       }
     });
     return r;
@@ -278,6 +302,7 @@ nlohmann::json describe(const Result& r, const ModelCost& cost, const Machine& m
   nlohmann::json j{{"test", r.test},
                    {"kind", r.kind},
                    {"batch", r.batch},
+                   {"depth", r.depth},
                    {"tokens", r.tokens},
                    {"steps", r.steps},
                    {"repetitions", r.seconds.size()},
@@ -313,16 +338,16 @@ void print_table(const nlohmann::json& doc) {
               model["path"].get<std::string>().c_str(), model["weight_bytes"].get<double>() / (1024.0 * 1024.0),
               model["params"].get<double>() / 1e6, model["bytes_per_token"].get<double>() / (1024.0 * 1024.0),
               model["macs_per_token"].get<double>() / 1e6);
-  std::printf("| %-20s | %10s | %-6s | %7s | %-12s | %12s | %12s | %12s | %10s | %-16s |\n", "model", "size", "type",
+  std::printf("| %-20s | %10s | %-6s | %7s | %-14s | %12s | %12s | %12s | %10s | %-16s |\n", "model", "size", "type",
               "threads", "test", "t/s", "t/s min", "t/s max", "ms/step", "of bound");
   std::printf("| %s | %s: | %s | %s: | %s | %s: | %s: | %s: | %s: | %s |\n", std::string(20, '-').c_str(),
               std::string(9, '-').c_str(), std::string(6, '-').c_str(), std::string(6, '-').c_str(),
-              std::string(12, '-').c_str(), std::string(11, '-').c_str(), std::string(11, '-').c_str(),
+              std::string(14, '-').c_str(), std::string(11, '-').c_str(), std::string(11, '-').c_str(),
               std::string(11, '-').c_str(), std::string(9, '-').c_str(), std::string(16, '-').c_str());
   for (const auto& r : doc["results"]) {
     const std::string size = format("%.1f MiB", model["weight_bytes"].get<double>() / (1024.0 * 1024.0));
     const std::string bound = format("%.3f %s", r["of_bound"].get<double>(), r["bound"].get<std::string>().c_str());
-    std::printf("| %-20.20s | %10s | %-6s | %7d | %-12s | %12.2f | %12.2f | %12.2f | %10.3f | %-16s |\n",
+    std::printf("| %-20.20s | %10s | %-6s | %7d | %-14s | %12.2f | %12.2f | %12.2f | %10.3f | %-16s |\n",
                 model["name"].get<std::string>().c_str(), size.c_str(), model["type"].get<std::string>().c_str(),
                 doc["threads"].get<int>(), r["test"].get<std::string>().c_str(), r["tokens_per_s"]["median"].get<double>(),
                 r["tokens_per_s"]["min"].get<double>(), r["tokens_per_s"]["max"].get<double>(),
@@ -334,7 +359,8 @@ void print_table(const nlohmann::json& doc) {
 
 std::vector<std::string> expand_bench_short_options(int argc, char** argv) {
   static const std::map<std::string, std::string> kLong{
-      {"-p", "--n-prompt"}, {"-n", "--n-gen"}, {"-b", "--batch"}, {"-r", "--repetitions"}, {"-t", "--threads"}};
+      {"-p", "--n-prompt"}, {"-n", "--n-gen"}, {"-b", "--batch"}, {"-d", "--depth"}, {"-r", "--repetitions"},
+      {"-t", "--threads"}};
   std::vector<std::string> args(argv, argv + argc);
   if (argc < 2 || args[1] != "bench") return args;
   for (std::size_t i = 2; i < args.size(); ++i) {
@@ -353,6 +379,11 @@ int run_bench(CommandLine& args) {
     throw UsageError("-p " + std::to_string(options.prompt_tokens) + " and -n " + std::to_string(options.generated_tokens) +
                      " must each fit the model's context length " + std::to_string(config.context_length));
   }
+  const std::int64_t deepest = largest(options.depths);
+  if (options.generated_tokens > 0 && deepest + options.generated_tokens > config.context_length) {
+    throw UsageError("-d " + std::to_string(deepest) + " plus -n " + std::to_string(options.generated_tokens) +
+                     " must fit the model's context length " + std::to_string(config.context_length));
+  }
   const ModelCost cost = model_cost(loaded->weights());
   ThreadPool pool(options.threads);
 
@@ -368,7 +399,7 @@ int run_bench(CommandLine& args) {
   std::vector<Result> results;
   if (options.prompt_tokens > 0) results.push_back(runner.prefill());
   if (options.generated_tokens > 0) {
-    results.push_back(runner.generate());
+    for (const std::int64_t d : options.depths) results.push_back(runner.generate(d));
     for (const std::int64_t b : options.batch_sizes) results.push_back(runner.batched(b));
   }
   progress.done();

@@ -53,14 +53,16 @@ Commands:
          [--seed S]
          Writes a random-weight model, the same for the same options and seed. K-quant types need dim
          and ffn to be multiples of 256, the others multiples of 32.
-  bench  --model PATH [-p N] [-n N] [-b B,B,...] [-t|--threads N] [-r N] [--json] [--probe-mb M]
+  bench  --model PATH [-p N] [-n N] [-b B,B,...] [-d D,D,...] [-t|--threads N] [-r N] [--json] [--probe-mb M]
          Measures the memory bandwidth and int8 / FP32 peaks of this machine, then prompt processing of N
          tokens (-p, --n-prompt, default 512), generation of N tokens one at a time (-n, --n-gen, default
          128) and N tokens of B sequences decoding together for each batch size (-b, --batch, default
-         1,8,64; at most 512), each repeated -r (--repetitions, default 3) times: one line per test with
-         the median tokens/s, its min and max, ms per step and the fraction of the bound it is nearest
-         (bandwidth, int8 or FP32 peak). --json prints one JSON document instead. -p 0 or -n 0 skips those.
-         --probe-mb M: the bandwidth probe reads M MiB (default 256; it must dwarf the last-level cache).
+         1,8,64; at most 512; -b none: no batched test), each repeated -r (--repetitions, default 3) times:
+         one line per test with the median tokens/s, its min and max, ms per step and the fraction of the
+         bound it is nearest (bandwidth, int8 or FP32 peak). -d (--depth, default 0): the generation test
+         again after each of these many positions of context (filled first, untimed), e.g. -d 0,1000,2000
+         for decode against context length. --json prints one JSON document instead. -p 0 or -n 0 skips
+         those. --probe-mb M: the bandwidth probe reads M MiB (default 256; it must dwarf the last-level cache).
 
 KV cache options (generate, chat, logits): --kv-block-size N token slots per block (default 16);
 --kv-cache-mb M the keys and values of all layers in M MiB (default: enough for the context; a smaller

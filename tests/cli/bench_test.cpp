@@ -73,6 +73,36 @@ TEST(BenchCommand, TheTablePrintsTheProbesFirstThenOneLinePerConfiguration) {
   for (const char* test : {"| pp8 ", "| tg2 ", "| tg2 b3 "}) EXPECT_NE(run.out.find(test), std::string::npos) << test << "\n" << run.out;
 }
 
+TEST(BenchCommand, DepthsRepeatTheGenerationTestAfterThatMuchContext) {
+  REQUIRE_SHARED_FILE(kGguf);
+  const auto run = run_loom({"bench", "--model", kGguf, "-p", "0", "-n", "4", "-d", "0,100", "-b", "2", "-r", "1", "--json", "--probe-mb", "32"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto doc = nlohmann::json::parse(run.out);
+  const auto& results = doc.at("results");
+  ASSERT_EQ(results.size(), 3u) << results;
+  const std::vector<std::string> tests{"tg4", "tg4 @ d100", "tg4 b2"};
+  const std::vector<int> depths{0, 100, 0};
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].at("test"), tests[i]);
+    EXPECT_EQ(results[i].at("depth"), depths[i]);
+    EXPECT_TRUE(positive(results[i].at("tokens_per_s").at("median"))) << tests[i];
+  }
+  EXPECT_EQ(results[1].at("kind"), "generate");
+  EXPECT_EQ(results[1].at("tokens"), 4);
+  EXPECT_NE(run.err.find("filling 100 positions"), std::string::npos) << run.err;
+}
+
+TEST(BenchCommand, BatchNoneRunsNoBatchedTest) {
+  REQUIRE_SHARED_FILE(kGguf);
+  const auto run = run_loom({"bench", "--model", kGguf, "-p", "8", "-n", "2", "-b", "none", "-r", "1", "--json", "--probe-mb", "32"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto doc = nlohmann::json::parse(run.out);
+  const auto& results = doc.at("results");
+  ASSERT_EQ(results.size(), 2u) << results;
+  EXPECT_EQ(results[0].at("test"), "pp8");
+  EXPECT_EQ(results[1].at("test"), "tg2");
+}
+
 TEST(BenchCommand, BadArgumentsExitTwoWithAMessage) {
   REQUIRE_SHARED_FILE(kGguf);
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
@@ -86,6 +116,8 @@ TEST(BenchCommand, BadArgumentsExitTwoWithAMessage) {
       {{"bench", "--model", kGguf, "-t", "0"}, "--threads must be in"},
       {{"bench", "--model", kGguf, "-p", "0", "-n", "0"}, "nothing to run"},
       {{"bench", "--model", kGguf, "-p", "100000"}, "context length"},
+      {{"bench", "--model", kGguf, "-d", "0,-1"}, "--depth (-d) expects"},
+      {{"bench", "--model", kGguf, "-p", "8", "-n", "16", "-d", "0,120"}, "-d 120 plus -n 16 must fit the model's context length 128"},
       {{"bench", "--model", kGguf, "--probe-mb", "1"}, "--probe-mb must be in"},
       {{"bench", "--model", kGguf, "--frobnicate", "1"}, "unknown option --frobnicate"},
   };
