@@ -28,6 +28,10 @@ Load:
   --requests N           stop after N requests in all (default 100 when --duration is not given)
   --duration SECONDS     send requests for this long instead; those in flight at the end finish
   --prompt-tokens N|A:B  prompt length per request: N, or uniform in [A, B] (default 128)
+  --shared-prefix-tokens N
+                         every prompt starts with the same text of about N tokens (less than the shortest
+                         prompt), then goes on with its own words: measures a server's prefix cache
+                         (time to first token with and without it). Default 0: nothing shared.
   --max-tokens N|A:B     max_tokens per request: N, or uniform in [A, B] (default 128)
   --temperature T        sampling temperature (default 0: greedy)
   --no-ignore-eos        do not send "ignore_eos": true (sent by default so that every request generates
@@ -45,7 +49,8 @@ Output:
   --help, --version
 
 Prompts are text of about the asked number of tokens: words that are one token in common vocabularies,
-drawn at random per request (so the server's prefix cache does not serve them), as many as the server's
+drawn at random per request (so the server's prefix cache does not serve them, unless
+--shared-prefix-tokens asks for a common beginning), as many as the server's
 tokens per word (measured by the probes, from its usage counts) make the asked count. The count is
 approximate, as prompts are text (loom takes no token ids); the report's prompt tokens are the server's
 own count where it reports usage. Output tokens are the server's usage counts where given (HTTP asks for
@@ -188,6 +193,12 @@ Options read_options(cli::CommandLine& args) {
   options.timeout_s = args.real("timeout", options.timeout_s, 0.001, 24 * 3600.0);
   constexpr std::int64_t kMaxCount = 1 << 20;
   options.prompt_tokens = parse_count_range(args.text("prompt-tokens", "128"), "prompt-tokens", 1, kMaxCount);
+  options.shared_prefix_tokens = args.integer("shared-prefix-tokens", 0, 0, kMaxCount);
+  if (options.shared_prefix_tokens >= options.prompt_tokens.low && options.shared_prefix_tokens > 0) {
+    throw cli::UsageError("option --shared-prefix-tokens must be less than the shortest prompt (--prompt-tokens " +
+                          std::to_string(options.prompt_tokens.low) + "), got " +
+                          std::to_string(options.shared_prefix_tokens));
+  }
   options.max_tokens = parse_count_range(args.text("max-tokens", "128"), "max-tokens", 1, kMaxCount);
   options.temperature = args.real("temperature", options.temperature, 0, 100);
   options.ignore_eos = !args.flag("no-ignore-eos");

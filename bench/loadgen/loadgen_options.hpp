@@ -55,6 +55,7 @@ struct Options {
   std::optional<double> duration_s;
   double timeout_s = 120;  // per request, connecting included
   CountRange prompt_tokens{128, 128};
+  std::int64_t shared_prefix_tokens = 0;  // the first this many tokens of every prompt are the same text
   CountRange max_tokens{128, 128};
   double temperature = 0;
   bool ignore_eos = true;

@@ -10,6 +10,15 @@ using nlohmann::json;
 
 json optional_number(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
 
+// Every whole percentile, 0 to 100: the distribution's shape (for a CDF plot) in 101 numbers, whatever the
+// run's length; empty when nothing was recorded.
+json quantiles(const LatencySamples& samples) {
+  json values = json::array();
+  if (samples.empty()) return values;
+  for (int p = 0; p <= 100; ++p) values.push_back(*samples.percentile(p));
+  return values;
+}
+
 json distribution(const LatencySamples& samples) {
   return {{"count", samples.count()},
           {"p50", optional_number(samples.percentile(50))},
@@ -18,7 +27,8 @@ json distribution(const LatencySamples& samples) {
           {"mean", optional_number(samples.mean())},
           {"min", optional_number(samples.min())},
           {"max", optional_number(samples.max())},
-          {"sampled", samples.sampled()}};
+          {"sampled", samples.sampled()},
+          {"quantiles", quantiles(samples)}};
 }
 
 double per_second(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
@@ -96,6 +106,7 @@ json json_report(const RunInfo& info, const RunResults& results) {
       {"prompt_tokens_per_s",
        prompt_tokens ? json(per_second(static_cast<double>(*prompt_tokens), wall)) : json(nullptr)},
       {"prompt_length", prompt_length(info)},
+      {"shared_prefix_tokens", options.shared_prefix_tokens},
       {"ttft_ms", distribution(results.ttft_ms())},
       {"itl_ms", distribution(results.itl_ms())},
       {"tpot_ms", distribution(results.tpot_ms())},

@@ -39,10 +39,11 @@ class Random {
   std::uint64_t state_;
 };
 
-enum Purpose : std::uint64_t { kPromptLength = 1, kMaxTokens = 2, kPromptWords = 3 };
+enum Purpose : std::uint64_t { kPromptLength = 1, kMaxTokens = 2, kPromptWords = 3, kSharedPrefix = 4 };
 
-std::string make_prompt(std::uint64_t seed, std::uint64_t index, std::int64_t words) {
-  Random random(seed, index, kPromptWords);
+std::string make_prompt(std::uint64_t seed, std::uint64_t index, std::int64_t words,
+                        std::uint64_t purpose = kPromptWords) {
+  Random random(seed, index, purpose);
   std::string prompt;
   prompt.reserve(static_cast<std::size_t>(words) * 6);
   for (std::int64_t i = 0; i < words; ++i) {
@@ -69,8 +70,17 @@ RequestSpec RequestPlan::request(std::uint64_t index) const {
   Random outputs(options_.seed, index, kMaxTokens);
   spec.max_tokens = outputs.between(options_.max_tokens.low, options_.max_tokens.high);
   spec.chat = options_.endpoint == Endpoint::chat || (options_.endpoint == Endpoint::both && index % 2 == 1);
-  spec.prompt_words = scales_.of(spec.chat).words_for(spec.prompt_tokens);
-  spec.prompt = make_prompt(options_.seed, index, spec.prompt_words);
+  const PromptScale& scale = scales_.of(spec.chat);
+  spec.prompt_words = scale.words_for(spec.prompt_tokens);
+  if (options_.shared_prefix_tokens == 0) {
+    spec.prompt = make_prompt(options_.seed, index, spec.prompt_words);
+    return spec;
+  }
+  // The same words (request 0's of their own stream) open every prompt; the template's or BOS tokens come
+  // before them, so the prefix's words are counted like a prompt's.
+  const std::int64_t shared = std::min(scale.words_for(options_.shared_prefix_tokens), spec.prompt_words - 1);
+  spec.prompt = shared > 0 ? make_prompt(options_.seed, 0, shared, kSharedPrefix) + ' ' : std::string();
+  spec.prompt += make_prompt(options_.seed, index, spec.prompt_words - std::max<std::int64_t>(shared, 0));
   return spec;
 }
 

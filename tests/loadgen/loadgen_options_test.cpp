@@ -91,7 +91,7 @@ TEST(Options, ReadsEveryOption) {
   const Options options =
       read({"--url", "ws://10.0.0.1:9/x", "--endpoint", "chat", "--api-key", "k", "--model", "m", "--concurrency",
             "16", "--duration", "2.5", "--timeout", "3", "--prompt-tokens", "10:20", "--max-tokens", "5",
-            "--temperature", "0.7", "--no-ignore-eos", "--no-calibrate", "--seed", "9", "--json", "--quiet",
+            "--shared-prefix-tokens", "8", "--temperature", "0.7", "--no-ignore-eos", "--no-calibrate", "--seed", "9", "--json", "--quiet",
             "--max-message-bytes", "4096"});
   EXPECT_EQ(options.target.path, "/x");
   EXPECT_EQ(options.endpoint, Endpoint::chat);
@@ -104,6 +104,7 @@ TEST(Options, ReadsEveryOption) {
   EXPECT_EQ(options.prompt_tokens.low, 10);
   EXPECT_EQ(options.prompt_tokens.high, 20);
   EXPECT_EQ(options.max_tokens.low, 5);
+  EXPECT_EQ(options.shared_prefix_tokens, 8);
   EXPECT_EQ(options.temperature, 0.7);
   EXPECT_FALSE(options.ignore_eos);
   EXPECT_FALSE(options.calibrate);
@@ -126,6 +127,10 @@ TEST(Options, RefusesContradictionsAndOutOfRangeValues) {
   EXPECT_NE(refusal({"--temperature", "hot"}).find("--temperature"), std::string::npos);
   EXPECT_NE(refusal({"--max-message-bytes", "10"}).find("--max-message-bytes"), std::string::npos);
   EXPECT_NE(refusal({"--concurrency"}).find("needs a value"), std::string::npos);
+  // A prefix as long as the shortest prompt would leave that prompt nothing of its own.
+  EXPECT_NE(refusal({"--prompt-tokens", "64:128", "--shared-prefix-tokens", "64"}).find("--shared-prefix-tokens"),
+            std::string::npos);
+  EXPECT_EQ(refusal({"--prompt-tokens", "64:128", "--shared-prefix-tokens", "63"}), "");
   EXPECT_NE(refusal({"--bogus", "1"}).find("unknown option --bogus"), std::string::npos);
   EXPECT_NE(refusal({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
   EXPECT_EQ(refusal({"--requests", "5"}), "");

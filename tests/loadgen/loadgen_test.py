@@ -83,6 +83,11 @@ def check_ordered(report, name):
     check(stats["min"] <= stats["p50"] <= stats["p90"] <= stats["p99"] <= stats["max"],
           f"{name}: percentiles out of order: {stats}")
     check(stats["min"] >= 0, f"{name}: a negative latency: {stats}")
+    quantiles = stats["quantiles"]
+    check(len(quantiles) == 101 and quantiles == sorted(quantiles), f"{name}: 101 ordered quantiles expected: {stats}")
+    check(quantiles[50] == stats["p50"] and quantiles[90] == stats["p90"] and quantiles[99] == stats["p99"],
+          f"{name}: quantiles disagree with the percentiles: {stats}")
+    check(quantiles[0] == stats["min"] and quantiles[100] == stats["max"], f"{name}: quantiles' ends: {stats}")
 
 
 def check_complete_run(report, requests, exact_gaps):
@@ -138,6 +143,29 @@ def case_websocket(context):
         _, chat, _ = context.run("--url", f"ws://127.0.0.1:{port}", "--endpoint", "chat", "--requests", "4",
                                  "--prompt-tokens", "10", "--max-tokens", "8", "--json", expect_status=0)
         check(chat["completed"] == 4 and chat["output_tokens"] == 32, json.dumps(chat))
+    finally:
+        gateway.kill()
+
+
+def reused_prompt_tokens(gateway):
+    return gateway.metrics().get(("prompt_tokens_reused_total", ""), 0)
+
+
+def case_shared_prefix(context):
+    """--shared-prefix-tokens: loom's prefix cache serves the common beginning; without it nothing is reused."""
+    gateway, port = start_gateway(context)
+    try:
+        load = ["--url", f"http://127.0.0.1:{port}", "--requests", "4", "--prompt-tokens", "100",
+                "--max-tokens", "4", "--json"]
+        before = reused_prompt_tokens(gateway)
+        _, plain, _ = context.run(*load, expect_status=0)
+        plain_reused = reused_prompt_tokens(gateway) - before
+        _, shared, _ = context.run(*load, "--shared-prefix-tokens", "64", "--seed", "2", expect_status=0)
+        shared_reused = reused_prompt_tokens(gateway) - before - plain_reused
+        check(plain["shared_prefix_tokens"] == 0 and shared["shared_prefix_tokens"] == 64, json.dumps(shared))
+        check(plain_reused <= 16, f"random prompts reused {plain_reused} tokens of the prefix cache")
+        # Requests 2 to 4 find at least two full blocks (32 tokens) of the 64-token prefix cached.
+        check(shared_reused >= 3 * 32, f"a shared 64-token prefix reused only {shared_reused} tokens in 4 requests")
     finally:
         gateway.kill()
 
@@ -407,7 +435,7 @@ def case_fake_servers(context):
 CASES = {
     "http": case_http, "websocket": case_websocket, "repeatable": case_repeatable, "api_key": case_api_key,
     "progress": case_progress, "unreachable": case_unreachable, "usage": case_usage,
-    "fake_servers": case_fake_servers,
+    "fake_servers": case_fake_servers, "shared_prefix": case_shared_prefix,
 }
 
 

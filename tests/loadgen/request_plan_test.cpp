@@ -77,6 +77,28 @@ TEST(RequestPlan, PromptsDifferFromTheirFirstWords) {
   EXPECT_NE(plan.probe(0, 64, 1, false).prompt, plan.request(0).prompt);
 }
 
+TEST(RequestPlan, ASharedPrefixOpensEveryPromptAndTheRestDiffers) {
+  Options options = options_with({40, 60}, {8, 8});
+  options.shared_prefix_tokens = 30;
+  const RequestPlan plan(options, PromptScales{});
+  std::set<std::string> shared, rests;
+  for (std::uint64_t i = 0; i < 100; ++i) {
+    const RequestSpec spec = plan.request(i);
+    EXPECT_EQ(word_count(spec.prompt), static_cast<std::size_t>(spec.prompt_words)) << i;  // same length as without
+    std::istringstream words(spec.prompt);
+    std::string head, rest, word;
+    for (int w = 0; w < 30 && words >> word; ++w) head += word + ' ';
+    for (int w = 0; w < 10 && words >> word; ++w) rest += word + ' ';
+    shared.insert(head);
+    rests.insert(rest);
+  }
+  EXPECT_EQ(shared.size(), 1u);   // 30 words, the same in every request
+  EXPECT_GE(rests.size(), 99u);   // then each request's own words
+  // Without the option the beginnings differ (the test above), so the prefix is the option's doing.
+  const RequestPlan plain(options_with({40, 60}, {8, 8}), PromptScales{});
+  EXPECT_NE(plain.request(0).prompt.substr(0, 40), plain.request(1).prompt.substr(0, 40));
+}
+
 TEST(RequestPlan, CalibrationScalesTheWordCountPerKindOfPrompt) {
   // Raw prompts: 1 token of overhead (BOS), 2 per word; chat: 21 (the template), 2 per word.
   const Options options = options_with({41, 41}, {8, 8}, 1, Endpoint::both);
