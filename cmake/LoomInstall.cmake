@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 
 set(LOOM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/loom)
 
-install(TARGETS loom loom-gateway loom-ws-client
+install(TARGETS loom loom-gateway loom-ws-client loom-loadgen
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 
 # The libraries carry EXPORT_NAMEs (proto, cache, compute, actors, engine, net) and the namespace makes them

@@ -18,7 +18,7 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 
 # 1. The install: libraries, public headers, binaries, the CMake package.
 run_step("cmake --install" "${CMAKE_COMMAND}" --install "${LOOM_BUILD_DIR}" --prefix "${prefix}")
-set(expected bin/loom bin/loom-gateway bin/loom-ws-client include/loom/engine.hpp include/loom/net/gateway.hpp
+set(expected bin/loom bin/loom-gateway bin/loom-ws-client bin/loom-loadgen include/loom/engine.hpp include/loom/net/gateway.hpp
              include/loom/proto/generate_request.hpp include/loom/actors/runtime/actor.hpp
              include/loom/cache/block_manager.hpp include/loom/compute/backend.hpp)
 foreach(library proto cache compute actors engine net)
