@@ -23,7 +23,8 @@
 #
 # Needs ../shared/vocab/ggml-vocab-llama-spm.gguf (LOOM_SHARED_DIR to place shared/ elsewhere): the gateway
 # serves text, so the models get a real vocabulary. Installs gnuplot-nox and python3 when missing. A full
-# run takes 30-40 minutes on a 2-core machine; progress goes to stderr.
+# run takes about 30 minutes on a 2-core machine; progress goes to stderr, the tools' own progress lines
+# and messages to OUT/log.txt (its end is printed when a step fails).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -73,8 +74,9 @@ types=(f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k)
 if ((quick)); then
   # name:dim:ffn:layers:heads:kv_heads:context
   shapes=("tiny:256:768:2:4:4:1024")
-  bench_args=(-p 32 -n 8 -r 1 --probe-mb 32)
-  small_batches=1,4
+  bench_args=(-p 32 -n 8 -r 1 --probe-mb 32)  # the first shape's, with batched decode
+  batches=1,4
+  large_args=()                                 # the other shapes': no batched decode
   streams=(1 4)
   load_args=(--prompt-tokens 32 --max-tokens 8)
   requests_per_stream=2
@@ -83,8 +85,9 @@ if ((quick)); then
   depth_args=(-p 0 -n 8 -d 0,64,256 -b none -r 1 --probe-mb 32)
 else
   shapes=("110M:768:2048:12:12:12:4096" "1.1B:2048:5632:22:32:4:2048")
-  bench_args=(-p 512 -n 128 -r 3)
-  small_batches=1,64
+  bench_args=(-p 512 -n 64 -r 3)
+  batches=1,64
+  large_args=(-p 512 -n 32 -r 3 -b none)
   streams=(1 4 16 64)
   load_args=(--prompt-tokens 128 --max-tokens 64)
   requests_per_stream=4
@@ -98,6 +101,9 @@ mkdir -p "$models"
 rm -rf "$out"
 mkdir -p "$out/json"
 started=$SECONDS
+# The tools' own progress and messages go to a log, shown when a step fails.
+log="$out/log.txt"
+trap 'echo "report.sh: a step failed; the last lines of $log:" >&2; tail -n 20 "$log" >&2' ERR
 
 # synth SHAPE TYPE: the model's path, written unless a previous --keep-models run left it.
 synth() {
@@ -107,7 +113,7 @@ synth() {
   if [[ ! -f "$path" ]]; then
     say "writing $path"
     "$bin/loom" synth --out "$path.part" --dim "$dim" --ffn "$ffn" --layers "$layers" --heads "$heads" \
-      --kv-heads "$kv" --context "$context" --type "$2" --vocab-from "$vocab" > /dev/null
+      --kv-heads "$kv" --context "$context" --type "$2" --vocab-from "$vocab" > /dev/null 2>> "$log"
     mv "$path.part" "$path"
   fi
   echo "$path"
@@ -118,11 +124,10 @@ for shape in "${shapes[@]}"; do
   name=${shape%%:*}
   for type in "${types[@]}"; do
     model=$(synth "$shape" "$type")
-    batches=none
-    [[ "$shape" == "${shapes[0]}" ]] && batches=$small_batches
+    args=(-b "$batches" "${bench_args[@]}")
+    [[ "$shape" == "${shapes[0]}" ]] || args=("${large_args[@]}")
     say "[$((SECONDS - started)) s] loom bench $name $type"
-    "$bin/loom" bench --model "$model" "${bench_args[@]}" -b "$batches" -t "$threads" --json \
-      > "$out/json/bench-$name-$type.json"
+    "$bin/loom" bench --model "$model" "${args[@]}" -t "$threads" --json 2>> "$log" > "$out/json/bench-$name-$type.json"
     ((keep_models)) || [[ "$type" == q8_0 && "$shape" == "${shapes[0]}" ]] || rm -f "$model"
   done
 done
@@ -130,7 +135,7 @@ done
 # 2. Decode against context length, on the first shape in Q8_0.
 served=$(synth "${shapes[0]}" q8_0)
 say "[$((SECONDS - started)) s] decode vs context"
-"$bin/loom" bench --model "$served" "${depth_args[@]}" -t "$threads" --json > "$out/json/depth.json"
+"$bin/loom" bench --model "$served" "${depth_args[@]}" -t "$threads" --json 2>> "$log" > "$out/json/depth.json"
 
 # 3. The gateway on the same model, loaded by loom-loadgen over OpenAI HTTP/SSE.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
