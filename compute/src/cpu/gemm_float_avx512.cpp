@@ -4,8 +4,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 
 #include "vec_dot_kernels.hpp"
 
