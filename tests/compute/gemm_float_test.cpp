@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "loom/compute/cpu/kernel_path.hpp"
+#include "loom/compute/cpu/matmul.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
 #include "loom/compute/cpu/vec_dot.hpp"
 #include "loom/compute/tensor_type.hpp"
 #include "quant_problem.hpp"
@@ -112,6 +114,33 @@ TEST_P(FloatGemm, RowLengthsOutsideTheBatchOrderKeepTheirKernels) {
   // (the single-column orders).
   for (std::int64_t n : {8, 24, 40, 100, 777}) {
     for (int cols : {2, 5, 9}) expect_order_bits(type, n, 13, cols, 13);
+  }
+}
+
+// Through matmul (threads, row tasks): a token's outputs have the same bits in every batch of two tokens
+// or more, whatever its size (F16/BF16 batches of 8 or more used to go to OpenBLAS and differ).
+TEST_P(FloatGemm, MatmulGivesATokenTheSameBitsInEveryBatch) {
+  const TensorType type = GetParam();
+  constexpr std::int64_t kWidth = 256;
+  constexpr int kRows = 300, kTokens = 19;
+  const Problem p = make_problem(type, kWidth, kRows, 1, false, 7);
+  const TensorView w{"w", type, {kWidth, kRows}, reinterpret_cast<const std::byte*>(p.weights.data()), p.weights.size()};
+  std::vector<float> x(static_cast<std::size_t>(kTokens * kWidth));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 101.0f - 0.5f;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  scratch.reserve(kTokens, kWidth);
+  std::vector<float> all(static_cast<std::size_t>(kTokens * kRows));
+  matmul(w, x.data(), kTokens, all.data(), pool, scratch);
+  for (int batch : {2, 7, 8, 9}) {
+    std::vector<float> part(static_cast<std::size_t>(batch * kRows));
+    for (int first = 0; first + batch <= kTokens; first += batch) {
+      matmul(w, x.data() + first * kWidth, batch, part.data(), pool, scratch);
+      for (std::size_t i = 0; i < part.size(); ++i) {
+        ASSERT_EQ(part[i], all[first * kRows + i]) << name(type) << ": batch of " << batch << " from token " << first
+                                                   << ", output " << i;
+      }
+    }
   }
 }
 
