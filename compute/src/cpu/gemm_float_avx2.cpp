@@ -15,19 +15,19 @@ namespace {
 }  // namespace
 
 void f32_gemm_avx2(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
-                     std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) {
+                   std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) {
   float_gemm<SixteenLanes, F32Loader>(weight_rows, weight_row_bytes, n_rows, activation_rows, activation_row_bytes, n_cols,
                                       n, out, out_col_stride);
 }
 
 void f16_gemm_avx2(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
-                     std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) {
+                   std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) {
   float_gemm<EightLanes, F16Loader>(weight_rows, weight_row_bytes, n_rows, activation_rows, activation_row_bytes, n_cols, n,
                                     out, out_col_stride);
 }
 
 void bf16_gemm_avx2(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
-                      std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) {
+                    std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) {
   float_gemm<EightLanes, BF16Loader>(weight_rows, weight_row_bytes, n_rows, activation_rows, activation_row_bytes, n_cols, n,
                                      out, out_col_stride);
 }
