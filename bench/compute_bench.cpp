@@ -99,7 +99,7 @@ void BM_Matvec(benchmark::State& state, TensorType type) {
   TensorView w{"bench", type, {n, rows}, data.data(), data.size()};
   std::vector<float> in(static_cast<std::size_t>(n), 0.5f), out(static_cast<std::size_t>(rows));
   MatmulScratch scratch;
-  scratch.reserve(1, n, pool().size());
+  scratch.reserve(1, n);
   const BandwidthAround probe;
   for (auto _ : state) matmul(w, in.data(), 1, out.data(), pool(), scratch);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * data.size()));
@@ -523,7 +523,7 @@ void BM_Gemm(benchmark::State& state, TensorType type, std::int64_t rows, std::i
   std::vector<float> x(static_cast<std::size_t>(tokens * cols)), y(static_cast<std::size_t>(tokens * rows));
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 101.0f - 0.5f;
   MatmulScratch scratch;
-  scratch.reserve(tokens, cols, pool().size());
+  scratch.reserve(tokens, cols);
   const double macs = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(tokens);
   const double peak = quantized(type) ? int8_peak().ops_per_second : fma_peak().ops_per_second / 2;  // MAC/s
   matmul(w.view, x.data(), tokens, y.data(), pool(), scratch);  // warm-up

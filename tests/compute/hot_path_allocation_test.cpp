@@ -67,8 +67,8 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
     auto cache = model.make_cache();
     std::vector<float> logits(static_cast<std::size_t>(8 * loaded->config().vocab_size));
     const std::vector<std::int32_t> prompt{1, 2, 3, 4, 5, 6, 7, 8};
-    // Warm up the one-time lazy tables (the scalar F16 dot builds one on its first use, in a decode step
-    // under LOOM_FORCE_SCALAR=1, since prefill goes to BLAS).
+    // Warm up the one-time lazy tables (the scalar F16 dot builds one on its first use under
+    // LOOM_FORCE_SCALAR=1).
     model.forward(prompt, 0, cache, LlamaModel::Logits::all, logits.data());
     model.forward({prompt.data(), 1}, 8, cache, LlamaModel::Logits::last, logits.data());
 

@@ -62,7 +62,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   up_.resize(b * c.ffn_dim);
   scores_.resize(static_cast<std::size_t>(pool_.size()) *
                  attention_scratch_floats(c.context_length, c.head_dim, c.heads / c.kv_heads));
-  matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}), pool_.size());
+  matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}));
   position_.resize(b);
   rotation_.resize(b * static_cast<std::size_t>(c.head_dim));
   sequence_of_.resize(b);

@@ -5,9 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include <cblas.h>
-
-#include "loom/compute/cpu/dequantize.hpp"
 #include "loom/compute/cpu/quantize.hpp"
 #include "loom/compute/cpu/vec_dot.hpp"
 
@@ -36,59 +33,16 @@ struct Prepared {
   const std::byte* activations = nullptr;
   std::uint64_t activation_bytes = 0;  // per token
   std::int64_t first_task = 0;
-  std::int64_t rows_per_task = 0;
-  bool blas = false;
 };
 
 }  // namespace
 
-void MatmulScratch::reserve(std::int64_t max_tokens, std::int64_t max_cols, int threads) {
+void MatmulScratch::reserve(std::int64_t max_tokens, std::int64_t max_cols) {
   // Room for two converted activation types side by side (a product group may mix Q8_0 and Q8_K
   // weights); each takes at most ~1.14 bytes per value, so 4 bytes per value is plenty.
   const auto bytes = static_cast<std::size_t>(max_tokens * max_cols) * sizeof(float);
   if (buffer_.size() < bytes) buffer_.resize(bytes);
-  const auto floats = static_cast<std::size_t>(kTileRows * max_cols);
-  if (tile_floats_ < floats || tile_threads_ < threads) {
-    tile_floats_ = std::max(tile_floats_, floats);
-    tile_threads_ = std::max(tile_threads_, threads);
-    tiles_.assign(tile_floats_ * static_cast<std::size_t>(tile_threads_), 0.0f);
-  }
 }
-
-namespace {
-
-constexpr std::int64_t kBlasMinTokens = 8;
-
-bool use_blas(TensorType type, std::int64_t tokens) {
-  // Not F32: its kernels sum in the reference implementation's order (vec_dot.hpp), which F32 models (small
-  // ones, like the parity model) are compared in; F16/BF16 already differ from it by their F32 activations.
-  return tokens >= kBlasMinTokens && (type == TensorType::f16 || type == TensorType::bf16);
-}
-
-// Our pool already runs one task per core; OpenBLAS's own threads would only compete with it.
-void single_threaded_blas() {
-  static const bool done = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)done;
-}
-
-// y[:, first:first+n] = x · W[first:first+n]ᵀ for one tile of weight rows.
-void blas_tile(const TensorView& w, std::int64_t first, std::int64_t n, const float* x, std::int64_t tokens,
-               float* y, float* tile) {
-  const std::int64_t cols = w.cols();
-  const float* rows = reinterpret_cast<const float*>(w.row(first));
-  if (w.type != TensorType::f32) {
-    for (std::int64_t r = 0; r < n; ++r) dequantize_row(w.type, w.row(first + r), tile + r * cols, cols);
-    rows = tile;
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(tokens), static_cast<int>(n),
-              static_cast<int>(cols), 1.0f, x, static_cast<int>(cols), rows, static_cast<int>(cols), 0.0f, y + first,
-              static_cast<int>(w.rows()));
-}
-
-}  // namespace
 
 void matmul_many(std::initializer_list<MatmulProduct> products, const float* x, std::int64_t tokens,
                  ThreadPool& pool, MatmulScratch& scratch) {
@@ -111,17 +65,6 @@ void matmul_many(std::initializer_list<MatmulProduct> products, const float* x, 
     p.weight = &w;
     p.out = product.out;
     p.first_task = tasks;
-    if (use_blas(w.type, tokens)) {
-      if (scratch.tile_threads() < pool.size() || scratch.tile_floats() < static_cast<std::size_t>(MatmulScratch::kTileRows * cols)) {
-        throw std::logic_error("matmul: tile scratch too small for " + w.name);
-      }
-      single_threaded_blas();
-      p.blas = true;
-      p.rows_per_task = MatmulScratch::kTileRows;
-      tasks += (w.rows() + p.rows_per_task - 1) / p.rows_per_task;
-      continue;
-    }
-    p.rows_per_task = kRowsPerTask;
     p.kernel = vec_dot_kernel(w.type);
     const TensorType act_type = p.kernel.activation_type();
     p.activation_bytes = activation_row_bytes(act_type, cols);
@@ -154,17 +97,13 @@ void matmul_many(std::initializer_list<MatmulProduct> products, const float* x, 
   for (const auto& product : products) weight_bytes += product.weight->bytes;
 
   // Every token meets every weight byte: that product is the job's size.
-  pool.parallel_for(tasks, weight_bytes * static_cast<std::uint64_t>(tokens), [&](std::int64_t task, int thread) {
+  pool.parallel_for(tasks, weight_bytes * static_cast<std::uint64_t>(tokens), [&](std::int64_t task) {
     std::size_t k = count - 1;
     while (prepared[k].first_task > task) --k;
     const Prepared& p = prepared[k];
     const std::int64_t rows = p.weight->rows();
-    const std::int64_t first = (task - p.first_task) * p.rows_per_task;
-    const int n = static_cast<int>(std::min(p.rows_per_task, rows - first));
-    if (p.blas) {
-      blas_tile(*p.weight, first, n, x, tokens, p.out, scratch.tile(thread));
-      return;
-    }
+    const std::int64_t first = (task - p.first_task) * kRowsPerTask;
+    const int n = static_cast<int>(std::min(kRowsPerTask, rows - first));
     // Every token of the batch meets this chunk of rows while it is in cache.
     p.kernel.rows_cols(p.weight->row(first), p.weight->row_bytes(), n, p.activations, p.activation_bytes,
                        static_cast<int>(tokens), cols, p.out + first, static_cast<std::size_t>(rows));

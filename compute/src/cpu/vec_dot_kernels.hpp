@@ -35,6 +35,21 @@ void q4_0_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row
                             const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
                             std::int64_t n, float* out, std::size_t out_col_stride);
 
+// The register-blocked float GEMMs (gemm_float.inc): VecDotFn's contract in the batch order, for n a
+// multiple of 16 (F32) or 8 (F16, BF16); the x86 tables send batches there.
+void f32_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
+                     std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride);
+void f16_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
+                     std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride);
+void bf16_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
+                      std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride);
+void f32_gemm_avx2(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
+                   std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride);
+void f16_gemm_avx2(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
+                   std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride);
+void bf16_gemm_avx2(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
+                    std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride);
+
 const VecDotTable& scalar_vec_dot_table() noexcept;
 const VecDotTable& avx2_vec_dot_table() noexcept;
 const VecDotTable& avx512_vec_dot_table() noexcept;

@@ -8,10 +8,11 @@
 // activation conversion and one fork-join instead of three, which matters when a decode step is a few
 // milliseconds and each fork-join costs microseconds.
 //
-// Prefill of F16/BF16 weights with 8 or more tokens goes to OpenBLAS sgemm instead, one
-// tile of weight rows per task (F16/BF16 rows widened to F32 in a per-thread buffer first): there the work
-// is compute-bound and a tuned GEMM beats dot products. Quantized and F32 weights keep our kernels, whose
-// summation order the reference implementation shares (vec_dot.hpp).
+// Every weight type stays on our kernels at every batch size, so a token's outputs have the same bits
+// whatever batch it is in: with several tokens the kernels are register-blocked matrix-matrix products
+// (the float GEMM and the AVX-512 panel GEMM, vec_dot.hpp) in the one-column kernels' batch orders. F16/BF16
+// prefill used to go to OpenBLAS sgemm (rows widened to F32 first); the float GEMM is faster on every shape
+// bench/README.md measures, and its results no longer depend on the batch.
 #pragma once
 
 #include <cstddef>
@@ -28,21 +29,12 @@ namespace loom::compute {
 // matrix and batch, so products allocate nothing.
 class MatmulScratch {
  public:
-  void reserve(std::int64_t max_tokens, std::int64_t max_cols, int threads);
+  void reserve(std::int64_t max_tokens, std::int64_t max_cols);
   std::byte* data() noexcept { return buffer_.data(); }
   std::size_t size() const noexcept { return buffer_.size(); }
-  // A per-thread buffer of kTileRows x max_cols floats, for weight rows widened to F32.
-  float* tile(int thread) noexcept { return tiles_.data() + static_cast<std::size_t>(thread) * tile_floats_; }
-  std::size_t tile_floats() const noexcept { return tile_floats_; }
-  int tile_threads() const noexcept { return tile_threads_; }
-
-  static constexpr std::int64_t kTileRows = 64;
 
  private:
   std::vector<std::byte> buffer_;
-  std::vector<float> tiles_;
-  std::size_t tile_floats_ = 0;
-  int tile_threads_ = 0;
 };
 
 struct MatmulProduct {

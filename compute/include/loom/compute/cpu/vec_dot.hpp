@@ -29,6 +29,13 @@
 // With several columns on AVX-512 VNNI, Q8_0 and Q4_0 rows in whole groups of 16 go through a panel GEMM
 // (gemm_avx512.cpp, compute/README.md) that keeps the same orders and so the same bits.
 //
+// With several columns on AVX2 or AVX-512, F32, F16 and BF16 rows whose length is a whole number of the batch
+// order's steps (16 values for F32, 8 for F16/BF16) go through a register-blocked float GEMM (gemm_float.inc,
+// compute/README.md): tiles of rows packed to F32 once per panel by the type's weight loader, several rows x
+// several columns of accumulators per inner loop, each accumulator one output's batch-order accumulator (on
+// AVX-512 a zmm holds F32's 16 lanes, or the 8 lanes of two F16/BF16 rows, one per half, the activations
+// broadcast to both halves). So a batch has the same bits as these kernels, at any batch size.
+//
 // Supported weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k. Every type has a scalar kernel; AVX2
 // and AVX-512 kernels cover all of them too. `n` is the row length in values and must be a whole number of weight blocks.
 #pragma once
