@@ -30,10 +30,14 @@ if(NOT ICU_FOUND)
   loom_missing("ICU (Unicode character properties)" libicu-dev)
 endif()
 
-set(BLA_VENDOR OpenBLAS)
-find_package(BLAS QUIET)
-if(NOT BLAS_FOUND)
-  loom_missing("OpenBLAS" libopenblas-dev)
+# OpenBLAS only for the benchmarks' baseline (compute_bench: sgemm on the same shapes); loom itself runs
+# every product on its own kernels.
+if(LOOM_BUILD_BENCH)
+  set(BLA_VENDOR OpenBLAS)
+  find_package(BLAS QUIET)
+  if(NOT BLAS_FOUND)
+    loom_missing("OpenBLAS (the benchmarks' baseline)" libopenblas-dev)
+  endif()
 endif()
 
 if(LOOM_BUILD_TESTS)

@@ -38,7 +38,7 @@ install(FILES ${PROJECT_BINARY_DIR}/loomConfig.cmake ${PROJECT_BINARY_DIR}/loomC
         DESTINATION ${LOOM_INSTALL_CMAKEDIR} COMPONENT development)
 
 # The Debian package: the binaries only (the runtime component), installed under /usr, its Depends computed
-# by dpkg-shlibdeps from the libraries they link (OpenBLAS, ICU, fmt, libstdc++, libc).
+# by dpkg-shlibdeps from the libraries they link (ICU, fmt, libstdc++, libc).
 set(CPACK_PACKAGE_NAME loom)
 set(CPACK_PACKAGE_VENDOR "loom")
 set(CPACK_PACKAGE_CONTACT "loom maintainers <loom@localhost>")
