@@ -35,6 +35,18 @@ void q4_0_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row
                             const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
                             std::int64_t n, float* out, std::size_t out_col_stride);
 
+// The same for the K-quants (gemm_kquant_avx512.cpp), for rows that k_quant_panel_gemm_fits().
+bool k_quant_panel_gemm_fits(std::int64_t n) noexcept;
+void q4_k_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+void q5_k_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+void q6_k_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+
 const VecDotTable& scalar_vec_dot_table() noexcept;
 const VecDotTable& avx2_vec_dot_table() noexcept;
 const VecDotTable& avx512_vec_dot_table() noexcept;
