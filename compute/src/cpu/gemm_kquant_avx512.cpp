@@ -455,11 +455,18 @@ struct KQuantGemm {
 
 }  // namespace
 
-bool k_quant_panel_gemm_fits(std::int64_t n) noexcept {
-  using Widest = KQuantGemm<Q6KFormat>;  // the widened activations: the most side data per block
+namespace {
+// Rows the panel takes: side data for at least kMinPanelColumns (vec_dot_x86.inc) columns a chunk.
+template <class Type>
+bool fits(std::int64_t n) noexcept {
+  constexpr std::size_t kMinChunkColumns = 4;
   const std::int64_t nb = n / 256;
-  return nb > 0 && static_cast<std::size_t>(nb) * Widest::kSideBytesPerBlock * Widest::kColumns <= Widest::kSideBytes;
+  return nb > 0 && static_cast<std::size_t>(nb) * Type::kSideBytesPerBlock * kMinChunkColumns <= Type::kSideBytes;
 }
+}  // namespace
+
+bool q4_k_panel_gemm_fits(std::int64_t n) noexcept { return fits<Q4KGemm>(n); }
+bool q5_k_q6_k_panel_gemm_fits(std::int64_t n) noexcept { return fits<KQuantGemm<Q6KFormat>>(n); }
 
 void q4_k_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
                             const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
