@@ -8,8 +8,9 @@
 // block the 16 rows' scales as floats. Every activation column then meets the panel with one vpdpbusd per
 // quad (the column's four bytes broadcast to all lanes, 64 multiply-adds per instruction) while the panel
 // sits in L1. A weight type only *feeds* the panel (its unpacker and its activation side data); the loops
-// over columns and blocks exist once per summation order. Unpacking costs about as much as one column's
-// products, so the panel pays from a few columns on (kMinColumns in vec_dot_x86.inc).
+// over row tiles, panels and column groups exist once (gemm_panel_avx512.hpp). Unpacking costs about as
+// much as one column's products, so the panel pays from a few columns on (kMinPanelColumns in
+// vec_dot_x86.inc). This file holds Q8_0 and Q4_0; gemm_kquant_avx512.cpp the K-quants.
 //
 // Orders: the reference implementation's, so every output has the bits of the one-column kernels (and of
 // vec_dot.cpp's scalar spelling; tests/compute/gemm_test.cpp checks it over many shapes):

@@ -9,16 +9,20 @@
 // - Q4_K and Q5_K also M = sum_j min_j * (a's sum over sub-block j), from Q8_K's bsums.
 // Only these integers have to come out the same; the float steps after them are the one-column kernels'.
 //
-// Why int16 (vpdpwssd) and not bytes (vpdpbusd): each value meets its row's sub-block scale before it
-// meets the activation, and scale x q does not fit a byte (up to 63 x 31, or 127 x 32 for Q6_K) but fits
-// an int16. So the unpacker multiplies every value by its scale once per panel, and the inner loop is one
-// vpdpwssd per pair of values (for 16 rows against one column), exact like every integer sum here. The
-// alternative, vpdpbusd per quad then vpmulld by the scale per quad, costs more per column than the
-// unpacking saves. The activations are widened to int16 once per call, in the columns' side data.
+// Two ways to meet the rows' sub-block scales, one per order:
+// - Q4_K (whole superblock) keeps Q4_0's byte panel: the nibbles are vpdpbusd's unsigned side as they are,
+//   8 vpdpbusd give a sub-block's dot, one vpmulld by the 16 rows' scales and an add fold it into the
+//   superblock's integer. A multiply per 8 vpdpbusd costs little (0.63 of the int8 probe, bench/README.md).
+// - Q5_K and Q6_K (eight lanes) would need that multiply after every vpdpbusd (each quad's lane is scaled
+//   before it joins the lane), and vpmulld zmm runs at half vpdpbusd's rate here. Instead the unpacker
+//   multiplies every value by its scale once per panel; scale x q does not fit a byte (up to 63 x 31, or
+//   -128 x -32 for Q6_K) but fits an int16, so the inner loop is one vpdpwssd per pair of values (16 rows
+//   against one column), exact like every integer sum here, with the activations widened to int16 once
+//   per call in the columns' side data. Two vpdpwssd per quad: half the byte path's rate at best.
 //
-// Panel layout: per superblock 128 vectors, vector m holding in int32 lane r the row's scaled values 2m and
-// 2m + 1 (int16 each): a 16 x 128 transpose of 32-bit pairs. Lane u of the eight-lane order is then
-// vectors 16g + 2u and 16g + 2u + 1 over the 8 groups g.
+// Q5_K/Q6_K panel layout: per superblock 128 vectors, vector m holding in int32 lane r the row's scaled
+// values 2m and 2m + 1 (int16 each): a 16 x 128 transpose of 32-bit pairs. Lane u of the eight-lane order
+// is then vectors 16g + 2u and 16g + 2u + 1 over the 8 groups g.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -26,8 +26,10 @@
 // The AVX-512 kernels are the AVX2 ones with VNNI's one-instruction integer multiply-adds (vpdpbusd,
 // vpdpwssd) and the same float order, so they give the AVX2 kernels' bits, faster.
 //
-// With several columns on AVX-512 VNNI, Q8_0 and Q4_0 rows in whole groups of 16 go through a panel GEMM
-// (gemm_avx512.cpp, compute/README.md) that keeps the same orders and so the same bits.
+// With several columns on AVX-512 VNNI, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K rows in whole groups of 16 go
+// through a panel GEMM (gemm_avx512.cpp, gemm_kquant_avx512.cpp, compute/README.md) that keeps the same
+// orders and so the same bits (for the K-quants, those of the AVX2/AVX-512 kernels: their scalar kernels
+// keep a plainer float order, equal to a tolerance).
 //
 // Supported weight types: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k. Every type has a scalar kernel; AVX2
 // and AVX-512 kernels cover all of them too. `n` is the row length in values and must be a whole number of weight blocks.
