@@ -63,12 +63,16 @@ class GemmOrders : public ::testing::TestWithParam<TensorType> {
 
 TEST_P(GemmOrders, EveryShapeGivesTheReferenceBits) {
   const TensorType type = GetParam();
-  // Q8_0/Q4_0: one panel of 24 blocks, a second one, several. K-quants: a panel is one superblock.
+  // Q8_0/Q4_0: one panel of 24 blocks, a second one, several. K-quants: panels of one superblock (Q5_K,
+  // Q6_K) or two (Q4_K): one, two or several.
   const std::vector<std::int64_t> lengths = is_k_quant(type) ? std::vector<std::int64_t>{256, 512, 768, 2048}
                                                              : std::vector<std::int64_t>{32, 64, 768, 800, 2048};
+  // Around each type's first panel column count (4; Q4_K 5; Q5_K and Q6_K 16) and its register groups.
+  const std::vector<int> column_counts =
+      is_k_quant(type) ? std::vector<int>{4, 5, 6, 15, 16, 17, 23} : std::vector<int>{4, 5, 6, 7, 13};
   for (std::int64_t n : lengths) {
     for (int rows : {16, 21, 48}) {  // 48: a tile of two panels and one of one (K-quants)
-      for (int cols : {4, 5, 6, 7, 13}) {
+      for (int cols : column_counts) {
         expect_reference_bits(type, n, rows, cols, (rows + cols) % 2 == 0, static_cast<std::size_t>(rows));
       }
     }
@@ -86,8 +90,8 @@ TEST_P(GemmOrders, ManyColumnsAndPaddedOutputs) {
     expect_reference_bits(type, 1300 * 256, 16, 9, true, 16);
     expect_reference_bits(type, 1700 * 256, 16, 5, false, 16);
   } else if (is_k_quant(type)) {  // 1,044 bytes a superblock (the activations widened to int16)
-    expect_reference_bits(type, 24 * 256, 16, 9, true, 16);
-    expect_reference_bits(type, 40 * 256, 16, 5, false, 16);
+    expect_reference_bits(type, 24 * 256, 16, 17, true, 16);
+    expect_reference_bits(type, 40 * 256, 16, 17, false, 16);
   } else {
     expect_reference_bits(type, 1500 * 32, 16, 9, true, 16);
     expect_reference_bits(type, 2100 * 32, 16, 5, false, 16);
