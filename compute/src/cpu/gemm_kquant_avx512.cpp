@@ -54,21 +54,41 @@ inline __m512i widen(__m256i bytes) noexcept { return _mm512_cvtepu8_epi16(bytes
 
 inline __m256i load256(const std::uint8_t* p) noexcept { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
-// The 6-bit scales and mins of a Q4_K/Q5_K superblock's 8 sub-blocks (quant_blocks.hpp's k_scale_min(),
-// spelled here again: this file is compiled for AVX-512 and must not instantiate the shared inline one).
+// The 6-bit scales and mins of a Q4_K/Q5_K superblock's 8 sub-blocks, byte j for sub-block j, unpacked a
+// 32-bit word at a time (quant_blocks.hpp's k_scale_min() layout; spelled here again because this file is
+// compiled for AVX-512 and must not instantiate the shared inline function). Words, not byte arrays: bytes
+// stored one by one and read back wider stall store forwarding, which cost a quarter of a few-column call.
 struct ScalesMins {
-  std::uint8_t scale[8];
-  std::uint8_t min[8];
+  std::uint64_t scales;
+  std::uint64_t mins;
 };
+constexpr std::uint32_t kSixBits = 0x3F3F3F3Fu, kLow4 = 0x0F0F0F0Fu, kTop2 = 0x30303030u;
 inline ScalesMins scales_mins(const std::uint8_t* packed) noexcept {
-  ScalesMins sm{};
-  for (int j = 0; j < 4; ++j) {
-    sm.scale[j] = packed[j] & 63;
-    sm.min[j] = packed[j + 4] & 63;
-    sm.scale[j + 4] = static_cast<std::uint8_t>((packed[j + 8] & 0x0F) | ((packed[j] >> 6) << 4));
-    sm.min[j + 4] = static_cast<std::uint8_t>((packed[j + 8] >> 4) | ((packed[j + 4] >> 6) << 4));
-  }
-  return sm;
+  std::uint32_t w[3];
+  std::memcpy(w, packed, sizeof w);
+  const std::uint32_t scales_hi = (w[2] & kLow4) | ((w[0] >> 2) & kTop2);
+  const std::uint32_t mins_hi = ((w[2] >> 4) & kLow4) | ((w[1] >> 2) & kTop2);
+  return {(w[0] & kSixBits) | (std::uint64_t{scales_hi} << 32), (w[1] & kSixBits) | (std::uint64_t{mins_hi} << 32)};
+}
+inline int byte_of(std::uint64_t bytes, int j) noexcept { return static_cast<int>((bytes >> (8 * j)) & 0xFF); }
+
+// The same for 16 rows at once, as vectors: lane r of the results holds row r's words (k_scale_min()'s bit
+// layout applied lane-wise), so byte_lanes() then gives a sub-block's 16 scales or mins as int32.
+struct RowScalesMins {
+  __m512i scales_lo, scales_hi, mins_lo, mins_hi;  // byte j: sub-block j (lo), 4 + j (hi)
+};
+inline RowScalesMins row_scales_mins(const std::byte* rows, std::size_t row_bytes, std::size_t offset) noexcept {
+  __m512i w[4];  // w[k] lane r: bytes 4k..4k+3 of row r's packed scales (w[3] reads past them, unused)
+  transpose_rows(rows, row_bytes, offset, w);
+  const __m512i six = _mm512_set1_epi32(static_cast<int>(kSixBits)), low4 = _mm512_set1_epi32(static_cast<int>(kLow4));
+  const __m512i top2 = _mm512_set1_epi32(static_cast<int>(kTop2));
+  return {_mm512_and_si512(w[0], six),
+          _mm512_or_si512(_mm512_and_si512(w[2], low4), _mm512_and_si512(_mm512_srli_epi32(w[0], 2), top2)),
+          _mm512_and_si512(w[1], six),
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w[2], 4), low4), _mm512_and_si512(_mm512_srli_epi32(w[1], 2), top2))};
+}
+inline __m512i byte_lanes(__m512i words, int k) noexcept {
+  return _mm512_and_si512(_mm512_srli_epi32(words, 8 * k), _mm512_set1_epi32(0xFF));
 }
 
 struct Q5KFormat {
@@ -88,8 +108,8 @@ struct Q5KFormat {
       const __m256i bit_hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
       const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, low4), _mm256_slli_epi16(bit_lo, 4));
       const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), _mm256_slli_epi16(bit_hi, 4));
-      out[2 * c] = _mm512_mullo_epi16(widen(lo), _mm512_set1_epi16(sm.scale[2 * c]));
-      out[2 * c + 1] = _mm512_mullo_epi16(widen(hi), _mm512_set1_epi16(sm.scale[2 * c + 1]));
+      out[2 * c] = _mm512_mullo_epi16(widen(lo), _mm512_set1_epi16(static_cast<short>(byte_of(sm.scales, 2 * c))));
+      out[2 * c + 1] = _mm512_mullo_epi16(widen(hi), _mm512_set1_epi16(static_cast<short>(byte_of(sm.scales, 2 * c + 1))));
     }
   }
 };
@@ -211,13 +231,12 @@ struct KMins {
 
 template <class Block>
 void unpack_mins(const std::byte* rows, std::size_t row_bytes, std::size_t at, KMins& mins) noexcept {
-  alignas(64) std::int32_t pairs[kMinPairs][kPanelRows];
-  for (int r = 0; r < kPanelRows; ++r) {
-    const auto& block = *reinterpret_cast<const Block*>(rows + static_cast<std::size_t>(r) * row_bytes + at);
-    const ScalesMins sm = scales_mins(block.scales);
-    for (int i = 0; i < kMinPairs; ++i) pairs[i][r] = int16_pair(sm.min[2 * i], sm.min[2 * i + 1]);
+  const RowScalesMins sm = row_scales_mins(rows, row_bytes, at + offsetof(Block, scales));
+#pragma GCC unroll 4
+  for (int i = 0; i < kMinPairs; ++i) {  // mins 2i and 2i + 1, int16 each
+    const __m512i words = i < 2 ? sm.mins_lo : sm.mins_hi;
+    mins.pairs[i] = _mm512_or_si512(byte_lanes(words, 2 * (i % 2)), _mm512_slli_epi32(byte_lanes(words, 2 * (i % 2) + 1), 16));
   }
-  for (int i = 0; i < kMinPairs; ++i) mins.pairs[i] = _mm512_load_si512(pairs[i]);
   mins.dmin = row_scales(rows, row_bytes, at + offsetof(Block, dmin));
 }
 
@@ -273,12 +292,9 @@ struct Q4KGemm {
           p.q[b][2 * c + 1][4 + k] = _mm512_and_si512(_mm512_srli_epi16(hi[k], 4), low4);
         }
       }
-      alignas(64) std::int32_t scales[kGroups][kPanelRows];
-      for (int r = 0; r < kPanelRows; ++r) {
-        const ScalesMins sm = scales_mins(reinterpret_cast<const BlockQ4_K*>(rows + static_cast<std::size_t>(r) * row_bytes + at)->scales);
-        for (int j = 0; j < kGroups; ++j) scales[j][r] = sm.scale[j];
-      }
-      for (int j = 0; j < kGroups; ++j) p.scale[b][j] = _mm512_load_si512(scales[j]);
+      const RowScalesMins sm = row_scales_mins(rows, row_bytes, at + offsetof(BlockQ4_K, scales));
+#pragma GCC unroll 8
+      for (int j = 0; j < kGroups; ++j) p.scale[b][j] = byte_lanes(j < 4 ? sm.scales_lo : sm.scales_hi, j % 4);
       unpack_mins<BlockQ4_K>(rows, row_bytes, at, p.mins[b]);
       p.d[b] = row_scales(rows, row_bytes, at + offsetof(BlockQ4_K, d));
     }
