@@ -476,7 +476,7 @@ struct KQuantGemm {
 }  // namespace
 
 namespace {
-// Rows the panel takes: side data for at least kMinPanelColumns (vec_dot_x86.inc) columns a chunk.
+// Rows the panel takes: side data for at least 4 columns a chunk.
 template <class Type>
 bool fits(std::int64_t n) noexcept {
   constexpr std::size_t kMinChunkColumns = 4;
