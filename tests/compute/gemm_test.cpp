@@ -63,8 +63,8 @@ class GemmOrders : public ::testing::TestWithParam<TensorType> {
 
 TEST_P(GemmOrders, EveryShapeGivesTheReferenceBits) {
   const TensorType type = GetParam();
-  // Q8_0/Q4_0: one panel of 24 blocks, a second one, several. K-quants: panels of one superblock (Q5_K,
-  // Q6_K) or two (Q4_K): one, two or several.
+  // Q8_0/Q4_0: one panel of 24 blocks, a second one, several. K-quants: panels of two superblocks, so half
+  // a panel, one, one and a half, four.
   const std::vector<std::int64_t> lengths = is_k_quant(type) ? std::vector<std::int64_t>{256, 512, 768, 2048}
                                                              : std::vector<std::int64_t>{32, 64, 768, 800, 2048};
   // Around each type's first panel column count (4; Q4_K 2; Q5_K and Q6_K 16) and its register groups.

@@ -367,7 +367,7 @@ struct KQuantGemm {
   static constexpr int kLanes = 8 + (Format::kHasMins ? 1 : 0);  // the mins' accumulator last
   static constexpr int kPanels = 2;
   static constexpr int kColumns = 6;  // 12 integer lanes in flight, each broadcast serving 2 vpdpwssd
-  static constexpr std::int64_t kPanelBlocks = 1;  // 8.6 KiB a panel
+  static constexpr std::int64_t kPanelBlocks = 2;  // 17 KiB a panel, 34 KiB the two of a tile
   static constexpr std::size_t kSideBytes = kKSideBytes;
   static constexpr std::size_t kSideBytesPerBlock = kWidenedBytesPerBlock + kSideBytesPerBlockNarrow;
 
