@@ -12,7 +12,8 @@
 // Two ways to meet the rows' sub-block scales, one per order:
 // - Q4_K (whole superblock) keeps Q4_0's byte panel: the nibbles are vpdpbusd's unsigned side as they are,
 //   8 vpdpbusd give a sub-block's dot, one vpmulld by the 16 rows' scales and an add fold it into the
-//   superblock's integer. A multiply per 8 vpdpbusd costs little (0.63 of the int8 probe, bench/README.md).
+//   superblock's integer. A multiply per 8 vpdpbusd costs little (about 0.65 of the int8 probe at 64
+//   columns, bench/README.md).
 // - Q5_K and Q6_K (eight lanes) would need that multiply after every vpdpbusd (each quad's lane is scaled
 //   before it joins the lane), and vpmulld zmm runs at half vpdpbusd's rate here. Instead the unpacker
 //   multiplies every value by its scale once per panel; scale x q does not fit a byte (up to 63 x 31, or
@@ -85,7 +86,8 @@ inline RowScalesMins row_scales_mins(const std::byte* rows, std::size_t row_byte
   return {_mm512_and_si512(w[0], six),
           _mm512_or_si512(_mm512_and_si512(w[2], low4), _mm512_and_si512(_mm512_srli_epi32(w[0], 2), top2)),
           _mm512_and_si512(w[1], six),
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w[2], 4), low4), _mm512_and_si512(_mm512_srli_epi32(w[1], 2), top2))};
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w[2], 4), low4),
+                          _mm512_and_si512(_mm512_srli_epi32(w[1], 2), top2))};
 }
 inline __m512i byte_lanes(__m512i words, int k) noexcept {
   return _mm512_and_si512(_mm512_srli_epi32(words, 8 * k), _mm512_set1_epi32(0xFF));
@@ -127,7 +129,9 @@ struct Q6KFormat {
     for (int h = 0; h < 2; ++h) {
       const __m256i ql0 = load256(block.ql + 64 * h), ql1 = load256(block.ql + 64 * h + 32);
       const __m256i qh = load256(block.qh + 32 * h);
-      const auto high = [&](int shift) { return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), two_bits), 4); };
+      const auto high = [&](int shift) {
+        return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), two_bits), 4);
+      };
       const __m256i q[4] = {
           _mm256_or_si256(_mm256_and_si256(ql0, low4), high(0)),
           _mm256_or_si256(_mm256_and_si256(ql1, low4), high(2)),
@@ -137,7 +141,8 @@ struct Q6KFormat {
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const int g = 4 * h + k;
-        const __m512i scales = _mm512_inserti64x4(_mm512_set1_epi16(block.scales[2 * g]), _mm256_set1_epi16(block.scales[2 * g + 1]), 1);
+        const __m512i scales =
+            _mm512_inserti64x4(_mm512_set1_epi16(block.scales[2 * g]), _mm256_set1_epi16(block.scales[2 * g + 1]), 1);
         out[g] = _mm512_mullo_epi16(_mm512_sub_epi16(widen(q[k]), thirty_two), scales);
       }
     }
@@ -163,8 +168,10 @@ inline void transpose16x16(__m512i (&v)[16]) noexcept {
   }
 #pragma GCC unroll 4
   for (int k = 0; k < 4; ++k) {  // element 4L + k: lane L of u[k], u[4 + k], u[8 + k], u[12 + k]
-    const __m512i even01 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88), odd01 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);
-    const __m512i even23 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88), odd23 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xDD);
+    const __m512i even01 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x88);
+    const __m512i odd01 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xDD);
+    const __m512i even23 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x88);
+    const __m512i odd23 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xDD);
     v[k] = _mm512_shuffle_i32x4(even01, even23, 0x88);
     v[8 + k] = _mm512_shuffle_i32x4(even01, even23, 0xDD);
     v[4 + k] = _mm512_shuffle_i32x4(odd01, odd23, 0x88);
@@ -173,7 +180,8 @@ inline void transpose16x16(__m512i (&v)[16]) noexcept {
 }
 
 inline std::int32_t int16_pair(int low, int high) noexcept {
-  return static_cast<std::int32_t>(static_cast<std::uint16_t>(low) | (static_cast<std::uint32_t>(static_cast<std::uint16_t>(high)) << 16));
+  const auto high_bits = static_cast<std::uint32_t>(static_cast<std::uint16_t>(high)) << 16;
+  return static_cast<std::int32_t>(static_cast<std::uint16_t>(low) | high_bits);
 }
 
 // ---- The activations: Q8_K blocks and the side data both kernels share ----
@@ -235,7 +243,8 @@ void unpack_mins(const std::byte* rows, std::size_t row_bytes, std::size_t at, K
 #pragma GCC unroll 4
   for (int i = 0; i < kMinPairs; ++i) {  // mins 2i and 2i + 1, int16 each
     const __m512i words = i < 2 ? sm.mins_lo : sm.mins_hi;
-    mins.pairs[i] = _mm512_or_si512(byte_lanes(words, 2 * (i % 2)), _mm512_slli_epi32(byte_lanes(words, 2 * (i % 2) + 1), 16));
+    const int low = 2 * (i % 2);
+    mins.pairs[i] = _mm512_or_si512(byte_lanes(words, low), _mm512_slli_epi32(byte_lanes(words, low + 1), 16));
   }
   mins.dmin = row_scales(rows, row_bytes, at + offsetof(Block, dmin));
 }
@@ -340,7 +349,9 @@ struct Q4KGemm {
 #pragma GCC unroll 4
         for (int q = 0; q < P; ++q)
 #pragma GCC unroll 8
-          for (int c = 0; c < NC; ++c) whole[q][c] = _mm512_add_epi32(whole[q][c], _mm512_mullo_epi32(dot[q][c], panels[q].scale[b][j]));
+          for (int c = 0; c < NC; ++c) {
+            whole[q][c] = _mm512_add_epi32(whole[q][c], _mm512_mullo_epi32(dot[q][c], panels[q].scale[b][j]));
+          }
       }
 #pragma GCC unroll 4
       for (int q = 0; q < P; ++q) {
@@ -382,7 +393,8 @@ struct KQuantGemm {
       const std::size_t at = static_cast<std::size_t>(first + b) * sizeof(Block);
       alignas(64) __m512i scaled[kPanelRows][kGroups];
       for (int r = 0; r < kPanelRows; ++r) {
-        Format::scaled_values(*reinterpret_cast<const Block*>(rows + static_cast<std::size_t>(r) * row_bytes + at), scaled[r]);
+        const std::byte* block = rows + static_cast<std::size_t>(r) * row_bytes + at;
+        Format::scaled_values(*reinterpret_cast<const Block*>(block), scaled[r]);
       }
       for (int g = 0; g < kGroups; ++g) {
         __m512i v[kPanelRows];
