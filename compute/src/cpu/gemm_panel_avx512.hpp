@@ -54,11 +54,26 @@ inline void transpose_rows(const std::byte* rows, std::size_t row_bytes, std::si
   out[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
-// The 16 rows' f16 scales at `offset` as floats, lane r for row r.
+// The 16 rows' f16 scales at `offset` as floats, lane r for row r. Inserted into registers (vpinsrw), not
+// stored as halves and read back as one vector: that read cannot be forwarded from sixteen 2-byte stores and
+// stalls until they retire, once a block (the K-quant unpackers lost a quarter of a call to the same pattern).
 inline __m512 row_scales(const std::byte* rows, std::size_t row_bytes, std::size_t offset) noexcept {
-  alignas(32) std::uint16_t h[kPanelRows];
-  for (int r = 0; r < kPanelRows; ++r) std::memcpy(&h[r], rows + static_cast<std::size_t>(r) * row_bytes + offset, 2);
-  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+  const auto half = [&](int r) {
+    std::uint16_t h;
+    std::memcpy(&h, rows + static_cast<std::size_t>(r) * row_bytes + offset, sizeof h);
+    return static_cast<int>(h);
+  };
+  const auto eight = [&](int r0) {
+    __m128i v = _mm_cvtsi32_si128(half(r0));  // the lane index must be an immediate: spelled out
+    v = _mm_insert_epi16(v, half(r0 + 1), 1);
+    v = _mm_insert_epi16(v, half(r0 + 2), 2);
+    v = _mm_insert_epi16(v, half(r0 + 3), 3);
+    v = _mm_insert_epi16(v, half(r0 + 4), 4);
+    v = _mm_insert_epi16(v, half(r0 + 5), 5);
+    v = _mm_insert_epi16(v, half(r0 + 6), 6);
+    return _mm_insert_epi16(v, half(r0 + 7), 7);
+  };
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(eight(0)), eight(8), 1));
 }
 
 // One group of NC columns against P panels (16 P rows): accumulators from zero (first panels of the rows)
