@@ -21,7 +21,9 @@
 //   dot of its values 4k..4k+3 times dw * da in one FMA, summed at the end as ((l0 + l4) + (l2 + l6)) +
 //   ((l1 + l5) + (l3 + l7)). Quad k's vpdpbusd gives exactly lane k for 16 rows, so each column keeps eight
 //   accumulators and pays a convert and an FMA per vpdpbusd (the whole-block order: per eight). That order
-//   is what keeps Q8_0 logits on the reference's (compute/README.md) and it is what limits this kernel.
+//   is what keeps Q8_0 logits on the reference's (compute/README.md) and it is what limits this kernel:
+//   FMA and multiply issue on vpdpbusd's pipes, so 8 FMAs and a multiply per 8 vpdpbusd cap it at 8/17 of
+//   the int8 peak however it is tiled (bench/README.md; whole-block: 8/10).
 //
 // vpdpbusd multiplies unsigned by signed bytes. Q4_0's nibbles are the unsigned side (0..15; the -8 offset
 // comes back as -8 x the column's block sum); Q8_0's weights are signed, so its activations go unsigned as
