@@ -170,7 +170,11 @@ std::string model_path(const std::string& which, std::int64_t context_length = 1
     spec.kv_heads = 12;
     spec.context_length = context_length;
     spec.vocab_from = shared_dir() + "/vocab/ggml-vocab-llama-spm.gguf";
-    spec.type = which == "f16" ? TensorType::f16 : which == "q8_0" ? TensorType::q8_0 : TensorType::q4_0;
+    spec.type = which == "f16"    ? TensorType::f16
+                : which == "q8_0" ? TensorType::q8_0
+                : which == "q4_k" ? TensorType::q4_k
+                : which == "q6_k" ? TensorType::q6_k
+                                  : TensorType::q4_0;
     write_synthetic_model(spec, path.string());
   }
   return path.string();
@@ -589,6 +593,8 @@ BENCHMARK_CAPTURE(BM_DecodeAtContext, q8_0_110M, "q8_0")->UseRealTime()->Unit(be
 BENCHMARK_CAPTURE(BM_Prefill, f16_110M, "f16")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q8_0_110M, "q8_0")->Arg(128)->Arg(512)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q4_0_110M, "q4_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q4_k_110M, "q4_k")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q6_k_110M, "q6_k")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_TimeToFirstToken)->Arg(0)->Arg(960)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecode)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);

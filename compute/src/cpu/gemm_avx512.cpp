@@ -8,8 +8,9 @@
 // block the 16 rows' scales as floats. Every activation column then meets the panel with one vpdpbusd per
 // quad (the column's four bytes broadcast to all lanes, 64 multiply-adds per instruction) while the panel
 // sits in L1. A weight type only *feeds* the panel (its unpacker and its activation side data); the loops
-// over columns and blocks exist once per summation order. Unpacking costs about as much as one column's
-// products, so the panel pays from a few columns on (kMinColumns in vec_dot_x86.inc).
+// over row tiles, panels and column groups exist once (gemm_panel_avx512.hpp). Unpacking costs about as
+// much as one column's products, so the panel pays from a few columns on (kMinPanelColumns in
+// vec_dot_x86.inc). This file holds Q8_0 and Q4_0; gemm_kquant_avx512.cpp the K-quants.
 //
 // Orders: the reference implementation's, so every output has the bits of the one-column kernels (and of
 // vec_dot.cpp's scalar spelling; tests/compute/gemm_test.cpp checks it over many shapes):
@@ -20,7 +21,9 @@
 //   dot of its values 4k..4k+3 times dw * da in one FMA, summed at the end as ((l0 + l4) + (l2 + l6)) +
 //   ((l1 + l5) + (l3 + l7)). Quad k's vpdpbusd gives exactly lane k for 16 rows, so each column keeps eight
 //   accumulators and pays a convert and an FMA per vpdpbusd (the whole-block order: per eight). That order
-//   is what keeps Q8_0 logits on the reference's (compute/README.md) and it is what limits this kernel.
+//   is what keeps Q8_0 logits on the reference's (compute/README.md) and it is what limits this kernel:
+//   FMA and multiply issue on vpdpbusd's pipes, so 8 FMAs and a multiply per 8 vpdpbusd cap it at 8/17 of
+//   the int8 peak however it is tiled (bench/README.md; whole-block: 8/10).
 //
 // vpdpbusd multiplies unsigned by signed bytes. Q4_0's nibbles are the unsigned side (0..15; the -8 offset
 // comes back as -8 x the column's block sum); Q8_0's weights are signed, so its activations go unsigned as
@@ -28,6 +31,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -42,57 +46,14 @@ namespace {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-constexpr int kPanelRows = 16;              // one int32 lane per row
-constexpr int kQuads = 8;                   // 4-value quads in a 32-value block
-constexpr std::int64_t kPanelBlocks = 24;   // blocks per panel: 768 values, ~26 KiB for Q8_0 (L1)
-constexpr std::size_t kSideBytes = 65536;   // activation side data of a column chunk (on the stack)
-constexpr int kMaxChunkColumns = 64;        // columns whose accumulators wait between panels
+#include "gemm_panel_avx512.hpp"
 
-inline std::int32_t load_i32(const void* p) noexcept {
-  std::int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+constexpr std::int64_t kBlocksPerPanel = 24;  // 768 values, ~26 KiB for Q8_0 (L1)
+constexpr std::size_t kSideBufferBytes = 65536;  // activation side data of a column chunk (on the stack)
 
-// Keeps v in a register from here on: without it GCC folds the panel's loads into every instruction that
-// uses v (one 64-byte load per vpdpbusd instead of one per column group), and loads become the bottleneck.
-inline void in_register(__m512i& v) noexcept { asm("" : "+v"(v)); }
-
-// 16 bytes at `offset` of rows k, 4 + k, 8 + k and 12 + k, one row per 128-bit lane.
-inline __m512i four_rows(const std::byte* rows, std::size_t row_bytes, std::size_t offset, int k) noexcept {
-  const auto row = [&](int r) {
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows + static_cast<std::size_t>(r) * row_bytes + offset));
-  };
-  __m512i v = _mm512_castsi128_si512(row(k));
-  v = _mm512_inserti32x4(v, row(4 + k), 1);
-  v = _mm512_inserti32x4(v, row(8 + k), 2);
-  return _mm512_inserti32x4(v, row(12 + k), 3);
-}
-
-// The 16 rows' bytes [offset, offset + 16) as four vectors: out[j] holds bytes 4j..4j+3 of row r in int32
-// lane r. (A 4 x 4 transpose of 32-bit elements inside each 128-bit lane of four_rows(): lane l of the k-th
-// input is row 4l + k, so element m of lane l of the output is row 4l + m, lane 4l + m.)
-inline void transpose_rows(const std::byte* rows, std::size_t row_bytes, std::size_t offset, __m512i (&out)[4]) noexcept {
-  const __m512i r0 = four_rows(rows, row_bytes, offset, 0), r1 = four_rows(rows, row_bytes, offset, 1);
-  const __m512i r2 = four_rows(rows, row_bytes, offset, 2), r3 = four_rows(rows, row_bytes, offset, 3);
-  const __m512i t0 = _mm512_unpacklo_epi32(r0, r1), t1 = _mm512_unpackhi_epi32(r0, r1);
-  const __m512i t2 = _mm512_unpacklo_epi32(r2, r3), t3 = _mm512_unpackhi_epi32(r2, r3);
-  out[0] = _mm512_unpacklo_epi64(t0, t2);
-  out[1] = _mm512_unpackhi_epi64(t0, t2);
-  out[2] = _mm512_unpacklo_epi64(t1, t3);
-  out[3] = _mm512_unpackhi_epi64(t1, t3);
-}
-
-// The 16 rows' f16 scales at `offset` as floats, lane r for row r.
-inline __m512 row_scales(const std::byte* rows, std::size_t row_bytes, std::size_t offset) noexcept {
-  alignas(32) std::uint16_t h[kPanelRows];
-  for (int r = 0; r < kPanelRows; ++r) std::memcpy(&h[r], rows + static_cast<std::size_t>(r) * row_bytes + offset, 2);
-  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
-}
-
-// The columns of one chunk as a kernel sees them: the activation blocks as stored and the side data the
+// The columns of one chunk as the Q8_0 and Q4_0 kernels see them: the activation blocks as stored and the side data the
 // type prepared (per column `blocks` entries of each array).
-struct Columns {
+struct Q8_0Columns {
   const std::byte* blocks = nullptr;  // Q8_0 activation blocks, column c at c * stride
   std::size_t stride = 0;
   const float* scales = nullptr;      // [column][block] activation scales as floats
@@ -103,6 +64,10 @@ struct Columns {
 
 // ---- Q8_0 weights: the eight-lane order ----
 struct Q8_0Gemm {
+  using Columns = Q8_0Columns;
+  static constexpr std::int64_t kBlockValues = 32;
+  static constexpr std::int64_t kPanelBlocks = kBlocksPerPanel;
+  static constexpr std::size_t kSideBytes = kSideBufferBytes;
   static constexpr int kLanes = 8;    // float accumulators per output
   static constexpr int kColumns = 2;  // 16 accumulators; the quad's weights and offsets stay in registers
   static constexpr int kPanels = 1;
@@ -136,7 +101,7 @@ struct Q8_0Gemm {
   }
 
   // Side data: per column and block the scale as a float, then the 32 bytes as a + 128.
-  static Columns prepare(std::byte* side, const std::byte* activations, std::size_t stride, int columns, std::int64_t nb) noexcept {
+  static Q8_0Columns prepare(std::byte* side, const std::byte* activations, std::size_t stride, int columns, std::int64_t nb) noexcept {
     auto* scales = reinterpret_cast<float*>(side);
     auto* bytes = reinterpret_cast<std::uint8_t*>(side + static_cast<std::size_t>(columns * nb) * sizeof(float));
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -148,12 +113,12 @@ struct Q8_0Gemm {
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes + (c * nb + b) * 32), _mm256_xor_si256(q, flip));
       }
     }
-    return Columns{activations, stride, scales, nullptr, bytes, nb};
+    return Q8_0Columns{activations, stride, scales, nullptr, bytes, nb};
   }
 
   // NC columns over the panel's `count` blocks, which are blocks first.. of the row.
   template <int P, int NC>
-  static void run(const Panel (&panels)[kPanels], std::int64_t count, const Columns& cols, int c0, std::int64_t first,
+  static void run(const Panel (&panels)[kPanels], std::int64_t count, const Q8_0Columns& cols, int c0, std::int64_t first,
                   __m512 (&accs)[P][NC][kLanes]) noexcept {
     const Panel& p = panels[0];
     auto& acc = accs[0];
@@ -192,6 +157,10 @@ struct Q8_0Gemm {
 
 // ---- Q4_0 weights: the whole-block order ----
 struct Q4_0Gemm {
+  using Columns = Q8_0Columns;
+  static constexpr std::int64_t kBlockValues = 32;
+  static constexpr std::int64_t kPanelBlocks = kBlocksPerPanel;
+  static constexpr std::size_t kSideBytes = kSideBufferBytes;
   static constexpr int kLanes = 1;
   static constexpr int kColumns = 6;  // 2 panels x 6 columns: 12 accumulators and 12 integer dots
   static constexpr int kPanels = 2;
@@ -219,7 +188,7 @@ struct Q4_0Gemm {
   }
 
   // Side data: per column and block the scale as a float and -8 x the sum of its 32 values.
-  static Columns prepare(std::byte* side, const std::byte* activations, std::size_t stride, int columns, std::int64_t nb) noexcept {
+  static Q8_0Columns prepare(std::byte* side, const std::byte* activations, std::size_t stride, int columns, std::int64_t nb) noexcept {
     auto* scales = reinterpret_cast<float*>(side);
     auto* offsets = reinterpret_cast<std::int32_t*>(side + static_cast<std::size_t>(columns * nb) * sizeof(float));
     const __m256i eights = _mm256_set1_epi8(8);
@@ -234,12 +203,12 @@ struct Q4_0Gemm {
         offsets[c * nb + b] = -_mm_cvtsi128_si32(_mm_add_epi32(pairs, _mm_shuffle_epi32(pairs, 0xB1)));
       }
     }
-    return Columns{activations, stride, scales, offsets, nullptr, nb};
+    return Q8_0Columns{activations, stride, scales, offsets, nullptr, nb};
   }
 
   // P panels x NC columns: per quad, each column's four bytes are broadcast once for the P panels' rows.
   template <int P, int NC>
-  static void run(const Panel (&panels)[kPanels], std::int64_t count, const Columns& cols, int c0, std::int64_t first,
+  static void run(const Panel (&panels)[kPanels], std::int64_t count, const Q8_0Columns& cols, int c0, std::int64_t first,
                   __m512 (&acc)[P][NC][kLanes]) noexcept {
     const BlockQ8_0* a[NC];
     const float* s[NC];
@@ -289,110 +258,13 @@ struct Q4_0Gemm {
   static __m512 finish(const __m512 (&lanes)[kLanes]) noexcept { return lanes[0]; }
 };
 
-// One group of NC columns against P panels (16 P rows): accumulators from zero (first panels of the rows)
-// or from `saved`, and after the panels either the outputs (last panels) or back into `saved`.
-template <class Type, int P, int NC>
-void columns_over_panels(const typename Type::Panel (&panels)[Type::kPanels], std::int64_t count, const Columns& cols,
-                         int c0, std::int64_t first, bool is_first, bool is_last, __m512* saved, float* out,
-                         std::size_t out_col_stride) noexcept {
-  constexpr int L = Type::kLanes;
-  __m512 acc[P][NC][L];
-#pragma GCC unroll 4
-  for (int q = 0; q < P; ++q) {
-#pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) {
-#pragma GCC unroll 8
-      for (int l = 0; l < L; ++l) acc[q][c][l] = is_first ? _mm512_setzero_ps() : saved[(q * NC + c) * L + l];
-    }
-  }
-  Type::template run<P, NC>(panels, count, cols, c0, first, acc);
-#pragma GCC unroll 4
-  for (int q = 0; q < P; ++q) {
-#pragma GCC unroll 8
-    for (int c = 0; c < NC; ++c) {
-      if (is_last) {
-        _mm512_storeu_ps(out + static_cast<std::size_t>(c) * out_col_stride + q * kPanelRows, Type::finish(acc[q][c]));
-      } else {
-#pragma GCC unroll 8
-        for (int l = 0; l < L; ++l) saved[(q * NC + c) * L + l] = acc[q][c][l];
-      }
-    }
-  }
-}
-
-template <class Type, int P, int NC>
-void column_group(int columns, const typename Type::Panel (&panels)[Type::kPanels], std::int64_t count,
-                  const Columns& cols, int c0, std::int64_t first, bool is_first, bool is_last, __m512* saved,
-                  float* out, std::size_t out_col_stride) noexcept {
-  if constexpr (NC > 1) {
-    if (columns < NC) {
-      return column_group<Type, P, NC - 1>(columns, panels, count, cols, c0, first, is_first, is_last, saved, out,
-                                           out_col_stride);
-    }
-  }
-  columns_over_panels<Type, P, NC>(panels, count, cols, c0, first, is_first, is_last, saved, out, out_col_stride);
-}
-
-// P panels of rows (16 P rows from `rows`) against the chunk's columns, panel by panel along the row.
-template <class Type, int P>
-void row_tile(const std::byte* rows, std::size_t weight_row_bytes, std::int64_t nb, const Columns& cols, int chunk,
-              typename Type::Panel (&panels)[Type::kPanels], __m512* saved, float* out,
-              std::size_t out_col_stride) noexcept {
-  for (std::int64_t first = 0; first < nb; first += kPanelBlocks) {
-    const std::int64_t count = std::min(kPanelBlocks, nb - first);
-#pragma GCC unroll 4
-    for (int q = 0; q < P; ++q) {
-      Type::unpack(rows + static_cast<std::size_t>(q * kPanelRows) * weight_row_bytes, weight_row_bytes, first, count,
-                   panels[q]);
-    }
-    for (int c = 0; c < chunk; c += Type::kColumns) {
-      column_group<Type, P, Type::kColumns>(chunk - c, panels, count, cols, c, first, first == 0, first + count == nb,
-                                            saved + c * P * Type::kLanes,
-                                            out + static_cast<std::size_t>(c) * out_col_stride, out_col_stride);
-    }
-  }
-}
-
-// Rows [0, n_rows) (a multiple of 16) x every column. Columns go in chunks whose side data fits the stack
-// buffer; within a chunk, each tile of Type::kPanels x 16 rows (16 for the last one if that is what is
-// left) meets every column of the chunk in groups of Type::kColumns, one panel of kPanelBlocks blocks
-// after the other, the accumulators kept in between.
-template <class Type>
-void panel_gemm(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,
-                std::size_t activation_row_bytes, int n_cols, std::int64_t n, float* out, std::size_t out_col_stride) noexcept {
-  constexpr int P = Type::kPanels;
-  const std::int64_t nb = n / 32;
-  alignas(64) std::byte side[kSideBytes];
-  alignas(64) __m512 saved[kMaxChunkColumns * P * Type::kLanes];
-  alignas(64) typename Type::Panel panels[P];
-  const auto fit = static_cast<std::int64_t>(kSideBytes / (Type::kSideBytesPerBlock * static_cast<std::size_t>(nb)));
-  const int chunk_columns = static_cast<int>(std::min<std::int64_t>(fit, kMaxChunkColumns));
-  for (int c0 = 0; c0 < n_cols; c0 += chunk_columns) {
-    const int chunk = std::min(chunk_columns, n_cols - c0);
-    const Columns cols =
-        Type::prepare(side, activation_rows + static_cast<std::size_t>(c0) * activation_row_bytes, activation_row_bytes, chunk, nb);
-    float* chunk_out = out + static_cast<std::size_t>(c0) * out_col_stride;
-    int r0 = 0;
-    for (; r0 + P * kPanelRows <= n_rows; r0 += P * kPanelRows) {
-      row_tile<Type, P>(weight_rows + static_cast<std::size_t>(r0) * weight_row_bytes, weight_row_bytes, nb, cols, chunk,
-                        panels, saved, chunk_out + r0, out_col_stride);
-    }
-    if constexpr (P > 1) {
-      for (; r0 < n_rows; r0 += kPanelRows) {
-        row_tile<Type, 1>(weight_rows + static_cast<std::size_t>(r0) * weight_row_bytes, weight_row_bytes, nb, cols,
-                          chunk, panels, saved, chunk_out + r0, out_col_stride);
-      }
-    }
-  }
-}
-
 #pragma GCC diagnostic pop
 
 }  // namespace
 
 bool panel_gemm_fits(std::int64_t n) noexcept {
   const std::int64_t nb = n / 32;
-  return nb > 0 && static_cast<std::size_t>(nb) * Q8_0Gemm::kSideBytesPerBlock <= kSideBytes;
+  return nb > 0 && static_cast<std::size_t>(nb) * Q8_0Gemm::kSideBytesPerBlock <= Q8_0Gemm::kSideBytes;
 }
 
 void q8_0_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,

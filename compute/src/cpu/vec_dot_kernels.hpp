@@ -35,6 +35,20 @@ void q4_0_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row
                             const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
                             std::int64_t n, float* out, std::size_t out_col_stride);
 
+// The same for the K-quants (gemm_kquant_avx512.cpp), for rows that q4_k_panel_gemm_fits() (Q4_K) or
+// q5_k_q6_k_panel_gemm_fits() (Q5_K, Q6_K: their activations widened to int16 need more side data).
+bool q4_k_panel_gemm_fits(std::int64_t n) noexcept;
+bool q5_k_q6_k_panel_gemm_fits(std::int64_t n) noexcept;
+void q4_k_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+void q5_k_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+void q6_k_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+
 // The register-blocked float GEMMs (gemm_float.inc): VecDotFn's contract in the batch order, for n a
 // multiple of 16 (F32) or 8 (F16, BF16); the x86 tables send batches there.
 void f32_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows, const std::byte* activation_rows,

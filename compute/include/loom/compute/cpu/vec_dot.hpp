@@ -26,8 +26,10 @@
 // The AVX-512 kernels are the AVX2 ones with VNNI's one-instruction integer multiply-adds (vpdpbusd,
 // vpdpwssd) and the same float order, so they give the AVX2 kernels' bits, faster.
 //
-// With several columns on AVX-512 VNNI, Q8_0 and Q4_0 rows in whole groups of 16 go through a panel GEMM
-// (gemm_avx512.cpp, compute/README.md) that keeps the same orders and so the same bits.
+// With several columns on AVX-512 VNNI, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K rows in whole groups of 16 go
+// through a panel GEMM (gemm_avx512.cpp, gemm_kquant_avx512.cpp, compute/README.md) that keeps the same
+// orders and so the same bits (for the K-quants, those of the AVX2/AVX-512 kernels: their scalar kernels
+// keep a plainer float order, equal to a tolerance).
 //
 // With several columns on AVX2 or AVX-512, F32, F16 and BF16 rows whose length is a whole number of the batch
 // order's steps (16 values for F32, 8 for F16/BF16) go through a register-blocked float GEMM (gemm_float.inc,
