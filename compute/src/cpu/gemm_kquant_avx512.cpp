@@ -41,6 +41,7 @@ namespace {
 // used uninitialized": a known false positive of those headers.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "gemm_panel_avx512.hpp"
 
