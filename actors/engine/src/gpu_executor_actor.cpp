@@ -1,5 +1,6 @@
 #include "loom/actors/engine/gpu_executor_actor.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <utility>
@@ -109,12 +110,12 @@ void GpuExecutorActor::on(RunStep m) {
   pending_steps_.emplace(job, std::move(m.reply));
   asio::post(compute_thread_, [state = compute_state_, batch = std::move(m.batch), job, arrived = Clock::now(),
                                done = continuation("StepFinished", [this](std::uint64_t id, StepOutcome outcome,
-                                                                          nanoseconds busy) {
-                                 step_finished(id, std::move(outcome), busy);
+                                                                          nanoseconds busy, Clock::time_point arrived) {
+                                 step_finished(id, std::move(outcome), busy, arrived);
                                })] {
     const auto began = Clock::now();
     StepOutcome outcome = compute_step(state->backend.get(), batch, arrived, began);
-    done(job, std::move(outcome), duration_cast<nanoseconds>(Clock::now() - began));
+    done(job, std::move(outcome), duration_cast<nanoseconds>(Clock::now() - began), arrived);
   });
 }
 
@@ -164,16 +165,17 @@ void GpuExecutorActor::load_finished(std::uint64_t job, LoadResult result, nanos
   reply(std::move(result));
 }
 
-void GpuExecutorActor::step_finished(std::uint64_t job, StepOutcome outcome, nanoseconds busy) {
+void GpuExecutorActor::step_finished(std::uint64_t job, StepOutcome outcome, nanoseconds busy, Clock::time_point arrived) {
   auto it = pending_steps_.find(job);
   if (it == pending_steps_.end()) return;
   auto reply = std::move(it->second);
   pending_steps_.erase(it);
   stats_.busy_time += busy;
-  if (const auto* done = std::get_if<StepDone>(&outcome)) {
+  if (auto* done = std::get_if<StepDone>(&outcome)) {
     ++stats_.steps_run;
     stats_.tokens_computed += done->tokens_computed;
     stats_.tokens_sampled += done->sampled.size();
+    done->executor_time = std::max(nanoseconds{0}, duration_cast<nanoseconds>(Clock::now() - arrived) - done->compute_time);
   } else {
     ++stats_.steps_failed;
   }

@@ -47,7 +47,8 @@ class GpuExecutorActor : public Actor<GpuExecutorActor, GpuExecutorProtocol> {
  private:
   // On the strand, when the compute thread has finished a job.
   void load_finished(std::uint64_t job, LoadResult result, std::chrono::nanoseconds busy);
-  void step_finished(std::uint64_t job, StepOutcome outcome, std::chrono::nanoseconds busy);
+  void step_finished(std::uint64_t job, StepOutcome outcome, std::chrono::nanoseconds busy,
+                     std::chrono::steady_clock::time_point arrived);
 
   // What the compute thread owns; only its jobs touch it, one at a time.
   struct ComputeState {
