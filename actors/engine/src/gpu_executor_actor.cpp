@@ -107,15 +107,16 @@ void GpuExecutorActor::on(RunStep m) {
   for (const compute::StepSequence& s : m.batch.sequences) {
     if (s.begin) started_.insert(s.sequence);
   }
-  pending_steps_.emplace(job, std::move(m.reply));
-  asio::post(compute_thread_, [state = compute_state_, batch = std::move(m.batch), job, arrived = Clock::now(),
+  const auto arrived = Clock::now();
+  pending_steps_.emplace(job, PendingStep{std::move(m.reply), arrived});
+  asio::post(compute_thread_, [state = compute_state_, batch = std::move(m.batch), job, arrived,
                                done = continuation("StepFinished", [this](std::uint64_t id, StepOutcome outcome,
-                                                                          nanoseconds busy, Clock::time_point arrived) {
-                                 step_finished(id, std::move(outcome), busy, arrived);
+                                                                          nanoseconds busy) {
+                                 step_finished(id, std::move(outcome), busy);
                                })] {
     const auto began = Clock::now();
     StepOutcome outcome = compute_step(state->backend.get(), batch, arrived, began);
-    done(job, std::move(outcome), duration_cast<nanoseconds>(Clock::now() - began), arrived);
+    done(job, std::move(outcome), duration_cast<nanoseconds>(Clock::now() - began));
   });
 }
 
@@ -165,10 +166,11 @@ void GpuExecutorActor::load_finished(std::uint64_t job, LoadResult result, nanos
   reply(std::move(result));
 }
 
-void GpuExecutorActor::step_finished(std::uint64_t job, StepOutcome outcome, nanoseconds busy, Clock::time_point arrived) {
+void GpuExecutorActor::step_finished(std::uint64_t job, StepOutcome&& outcome, nanoseconds busy) {
   auto it = pending_steps_.find(job);
   if (it == pending_steps_.end()) return;
-  auto reply = std::move(it->second);
+  auto reply = std::move(it->second.reply);
+  const auto arrived = it->second.arrived;
   pending_steps_.erase(it);
   stats_.busy_time += busy;
   if (auto* done = std::get_if<StepDone>(&outcome)) {
