@@ -15,9 +15,13 @@ namespace {
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 
 std::string with_separators(std::uint64_t n) {
-  std::string digits = std::to_string(n);
-  for (auto at = static_cast<std::ptrdiff_t>(digits.size()) - 3; at > 0; at -= 3) digits.insert(static_cast<std::size_t>(at), ",");
-  return digits;
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string percent_text(double share) {
@@ -70,35 +74,41 @@ std::string mib_text(std::uint64_t bytes) {
 KvMemoryBudget kv_budget_from_memory(const KvMemoryInputs& in) {
   check(in);
   const std::uint64_t context_bytes = saturating_product(in.bytes_per_token, static_cast<std::uint64_t>(in.context_length));
-  KvMemoryBudget out;
+  std::uint64_t base = 0;  // what the rule asks for before the caps and the floors
+  std::string base_text;
+  std::string adjustments;
+  std::uint64_t bytes = 0;
   if (in.available_bytes == 0) {
-    out.bytes = saturating_product(context_bytes, static_cast<std::uint64_t>(in.contexts_when_unknown));
-    out.reason = "the available memory is unknown: room for " + std::to_string(in.contexts_when_unknown) +
-                 " full contexts of " + mib_text(context_bytes);
-    out.bytes = apply_caps(in, context_bytes, out.bytes, out.reason);
+    base = saturating_product(context_bytes, static_cast<std::uint64_t>(in.contexts_when_unknown));
+    base_text = "the available memory is unknown: room for " + std::to_string(in.contexts_when_unknown) +
+                " full contexts of " + mib_text(context_bytes);
+    bytes = apply_caps(in, context_bytes, base, adjustments);
   } else {
     const std::uint64_t kept = in.weight_bytes + in.margin_bytes;
     const std::uint64_t spare = in.available_bytes > kept ? in.available_bytes - kept : 0;
-    const auto shared = static_cast<std::uint64_t>(static_cast<double>(spare) * in.share);
-    out.reason = percent_text(in.share) + " of " + mib_text(spare) + " available after the weights (" +
-                 mib_text(in.available_bytes) + " available - " + mib_text(in.weight_bytes) + " weights - " +
-                 mib_text(in.margin_bytes) + " margin)";
-    out.bytes = apply_caps(in, context_bytes, shared, out.reason);
+    base = static_cast<std::uint64_t>(static_cast<double>(spare) * in.share);
+    base_text = percent_text(in.share) + " of " + mib_text(spare) + " available after the weights (" +
+                mib_text(in.available_bytes) + " available - " + mib_text(in.weight_bytes) + " weights - " +
+                mib_text(in.margin_bytes) + " margin)";
+    bytes = apply_caps(in, context_bytes, base, adjustments);
     // One full context is what a request may hold; it takes precedence over the share and the caps as long
     // as the memory left after the weights holds it.
-    if (out.bytes < context_bytes && context_bytes <= spare) {
-      out.bytes = context_bytes;
-      out.reason += ", raised to one full context of " + mib_text(context_bytes);
-    } else if (out.bytes < context_bytes) {
-      out.reason += ", less than one full context of " + mib_text(context_bytes) + ": the memory holds no more";
+    if (bytes < context_bytes && context_bytes <= spare) {
+      bytes = context_bytes;
+      adjustments += ", raised to one full context of " + mib_text(context_bytes);
+    } else if (bytes < context_bytes) {
+      adjustments += ", less than one full context of " + mib_text(context_bytes) + ": the memory holds no more";
     }
   }
-  if (out.bytes < in.min_bytes) {
-    out.bytes = in.min_bytes;
-    out.reason += ", raised to the least usable size of " + mib_text(in.min_bytes);
+  if (bytes < in.min_bytes) {
+    bytes = in.min_bytes;
+    adjustments += ", raised to the least usable size of " + mib_text(in.min_bytes);
   }
-  out.reason = mib_text(out.bytes) + " = " + out.reason;
-  return out;
+  // "512 MiB = 25 % of ..." when the rule's answer stands, "768 MiB: 25 % of ... is 5,120 MiB, capped at ..."
+  // when a cap or a floor changed it.
+  const std::string reason = bytes == base ? mib_text(bytes) + " = " + base_text
+                                           : mib_text(bytes) + ": " + base_text + " is " + mib_text(base);
+  return KvMemoryBudget{.bytes = bytes, .reason = reason + adjustments};
 }
 
 std::uint64_t available_memory_bytes_or_zero() {

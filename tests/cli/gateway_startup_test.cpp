@@ -243,7 +243,7 @@ TEST(GatewayStartup, WithoutKvCacheMbTheCacheIsSizedFromTheMachineAndTheLogSaysH
   const auto ready = gateway.wait_for(std::regex(R"(ready to serve on http://127\.0\.0\.1:(\d+))"), std::chrono::seconds(60));
   ASSERT_TRUE(ready) << gateway.err();
   EXPECT_TRUE(std::regex_search(gateway.err(),
-                                std::regex(R"(kv cache: [0-9,.]+ MiB = 10 % of [0-9,]+ MiB available after the weights)")))
+                                std::regex(R"(kv cache: [0-9,.]+ MiB[:=] 10 % of [0-9,]+ MiB available after the weights)")))
       << gateway.err();
   ASSERT_EQ(::kill(gateway.pid(), SIGTERM), 0);
   EXPECT_EQ(gateway.wait_exit(std::chrono::seconds(30)), 0) << gateway.err();

@@ -38,9 +38,9 @@ TEST(KvMemoryBudget, IsCappedByTheSequencesThatCanRunAtOnce) {
   in.max_sequences = 64;  // 64 x 12 MiB = 768 MiB, far below a quarter of 63 GiB
   const KvMemoryBudget budget = kv_budget_from_memory(in);
   EXPECT_EQ(budget.bytes, 768 * kMiB);
-  EXPECT_NE(budget.reason.find("capped at 768 MiB = 64 concurrent sequences x one full context of 12 MiB"),
-            std::string::npos)
-      << budget.reason;
+  EXPECT_EQ(budget.reason, "768 MiB: 25 % of 64,768 MiB available after the weights (65,536 MiB available - 512 MiB "
+                           "weights - 256 MiB margin) is 16,192 MiB, capped at 768 MiB = 64 concurrent sequences x "
+                           "one full context of 12 MiB");
 }
 
 TEST(KvMemoryBudget, IsCappedByTheCeilingOnALargeMachine) {
