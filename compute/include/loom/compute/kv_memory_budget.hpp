@@ -4,9 +4,10 @@
 // that the rule is tested without depending on the memory of the machine the tests run on; a backend
 // calls it at load (LoadOptions::kv_auto) with MemAvailable, the model file's size and its bytes per token.
 //
-// Why a share and not "everything left", as vLLM's gpu_memory_utilization (0.9 of a dedicated GPU) does:
-// on a CPU the memory is shared with the operating system, the page cache that keeps the mapped weights
-// resident, and other processes, and the cache is written in full at load, so it is committed memory.
+// Why a share and not "everything left", as vLLM's gpu_memory_utilization does (0.9 of a dedicated GPU,
+// 0.92 in recent versions, less the weights and the activations' peak): on a CPU the memory is shared with
+// the operating system, the page cache that keeps the mapped weights resident, and other processes, and
+// the cache is written in full at load, so it is committed memory.
 // llama.cpp's server sizes its KV cache by context (-c, split among -np slots) whatever the machine has;
 // that is the fallback here when the available memory cannot be read.
 #pragma once
