@@ -45,8 +45,14 @@ Model:
                          (default: the model's own; chatml when it has none loom recognises)
   --device cpu|vulkan    where the forward pass runs (default cpu; vulkan is not built yet)
   --compute-threads N    forward-pass threads (default: the physical cores)
-  --kv-cache-mb M        KV cache size in MiB (default: room for 4 full model contexts); less than one
-                         context is warned, and requests are limited to what it holds (/health says how much)
+  --kv-cache-mb M        KV cache size in MiB (default: sized from the machine, see --kv-cache-percent);
+                         less than one context is warned, and requests are limited to what it holds
+                         (/health says how much)
+  --kv-cache-percent P   without --kv-cache-mb: the KV cache takes P % (1-100, default 25) of the memory
+                         available after the weights (MemAvailable - model file - 256 MiB), capped at a
+                         full context for each sequence that can run at once (--max-requests, at most 64)
+                         and at 16 GiB, and at least one full context where memory allows; the log says
+                         the size chosen and why
   --demo-model-path P    where the demo model is made (default: $XDG_CACHE_HOME/loom or ~/.cache/loom)
 
 Network:
@@ -179,6 +185,7 @@ int main(int argc, char** argv) {
     config.device = args.text("device", config.device);
     count("compute-threads", config.compute_threads, 0, 1024);
     count("kv-cache-mb", config.kv_cache_mb, 0, 1 << 20);
+    count("kv-cache-percent", config.kv_cache_percent, 1, 100);
     config.demo_model_path = args.text("demo-model-path", config.demo_model_path);
     config.host = args.text("host", config.host);
     count("port", config.port, 0, 65535);

@@ -65,7 +65,8 @@ Commands:
          those. --probe-mb M: the bandwidth probe reads M MiB (default 256; it must dwarf the last-level cache).
 
 KV cache options (generate, chat, logits): --kv-block-size N token slots per block (default 16);
---kv-cache-mb M the keys and values of all layers in M MiB (default: enough for the context; a smaller
+--kv-cache-mb M the keys and values of all layers in M MiB (default: enough for the context, one stream's
+worth: unlike loom-gateway, which sizes its cache from the machine for many streams at once; a smaller
 budget shortens the context to what it holds); --kv-type f16|f32 (default f16).
 
 A llama2.c checkpoint holds no vocabulary: give its tokenizer file with --tokenizer (a GGUF file with a

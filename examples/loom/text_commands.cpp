@@ -125,6 +125,8 @@ Engine::Config engine_config(const EngineOptions& options) {
   config.model.tokenizer_path = options.tokenizer_path;
   config.model.threads = options.threads;
   config.model.kv = options.kv;
+  // One stream: one context is all it can use, so no kv_auto (the gateway's memory-sized default for many
+  // streams would only commit memory and the time to write it at load).
   config.model.kv_tokens = options.context;
   config.io_threads = 1;
   return config;

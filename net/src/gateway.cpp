@@ -38,7 +38,14 @@ actors::EngineConfig engine_config_for(const GatewayConfig& config) {
   if (config.kv_cache_mb > 0) {
     engine.model.kv.budget_bytes = static_cast<std::uint64_t>(config.kv_cache_mb) * 1024 * 1024;
   } else {
-    engine.model.kv_contexts = GatewayConfig::kDefaultKvContexts;
+    // A loaded server runs many sequences at once: a cache of a few contexts would preempt them in turn.
+    engine.model.kv_contexts = GatewayConfig::kKvContextsWhenMemoryUnknown;
+    engine.model.kv_auto = compute::KvAutoSize{
+        .share = config.kv_cache_percent / 100.0,
+        // No more than every sequence that can run at once holding a full context.
+        .max_sequences = static_cast<std::int64_t>(std::min(config.max_requests_total, engine.scheduler.max_running)),
+        .max_bytes = GatewayConfig::kMaxDefaultKvBytes,
+    };
   }
   engine.chat_template = config.chat_template;
   // Like llama.cpp's server: a model without a template still chats, in ChatML.
@@ -157,6 +164,7 @@ std::optional<std::string> Gateway::State::model_loaded(boost::system::error_cod
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
   logger().info("model loaded model_id={} context_length={} kv_blocks={} load_ms={}", ctx.model_id,
                 ctx.context_length, result.info.kv_blocks, ms.count());
+  if (!result.info.kv_sizing.empty()) logger().info("kv cache: {}", result.info.kv_sizing);
   if (ctx.context_length < result.info.config.context_length) warn_short_context(result, ctx.context_length);
   return error;
 }

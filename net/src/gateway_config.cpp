@@ -59,6 +59,7 @@ void GatewayConfig::validate() const {
   within<int>("threads", threads, 0, 256);
   within<int>("compute_threads", compute_threads, 0, 1024);
   within<std::int64_t>("kv_cache_mb", kv_cache_mb, 0, std::int64_t{1} << 20);
+  within<int>("kv_cache_percent", kv_cache_percent, 1, 100);
   within<std::size_t>("max_body_bytes", max_body_bytes, 1024, std::size_t{1} << 30);
   within<std::size_t>("max_frame_bytes", max_frame_bytes, 1024, std::size_t{1} << 30);
   within<std::int32_t>("max_prompt_tokens", max_prompt_tokens, 0, 1 << 24);
@@ -108,6 +109,7 @@ void apply_json(GatewayConfig& c, const nlohmann::json& object) {
     else if (key == "device") text(c.device);
     else if (key == "compute_threads") integer(c.compute_threads);
     else if (key == "kv_cache_mb") integer(c.kv_cache_mb);
+    else if (key == "kv_cache_percent") integer(c.kv_cache_percent);
     else if (key == "demo_model_path") text(c.demo_model_path);
     else if (key == "host") text(c.host);
     else if (key == "port") {

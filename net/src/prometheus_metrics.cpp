@@ -186,6 +186,21 @@ void render_gateway(Exposition& out, const GatewayContext& context, const Gatewa
               gateway.slow_client_cancels);
 }
 
+// The step loop's time by phase (step_timer.hpp): the overhead around the forward pass is
+// sum(rate(loom_step_seconds_total{phase!="forward"})) / sum(rate(loom_step_seconds_total)).
+void render_step_time(Exposition& out, const actors::StepTimeStats& time) {
+  out.family("step_seconds_total", "counter",
+             "The step loop's busy time by phase: forward (the backend's forward pass and sampling), executor "
+             "(the executor around it), scheduler (planning, reserving, building the batch, applying tokens), "
+             "gap (messages between the actors).");
+  const auto seconds = [](std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); };
+  out.sample("step_seconds_total", {{"phase", "forward"}}, seconds(time.forward));
+  out.sample("step_seconds_total", {{"phase", "executor"}}, seconds(time.executor));
+  out.sample("step_seconds_total", {{"phase", "scheduler"}}, seconds(time.scheduler));
+  out.sample("step_seconds_total", {{"phase", "gap"}}, seconds(time.gap));
+  out.counter("step_timed_total", "Steps whose phases loom_step_seconds_total sums.", time.steps);
+}
+
 void render_engine(Exposition& out, const actors::EngineStats& engine) {
   const auto& scheduler = engine.scheduler;
   const auto& cache = engine.cache.cache;
@@ -247,6 +262,8 @@ void render_engine(Exposition& out, const actors::EngineStats& engine) {
   for (const actors::BookkeepingEntry& entry : engine.bookkeeping_entries()) {
     out.sample("engine_bookkeeping_entries", {{"map", entry.map}}, as_double(entry.entries));
   }
+
+  render_step_time(out, scheduler.step_time);
 
   out.counter("executor_tokens_computed_total", "Positions run through the model by successful steps.",
               engine.executor.tokens_computed);

@@ -235,6 +235,20 @@ TEST(GatewayStartup, AConfigFileThatIsNotJsonIsReportedByLineAndColumn) {
   EXPECT_NE(nul.err.find("line 1, column 15 (byte 14): a NUL byte"), std::string::npos) << nul.err;
 }
 
+// Without --kv-cache-mb the cache is a share of the memory left after the weights, and the log says so.
+TEST(GatewayStartup, WithoutKvCacheMbTheCacheIsSizedFromTheMachineAndTheLogSaysHow) {
+  REQUIRE_SHARED_FILE(kModel);
+  Running gateway({"--model", kModel, "--port", "0", "--threads", "1", "--compute-threads", "1", "--kv-cache-percent", "10"},
+                  gateway_binary());
+  const auto ready = gateway.wait_for(std::regex(R"(ready to serve on http://127\.0\.0\.1:(\d+))"), std::chrono::seconds(60));
+  ASSERT_TRUE(ready) << gateway.err();
+  EXPECT_TRUE(std::regex_search(gateway.err(),
+                                std::regex(R"(kv cache: [0-9,.]+ MiB[:=] 10 % of [0-9,]+ MiB available after the weights)")))
+      << gateway.err();
+  ASSERT_EQ(::kill(gateway.pid(), SIGTERM), 0);
+  EXPECT_EQ(gateway.wait_exit(std::chrono::seconds(30)), 0) << gateway.err();
+}
+
 TEST(GatewayStartup, AKvCacheSmallerThanTheContextIsWarnedAndTheEffectiveContextReported) {
   REQUIRE_SHARED_FILE(kModel);
   Running gateway({"--model", kModel, "--port", "0", "--threads", "1", "--compute-threads", "1", "--kv-cache-mb", "1"},

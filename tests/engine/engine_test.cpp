@@ -689,4 +689,39 @@ TEST(EngineKvSizing, KvContextsSizeTheCacheInModelContexts) {
   EXPECT_LT(info.kv_blocks * info.kv_block_size, 3 * info.config.context_length + info.kv_block_size);
 }
 
+// kv_auto sizes the cache from the memory it is told is available: a share of what the weights and the
+// margin leave, capped by the sequences that can run at once, and the backend says how it chose.
+TEST(EngineKvSizing, KvAutoTakesAShareOfTheMemoryLeftAfterTheWeights) {
+  auto one_context = engine_config();
+  one_context.model.kv_tokens = 0;
+  Engine probe(one_context);
+  const auto probed = load(probe);
+  ASSERT_TRUE(probed.value.loaded()) << probed.value.error;
+  const std::int64_t context = probed.value.info.config.context_length;
+  const std::uint64_t context_bytes = probed.value.info.kv_bytes;  // one context, in whole blocks
+  ASSERT_EQ(probed.value.info.kv_blocks * probed.value.info.kv_block_size % context, 0) << "a context in whole blocks";
+  EXPECT_TRUE(probed.value.info.kv_sizing.empty()) << "only kv_auto says how it sized";
+
+  const std::uint64_t weights = std::filesystem::file_size(model_path());
+  const auto sized_with = [&](std::int64_t max_sequences) {
+    auto config = engine_config();
+    config.model.kv_tokens = 0;
+    config.model.kv_auto = compute::KvAutoSize{.share = 0.5,
+                                               .max_sequences = max_sequences,
+                                               .max_bytes = 0,
+                                               .margin_bytes = 1 << 20,
+                                               .available_bytes = weights + (1 << 20) + 16 * context_bytes};
+    Engine engine(config);
+    auto loaded = load(engine);
+    EXPECT_TRUE(loaded.value.loaded()) << loaded.value.error;
+    return loaded.value.info;
+  };
+  const auto half = sized_with(0);  // half of 16 contexts
+  EXPECT_EQ(half.kv_blocks * half.kv_block_size, 8 * context);
+  EXPECT_NE(half.kv_sizing.find("50 % of"), std::string::npos) << half.kv_sizing;
+  const auto capped = sized_with(3);
+  EXPECT_EQ(capped.kv_blocks * capped.kv_block_size, 3 * context);
+  EXPECT_NE(capped.kv_sizing.find("3 concurrent sequences"), std::string::npos) << capped.kv_sizing;
+}
+
 }  // namespace loom::engine_test_limits

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "loom/compute/backend.hpp"
@@ -95,6 +96,11 @@ class BackendScript {
     std::lock_guard lock(mutex_);
     keep_log_ = keep;
   }
+  // Every step takes at least this long in run(), as a forward pass would (after the gate).
+  void take_per_step(std::chrono::nanoseconds duration) {
+    std::lock_guard lock(mutex_);
+    per_step_ = duration;
+  }
 
  private:
   friend class ScriptedBackend;
@@ -109,8 +115,13 @@ class BackendScript {
     changed_.notify_all();
     changed_.wait(lock, [&] { return !gated_ || permits_ > 0; });
     if (gated_) --permits_;
-    if (index == fail_at_) return Outcome::throws;
-    return index == tokenless_at_ ? Outcome::no_tokens : Outcome::tokens;
+    const Outcome outcome = index == fail_at_        ? Outcome::throws
+                            : index == tokenless_at_ ? Outcome::no_tokens
+                                                     : Outcome::tokens;
+    const auto busy = per_step_;
+    lock.unlock();
+    if (busy.count() > 0) std::this_thread::sleep_for(busy);
+    return outcome;
   }
   void set_held(std::size_t count) {
     std::lock_guard lock(mutex_);
@@ -128,6 +139,7 @@ class BackendScript {
   bool keep_log_ = true;
   std::vector<ScriptedStep> steps_;
   std::size_t held_count_ = 0;
+  std::chrono::nanoseconds per_step_{0};
 };
 
 class ScriptedBackend final : public compute::Backend {

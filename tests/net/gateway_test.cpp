@@ -178,12 +178,14 @@ TEST(GatewayLoad, AMissingModelFileFailsTheLoadAndHealthSaysSo) {
 TEST(GatewayConfigJson, AppliesKnownKeysAndRefusesUnknownOnes) {
   GatewayConfig config;
   apply_json(config, nlohmann::json::parse(R"({"port": 9000, "api_key": "k", "allowed_origins": ["https://a"],
-                                               "shutdown_grace_ms": 1500, "kv_cache_mb": 64})"));
+                                               "shutdown_grace_ms": 1500, "kv_cache_mb": 64,
+                                               "kv_cache_percent": 40})"));
   EXPECT_EQ(config.port, 9000);
   EXPECT_EQ(config.api_key, "k");
   EXPECT_EQ(config.allowed_origins, std::vector<std::string>{"https://a"});
   EXPECT_EQ(config.shutdown_grace, std::chrono::milliseconds(1500));
   EXPECT_EQ(config.kv_cache_mb, 64);
+  EXPECT_EQ(config.kv_cache_percent, 40);
   try {
     apply_json(config, nlohmann::json::parse(R"({"prot": 1})"));
     FAIL() << "an unknown key was accepted";
@@ -212,6 +214,11 @@ TEST(GatewayConfigJson, ValidateNamesTheField) {
   config = GatewayConfig{};
   config.max_frame_bytes = 10;
   EXPECT_THROW(config.validate(), std::invalid_argument);
+  for (const int percent : {0, 101}) {
+    config = GatewayConfig{};
+    config.kv_cache_percent = percent;
+    EXPECT_THROW(config.validate(), std::invalid_argument) << percent;
+  }
 }
 
 TEST(HttpUtil, QueryParametersAndPaths) {

@@ -310,6 +310,12 @@ TEST_F(RenderFixture, HandMadeStatsRenderAsValidExpositionWithTheirValues) {
   engine_stats.scheduler.generated_tokens = 1234;
   engine_stats.scheduler.prefill_tokens = 567;
   engine_stats.scheduler.tokens_per_second = 42.5;
+  engine_stats.scheduler.preemptions = 17;
+  engine_stats.scheduler.step_time.steps = 40;
+  engine_stats.scheduler.step_time.forward = 2s;
+  engine_stats.scheduler.step_time.executor = 20ms;
+  engine_stats.scheduler.step_time.scheduler = 30ms;
+  engine_stats.scheduler.step_time.gap = 5ms;
   const std::vector<std::chrono::nanoseconds> first_token_latencies{0ns, 7us, 1ms, 5ms, 5ms, 5ms, 2s, 500s};
   for (const auto latency : first_token_latencies) engine_stats.scheduler.time_to_first_token.record(latency);
   engine_stats.scheduler.inter_token_latency.record(3ms);
@@ -376,6 +382,16 @@ TEST_F(RenderFixture, HandMadeStatsRenderAsValidExpositionWithTheirValues) {
   EXPECT_EQ(parsed.value("loom_generated_tokens_total"), 1234);
   EXPECT_EQ(parsed.value("loom_prefill_tokens_total"), 567);
   EXPECT_EQ(parsed.value("loom_tokens_per_second"), 42.5);
+  EXPECT_EQ(parsed.types.at("loom_scheduler_preemptions_total"), "counter");
+  EXPECT_EQ(parsed.value("loom_scheduler_preemptions_total"), 17);
+
+  // The step loop's phases, in seconds, one series each, and the steps they sum.
+  EXPECT_EQ(parsed.types.at("loom_step_seconds_total"), "counter");
+  EXPECT_NEAR(parsed.value("loom_step_seconds_total", Labels{{"phase", "forward"}}).value_or(-1.0), 2.0, 1e-12);
+  EXPECT_NEAR(parsed.value("loom_step_seconds_total", Labels{{"phase", "executor"}}).value_or(-1.0), 0.02, 1e-12);
+  EXPECT_NEAR(parsed.value("loom_step_seconds_total", Labels{{"phase", "scheduler"}}).value_or(-1.0), 0.03, 1e-12);
+  EXPECT_NEAR(parsed.value("loom_step_seconds_total", Labels{{"phase", "gap"}}).value_or(-1.0), 0.005, 1e-12);
+  EXPECT_EQ(parsed.value("loom_step_timed_total"), 40);
 
   EXPECT_EQ(parsed.value("loom_kv_blocks", Labels{{"state", "used"}}), 25);
   EXPECT_EQ(parsed.value("loom_kv_blocks", Labels{{"state", "cached"}}), 15);

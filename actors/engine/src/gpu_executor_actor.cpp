@@ -1,5 +1,6 @@
 #include "loom/actors/engine/gpu_executor_actor.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <utility>
@@ -106,8 +107,9 @@ void GpuExecutorActor::on(RunStep m) {
   for (const compute::StepSequence& s : m.batch.sequences) {
     if (s.begin) started_.insert(s.sequence);
   }
-  pending_steps_.emplace(job, std::move(m.reply));
-  asio::post(compute_thread_, [state = compute_state_, batch = std::move(m.batch), job, arrived = Clock::now(),
+  const auto arrived = Clock::now();
+  pending_steps_.emplace(job, PendingStep{std::move(m.reply), arrived});
+  asio::post(compute_thread_, [state = compute_state_, batch = std::move(m.batch), job, arrived,
                                done = continuation("StepFinished", [this](std::uint64_t id, StepOutcome outcome,
                                                                           nanoseconds busy) {
                                  step_finished(id, std::move(outcome), busy);
@@ -164,16 +166,18 @@ void GpuExecutorActor::load_finished(std::uint64_t job, LoadResult result, nanos
   reply(std::move(result));
 }
 
-void GpuExecutorActor::step_finished(std::uint64_t job, StepOutcome outcome, nanoseconds busy) {
+void GpuExecutorActor::step_finished(std::uint64_t job, StepOutcome&& outcome, nanoseconds busy) {
   auto it = pending_steps_.find(job);
   if (it == pending_steps_.end()) return;
-  auto reply = std::move(it->second);
+  auto reply = std::move(it->second.reply);
+  const auto arrived = it->second.arrived;
   pending_steps_.erase(it);
   stats_.busy_time += busy;
-  if (const auto* done = std::get_if<StepDone>(&outcome)) {
+  if (auto* done = std::get_if<StepDone>(&outcome)) {
     ++stats_.steps_run;
     stats_.tokens_computed += done->tokens_computed;
     stats_.tokens_sampled += done->sampled.size();
+    done->executor_time = std::max(nanoseconds{0}, duration_cast<nanoseconds>(Clock::now() - arrived) - done->compute_time);
   } else {
     ++stats_.steps_failed;
   }

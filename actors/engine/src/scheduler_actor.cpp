@@ -21,6 +21,22 @@ constexpr auto kRateWindow = std::chrono::seconds(5);
 constexpr auto kRateBucket = std::chrono::milliseconds(100);
 constexpr auto kReserveTimeout = std::chrono::seconds(30);
 
+// Times a handler on the step's path as the scheduler's share of the step loop (step_timer.hpp).
+class StepHandlerClock {
+ public:
+  StepHandlerClock(StepTimer& timer, bool is_tick) : timer_(timer), began_(Clock::now()) {
+    timer_.handler_began(began_, is_tick);
+  }
+  ~StepHandlerClock() { timer_.handler_ended(Clock::now()); }
+  StepHandlerClock(const StepHandlerClock&) = delete;
+  StepHandlerClock& operator=(const StepHandlerClock&) = delete;
+  Clock::time_point began() const noexcept { return began_; }
+
+ private:
+  StepTimer& timer_;
+  Clock::time_point began_;
+};
+
 }  // namespace
 
 SchedulerActor::SchedulerActor(SchedulerConfig config, Address<CacheManagerProtocol> cache,
@@ -132,6 +148,7 @@ void SchedulerActor::on(GetSchedulerStats m) {
   out.paused = scheduler_.paused_count();
   out.thermal = scheduler_.thermal();
   out.preemptions = scheduler_.preemptions();
+  out.step_time = step_timer_.stats();
   out.bookkeeping = scheduler_.bookkeeping();
   out.bookkeeping.drain_replies = drain_replies_.size();
   const auto now = Clock::now();
@@ -150,6 +167,7 @@ void SchedulerActor::on(GetSchedulerStats m) {
 void SchedulerActor::request_tick(Clock::duration delay) {
   if (tick_posted_ || scheduler_.step_out()) return;
   tick_posted_ = true;
+  if (delay > Clock::duration::zero()) step_timer_.loop_stopped();  // a pause is not the loop's time
   if (delay <= Clock::duration::zero()) {
     continuation("Tick", [this] { tick(); })();
   } else {
@@ -158,6 +176,7 @@ void SchedulerActor::request_tick(Clock::duration delay) {
 }
 
 void SchedulerActor::tick() {
+  const StepHandlerClock clock(step_timer_, /*is_tick=*/true);
   tick_posted_ = false;
   if (scheduler_.step_out()) return;
   expire_deadlines();
@@ -178,6 +197,7 @@ void SchedulerActor::plan_step() {
   carry_out(std::move(plan.actions));  // an admission's preemption releases its blocks before the Reserve
   log_preemptions(preempted_before);
   if (!plan.planned) {
+    step_timer_.loop_stopped();
     maybe_answer_drain();
     return;  // idle until a submit, a cancel or a thermal change
   }
@@ -194,6 +214,7 @@ void SchedulerActor::plan_step() {
 }
 
 void SchedulerActor::reserved(std::uint64_t plan, error_code ec, ReserveResult result) {
+  const StepHandlerClock clock(step_timer_, /*is_tick=*/false);
   if (!scheduler_.step_out() || plan != plan_id_) return;  // a stale answer (its plan was given up)
   if (ec || !result.error.empty()) {
     const std::string error = ec ? "the cache manager did not answer: " + ec.message() : result.error;
@@ -225,12 +246,14 @@ void SchedulerActor::run_step(const ReserveResult& result) {
   stats_.last_batch_tokens = tokens;
   const std::uint64_t plan = plan_id_;
   RunStep request{std::move(batch), {}};
+  step_timer_.step_sent(Clock::now());
   ask(executor_, std::move(request), scheduler_.config().step_timeout,
       [this, plan](error_code ec, StepOutcome outcome) { step_answered(plan, ec, std::move(outcome)); });
 }
 
 void SchedulerActor::step_answered(std::uint64_t plan, error_code ec, StepOutcome outcome) {
   if (!scheduler_.step_out() || plan != plan_id_) return;
+  const StepHandlerClock clock(step_timer_, /*is_tick=*/false);
   if (ec) {
     fail_step("the executor did not answer the step: " + ec.message());
   } else if (auto* failed = std::get_if<StepFailed>(&outcome)) {
@@ -238,7 +261,9 @@ void SchedulerActor::step_answered(std::uint64_t plan, error_code ec, StepOutcom
     fail_step(failed->error);
   } else {
     ++stats_.steps;
-    deliver_step(std::move(std::get<StepDone>(outcome)));
+    auto& done = std::get<StepDone>(outcome);
+    step_timer_.step_answered(clock.began(), done.compute_time, done.executor_time);
+    deliver_step(std::move(done));
   }
 }
 

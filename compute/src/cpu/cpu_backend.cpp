@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <unordered_set>
 
+#include "loom/compute/kv_memory_budget.hpp"
 #include "loom/compute/load_cancelled.hpp"
 #include "loom/compute/model/gguf_file.hpp"
 #include "loom/compute/text/vocabulary.hpp"
@@ -31,6 +33,9 @@ void check_options(const LoadOptions& o) {
   out_of_range("kv_tokens", o.kv_tokens, 0, LoadOptions::kMaxKvTokens);
   out_of_range("kv_contexts", o.kv_contexts, 1, LoadOptions::kMaxKvContexts);
   out_of_range("kv.block_size", o.kv.block_size, 1, PagedKvCache::kMaxBlockSize);
+  if (o.kv_auto && !(o.kv_auto->share > 0.0 && o.kv_auto->share <= 1.0)) {
+    throw std::invalid_argument("load option kv_auto.share = " + std::to_string(o.kv_auto->share) + " is outside (0, 1]");
+  }
 }
 
 // The model's vocabulary: from the tokenizer file when one is named, else from the GGUF model itself.
@@ -47,6 +52,32 @@ Vocabulary load_vocabulary(const LoadOptions& o, const LoadedModel& loaded) {
 
 std::string name(SequenceId sequence) { return "sequence " + std::to_string(sequence); }
 
+// The options with the KV budget kv_auto asks for filled in (and how it was chosen), or as they came when
+// a budget or a token count is given, or no kv_auto.
+LoadOptions with_kv_sized_from_memory(const LoadOptions& options, const LoadedModel& loaded, std::string& sizing) {
+  if (!options.kv_auto || options.kv.budget_bytes > 0 || options.kv_tokens > 0) return options;
+  const ModelConfig& config = loaded.config();
+  const std::uint64_t block = PagedKvCache::bytes_per_block(config.layers, config.kv_dim(), options.kv.block_size, options.kv.type);
+  const KvAutoSize& automatic = *options.kv_auto;
+  std::error_code ec;
+  const std::uintmax_t file_bytes = std::filesystem::file_size(options.model_path, ec);
+  const KvMemoryBudget budget = kv_budget_from_memory(KvMemoryInputs{
+      .available_bytes = automatic.available_bytes > 0 ? automatic.available_bytes : available_memory_bytes_or_zero(),
+      .weight_bytes = ec ? 0 : static_cast<std::uint64_t>(file_bytes),
+      .margin_bytes = automatic.margin_bytes,
+      .bytes_per_token = block / static_cast<std::uint64_t>(options.kv.block_size),
+      .context_length = config.context_length,
+      .share = automatic.share,
+      .max_sequences = automatic.max_sequences,
+      .max_bytes = automatic.max_bytes,
+      .min_bytes = block,
+      .contexts_when_unknown = options.kv_contexts});
+  LoadOptions sized = options;
+  sized.kv.budget_bytes = budget.bytes;
+  sizing = budget.reason;
+  return sized;
+}
+
 }  // namespace
 
 std::unique_ptr<CpuBackend> CpuBackend::load(const LoadOptions& options) {
@@ -60,7 +91,11 @@ std::unique_ptr<CpuBackend> CpuBackend::load(const LoadOptions& options) {
     throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer->vocabulary().size()) +
                                 " tokens, the model " + std::to_string(loaded->config().vocab_size));
   }
-  return std::make_unique<CpuBackend>(std::move(loaded), std::move(tokenizer), options);
+  std::string kv_sizing;
+  const LoadOptions sized = with_kv_sized_from_memory(options, *loaded, kv_sizing);
+  auto backend = std::make_unique<CpuBackend>(std::move(loaded), std::move(tokenizer), sized);
+  backend->kv_sizing_ = std::move(kv_sizing);
+  return backend;
 }
 
 std::unique_ptr<Backend> load_cpu_backend(const LoadOptions& options) { return CpuBackend::load(options); }
@@ -86,6 +121,7 @@ BackendInfo CpuBackend::info() const {
                      .kv_blocks = cache_.blocks(),
                      .kv_bytes = cache_.bytes(),
                      .max_batch_tokens = model_->max_batch(),
+                     .kv_sizing = kv_sizing_,
                      .chat_template_source = chat_template_source_};
 }
 

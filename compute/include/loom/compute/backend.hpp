@@ -28,6 +28,16 @@ namespace loom::compute {
 
 class Tokenizer;
 
+// The KV storage sized from the machine's memory (kv_memory_budget.hpp has the rule): a share of the memory
+// available after the weights, capped, at least one full context where memory allows.
+struct KvAutoSize {
+  double share = 0.25;                            // of the memory available after the weights and the margin
+  std::int64_t max_sequences = 0;                 // cap: this many full contexts (a server's concurrent requests); 0: none
+  std::uint64_t max_bytes = std::uint64_t{16} << 30;     // absolute cap
+  std::uint64_t margin_bytes = std::uint64_t{256} << 20;  // kept free besides the weights
+  std::uint64_t available_bytes = 0;              // 0: MemAvailable, read at load
+};
+
 // What to load, and how large to make the KV storage and the steps.
 struct LoadOptions {
   std::string model_path;      // GGUF, or a llama2.c checkpoint
@@ -35,8 +45,10 @@ struct LoadOptions {
   int threads = 0;             // compute threads, the calling one included; 0: the physical core count
   KvCacheOptions kv;           // block size, F16/F32, and a budget in bytes (0: sized by kv_tokens)
   std::int64_t kv_tokens = 0;  // without a budget: room for this many positions (0: kv_contexts full contexts)
-  std::int64_t kv_contexts = 1;  // without a budget or kv_tokens: room for this many model contexts (a server
-                                 // batching several requests wants more than one)
+  std::int64_t kv_contexts = 1;  // without a budget, kv_tokens or kv_auto: room for this many model contexts
+  // Without a budget or kv_tokens: sized from the machine's memory (a server batching many requests); the
+  // backend says how in BackendInfo::kv_sizing.
+  std::optional<KvAutoSize> kv_auto;
   std::int64_t max_batch_tokens = 512;  // tokens of all sequences in one step, at most
   // Requested (by whoever owns the source) to end a load midway: the backend throws LoadCancelled at its
   // next check (load_cancelled.hpp). A default token is never requested.
@@ -56,6 +68,7 @@ struct BackendInfo {
   std::int64_t kv_blocks = 0;
   std::uint64_t kv_bytes = 0;
   std::int64_t max_batch_tokens = 0;
+  std::string kv_sizing;             // how kv_bytes was chosen when LoadOptions::kv_auto sized it, else empty
   std::string chat_template_source;  // the model's tokenizer.chat_template (Jinja), empty when it has none
 };
 

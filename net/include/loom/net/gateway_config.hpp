@@ -22,7 +22,12 @@ struct GatewayConfig {
   std::string chat_template;     // a template name (chatml, llama2, llama3, ...); empty: from the model
   std::string device = "cpu";    // cpu | vulkan
   int compute_threads = 0;       // forward-pass threads; 0: the physical core count
-  std::int64_t kv_cache_mb = 0;  // KV cache budget; 0: room for kDefaultKvContexts model contexts
+  std::int64_t kv_cache_mb = 0;  // KV cache budget; 0: sized from the machine (kv_cache_percent, capped)
+  // Without kv_cache_mb: the KV cache takes this share of the memory available after the weights
+  // (MemAvailable - the model file - a margin), capped at a full context for every sequence that can run at
+  // once (max_requests_total, and the scheduler's running batch of 64) and at
+  // kMaxDefaultKvBytes, and at least one full context where memory allows (compute/kv_memory_budget.hpp).
+  int kv_cache_percent = 25;
   std::string demo_model_path;   // where the demo model is made; empty: $XDG_CACHE_HOME/loom or ~/.cache/loom
   bool model_is_demo = false;    // set by loom-gateway (not a flag): `model` is the random-weight demo
 
@@ -59,7 +64,10 @@ struct GatewayConfig {
   std::chrono::milliseconds ws_ping_interval{20000};  // idle WebSockets are pinged this often
   std::chrono::milliseconds http_idle_timeout{60000};  // an idle keep-alive connection is closed
 
-  static constexpr std::int64_t kDefaultKvContexts = 4;
+  // The default KV cache's ceiling: a machine with 1 TB does not commit 250 GB to it unasked.
+  static constexpr std::uint64_t kMaxDefaultKvBytes = std::uint64_t{16} << 30;
+  // Full contexts when the available memory cannot be read (no /proc/meminfo, no sysconf answer).
+  static constexpr std::int64_t kKvContextsWhenMemoryUnknown = 4;
 
   // Throws std::invalid_argument naming the field and the rule.
   void validate() const;

@@ -55,6 +55,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<LlamaModel> model_;
   PagedKvCache cache_;
   std::string chat_template_source_;
+  std::string kv_sizing_;  // how the KV storage was sized from the machine's memory, else empty
   HeldSequences held_;                                // tables, histories and parameters between steps
   std::unordered_map<SequenceId, Sampler> samplers_;  // kept across a preempted sequence's fresh start
   // Scratch of the step: the sequences' model views and the logits of those that sample, one row each.

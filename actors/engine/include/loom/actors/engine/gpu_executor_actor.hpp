@@ -47,7 +47,8 @@ class GpuExecutorActor : public Actor<GpuExecutorActor, GpuExecutorProtocol> {
  private:
   // On the strand, when the compute thread has finished a job.
   void load_finished(std::uint64_t job, LoadResult result, std::chrono::nanoseconds busy);
-  void step_finished(std::uint64_t job, StepOutcome outcome, std::chrono::nanoseconds busy);
+  // (The outcome by reference: moved by value there, GCC 12 warns maybe-uninitialized inside std::variant.)
+  void step_finished(std::uint64_t job, StepOutcome&& outcome, std::chrono::nanoseconds busy);
 
   // What the compute thread owns; only its jobs touch it, one at a time.
   struct ComputeState {
@@ -57,7 +58,11 @@ class GpuExecutorActor : public Actor<GpuExecutorActor, GpuExecutorProtocol> {
   compute::BackendFactory factory_;
   std::shared_ptr<ComputeState> compute_state_ = std::make_shared<ComputeState>();
   std::unordered_map<std::uint64_t, Reply<LoadResult>> pending_loads_;
-  std::unordered_map<std::uint64_t, Reply<StepOutcome>> pending_steps_;
+  struct PendingStep {
+    Reply<StepOutcome> reply;
+    std::chrono::steady_clock::time_point arrived;  // for StepDone::executor_time
+  };
+  std::unordered_map<std::uint64_t, PendingStep> pending_steps_;
   // The sequences the backend holds as the strand knows them: started by a step's begin, forgotten by
   // ReleaseSequence (or a new load). Only counted, so a sequence the scheduler never releases shows in
   // the stats' bookkeeping.

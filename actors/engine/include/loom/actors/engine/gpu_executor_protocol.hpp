@@ -40,6 +40,9 @@ struct StepDone {
   std::size_t tokens_computed = 0;               // positions run through the model
   std::chrono::nanoseconds queued_time{0};       // from the RunStep's arrival to the start of its computation
   std::chrono::nanoseconds compute_time{0};      // block copies, forward pass and sampling
+  // In the executor outside compute_time: from the RunStep's arrival to the answer (the hand-over to the
+  // compute thread and back to the strand), for the scheduler's StepTimer.
+  std::chrono::nanoseconds executor_time{0};
 };
 
 // The step did not happen (or not wholly): every sequence in it is to be failed; the executor carries on.

@@ -28,6 +28,7 @@
 #include "loom/actors/engine/gpu_executor_protocol.hpp"
 #include "loom/actors/engine/scheduler.hpp"
 #include "loom/actors/engine/scheduler_protocol.hpp"
+#include "loom/actors/engine/step_timer.hpp"
 #include "loom/actors/runtime/actor.hpp"
 #include "loom/actors/runtime/address.hpp"
 
@@ -76,6 +77,7 @@ class SchedulerActor : public Actor<SchedulerActor, SchedulerProtocol> {
   bool draining_ = false;
   std::vector<Reply<bool>> drain_replies_;
   SchedulerStats stats_;
+  StepTimer step_timer_;
   // (first step end of a 100 ms bucket, tokens) for tokens/s, over the last 5 s
   std::deque<std::pair<Clock::time_point, std::size_t>> recent_tokens_;
 };

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "loom/actors/engine/step_timer.hpp"
 #include "loom/actors/engine/bookkeeping.hpp"
 #include "loom/actors/engine/latency_histogram.hpp"
 #include "loom/actors/engine/thermal_monitor_protocol.hpp"
@@ -146,6 +147,7 @@ struct SchedulerStats {
   double tokens_per_second = 0.0;        // generated tokens over the last few seconds
   LatencyHistogram time_to_first_token{};
   LatencyHistogram inter_token_latency{};
+  StepTimeStats step_time{};             // the step loop's time by phase: forward pass, executor, scheduler, gap
   SchedulerBookkeeping bookkeeping{};    // the sizes of its per-sequence structures
 };
 struct GetSchedulerStats {
