@@ -3,8 +3,8 @@
 # OpenAI HTTP/SSE (A, B, A, B, ...: a noisy shared machine drifts, alternation spreads the drift over both):
 #   prefill   one stream, prompts of ~P tokens, max_tokens 1: prompt tokens/s from the median TTFT
 #   decode    one stream, short prompts, max_tokens 128: tokens/s from the median inter-token latency
-#   streams   S concurrent streams, prompts of ~128 tokens, max_tokens 64: aggregate output tokens/s, and
-#             the server's preemptions
+#   streams   S concurrent streams, 2 S requests, prompts of ~128 tokens, max_tokens 64: aggregate output
+#             tokens/s, the server's preemptions and the requests that failed (loadgen's 120 s timeout)
 # Prints each round's figures and the medians with their ratio B / A.
 #
 #   bench/ab_gateway.sh A_BIN_DIR B_BIN_DIR MODEL [--rounds N] [--streams S] [--prompt P] [-- GATEWAY_ARGS...]
@@ -51,7 +51,7 @@ serve() {
   url="http://127.0.0.1:$port"
 }
 
-# figures: one line "prefill_tps decode_tps streams_tps preemptions" from the three runs' JSON.
+# figures: one line "prefill_tps decode_tps streams_tps preemptions failed" from the three runs' JSON.
 figures() {
   python3 - "$work" "$prompt" << 'EOF'
 import json, sys, urllib.request
@@ -60,7 +60,7 @@ load = lambda name: json.load(open(f"{work}/{name}.json"))
 prefill, decode, streams = load("prefill"), load("decode"), load("streams")
 tokens = prefill["prompt_tokens"] / prefill["completed"]  # the server's own count of a prompt
 print(f"{tokens / prefill['ttft_ms']['p50'] * 1e3:.1f} {1e3 / decode['itl_ms']['p50']:.1f} "
-      f"{streams['output_tokens_per_s']:.1f} {open(f'{work}/preemptions').read().strip()}")
+      f"{streams['output_tokens_per_s']:.1f} {open(f'{work}/preemptions').read().strip()} {streams['failed']}")
 EOF
 }
 
@@ -71,7 +71,7 @@ text = urllib.request.urlopen(sys.argv[1] + "/metrics", timeout=10).read().decod
 print(next((l.split()[-1] for l in text.splitlines() if l.startswith("loom_scheduler_preemptions_total ")), "0"))' "$url"
 }
 
-echo "round side prefill_tok/s decode_tok/s ${streams}_streams_tok/s preemptions"
+echo "round side prefill_tok/s decode_tok/s ${streams}_streams_tok/s preemptions failed"
 for round in $(seq 1 "$rounds"); do
   for side in A B; do
     bin=$a_bin
@@ -83,7 +83,7 @@ for round in $(seq 1 "$rounds"); do
       --quiet --json > "$work/decode.json"
     before=$(preemptions)
     "$loadgen" --url "$url" --concurrency "$streams" --requests $((streams * 2)) --prompt-tokens 128 --max-tokens 64 \
-      --seed "$round" --quiet --json > "$work/streams.json"
+      --seed "$round" --quiet --json > "$work/streams.json" || true  # failures are counted, not fatal
     echo $(($(preemptions | cut -d. -f1) - ${before%.*})) > "$work/preemptions"
     kill $gateway; wait $gateway 2> /dev/null || true
     echo "$round $side $(figures)" | tee -a "$work/rounds"
@@ -92,7 +92,8 @@ done
 python3 - "$work/rounds" << 'EOF'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
-names = ["prefill tokens/s", "single-stream decode tokens/s", "aggregate tokens/s at the streams", "preemptions"]
+names = ["prefill tokens/s", "single-stream decode tokens/s", "aggregate tokens/s at the streams", "preemptions",
+         "failed requests (timeouts) at the streams"]
 print("median over the rounds:           A          B      B / A")
 for i, name in enumerate(names):
     a = statistics.median(float(r[2 + i]) for r in rows if r[1] == "A")
