@@ -392,8 +392,16 @@ TEST(SchedulerActor, CancelEndsWaitingAndRunningSequencesAndGivesTheirBlocksBack
   EXPECT_EQ(rig.collector.get(2).finished->reason, FinishReason::cancelled);
   EXPECT_TRUE(rig.collector.get(2).tokens.empty());
 
-  const std::size_t steps_before = rig.log->snapshot().size();
-  rig.scheduler.address().tell(CancelSequence{1, FinishReason::cancelled});
+  std::size_t steps_before = 0;
+  {
+    // No step starts while the count is taken and the cancel sent (the backend logs a step under this
+    // lock), so the cancel reaches the scheduler before the result of any step that starts after it: what
+    // runs later is at most the one step already on its way. (Counting, then telling, let a descheduled test
+    // thread see several steps pass in between.)
+    std::lock_guard lock(rig.log->mutex);
+    steps_before = rig.log->steps.size();
+    rig.scheduler.address().tell(CancelSequence{1, FinishReason::cancelled});
+  }
   ASSERT_TRUE(rig.wait({1}));
   EXPECT_EQ(rig.collector.get(1).finished->reason, FinishReason::cancelled);
   EXPECT_LE(rig.log->snapshot().size(), steps_before + 1) << "the cancel took effect within one step";
