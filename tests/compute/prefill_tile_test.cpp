@@ -127,6 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
         TileCase{300, 8, 128, 32, 1, 320, TensorType::f16},   // value chunks of 128 crossed mid-tile
         TileCase{17, 8, 16, 8, 1, 32, TensorType::f32},
         TileCase{600, 8, 64, 16, 1, 608, TensorType::f16},
+        TileCase{120, 16, 64, 16, 1, 160, TensorType::f16},   // the model's tile of 16, across a chunk's end
+        TileCase{500, 13, 64, 16, 1, 512, TensorType::f16},
         TileCase{700, 2, 64, 64, 8, 704, TensorType::f16},    // a group of eight: tiles of one in the model
         TileCase{130, 6, 64, 16, 1, 136, TensorType::f16},    // span % 16 != 0: one at a time
         TileCase{60, 4, 20, 5, 1, 64, TensorType::f16},       // head size % 16 != 0: one at a time

@@ -142,7 +142,7 @@ inline void weigh_chunk(const TileScratch& s, std::int64_t head_dim, std::int64_
   }
 }
 
-// Every row's weighted values, chunk after chunk, then each output's lanes summed (sum_16_lanes()).
+// Every row's weighted values, chunk after chunk, then each output's 16 lanes summed as sum_16_lanes() does.
 template <typename T>
 void weigh_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScratch& s) {
   std::fill_n(s.partial, s.rows * h.head_dim * 16, 0.0f);
@@ -157,9 +157,13 @@ void weigh_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScr
   }
   for (std::int64_t r = 0; r < s.rows; ++r) {
     float* out = h.out + static_cast<std::size_t>(r / h.query_heads) * h.out_stride + (r % h.query_heads) * h.head_dim;
-    for (std::int64_t d = 0; d < h.head_dim; ++d) {
-      const float* lanes = s.partial + (r * h.head_dim + d) * 16;
-      out[d] = sum_16_lanes(_mm256_loadu_ps(lanes), _mm256_loadu_ps(lanes + 8));
+    for (std::int64_t d0 = 0; d0 < h.head_dim; d0 += 8) {  // eight outputs' sums side by side
+      __m256 x[8];
+      for (int k = 0; k < 8; ++k) {
+        const float* lanes = s.partial + (r * h.head_dim + d0 + k) * 16;
+        x[k] = _mm256_add_ps(_mm256_loadu_ps(lanes + 8), _mm256_loadu_ps(lanes));
+      }
+      _mm256_storeu_ps(out + d0, sum_lanes8(x));
     }
   }
 }

@@ -109,7 +109,7 @@ constexpr std::int64_t reference_span(std::int64_t used, std::int64_t capacity) 
 // few enough that a tile's rows stay in the second-level cache at a few thousand positions).
 inline constexpr std::int64_t kTileValueChunk = 128;
 constexpr std::int64_t attention_tile_queries(std::int64_t query_heads) noexcept {
-  return query_heads >= 8 ? 1 : 8 / query_heads;
+  return query_heads >= 16 ? 1 : 16 / query_heads;
 }
 
 // Scratch one HeadAttention needs (positions: the last query's, or the span if more): per query head and
