@@ -124,6 +124,8 @@ void load_value_chunk(const HeadAttention& h, const TileScratch& s, std::int64_t
 
 // Row r's weighted values over the chunk's positions [c0, end) (whole 16-position cycles): four outputs at a
 // time, each output's 16 lanes (position i in lane i % 16, as weigh_transposed<T, 16>) in two registers.
+// Positions past the row's own weigh 0: a (finite) value times 0 adds a zero to a lane that is never -0,
+// which leaves it as the one-query kernel's skipped or zeroed lanes do.
 inline void weigh_chunk(const TileScratch& s, std::int64_t head_dim, std::int64_t r, std::int64_t c0, std::int64_t end) {
   const float* p = s.scores(r);
   for (std::int64_t d0 = 0; d0 < head_dim; d0 += 4) {

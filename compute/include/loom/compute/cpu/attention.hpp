@@ -105,8 +105,8 @@ constexpr std::int64_t reference_span(std::int64_t used, std::int64_t capacity) 
 }
 
 // Positions of values a prefill tile converts to float at a time, and queries per tile for a group of
-// `query_heads` (about eight rows of scores: enough to share each key's and value's load and conversion,
-// few enough that a tile's rows stay in the second-level cache at a few thousand positions).
+// `query_heads`: sixteen rows of scores (16 measured faster than 8 on the 110M shape: the loads and
+// conversions are shared by twice the rows), rows x context floats of scratch per thread.
 inline constexpr std::int64_t kTileValueChunk = 128;
 constexpr std::int64_t attention_tile_queries(std::int64_t query_heads) noexcept {
   return query_heads >= 16 ? 1 : 16 / query_heads;
