@@ -161,9 +161,11 @@ AttentionPlan plan_attention(const HeadAttention& h) {
   if (h.positions < 1 || h.head_dim < 1 || h.stride < static_cast<std::size_t>(h.head_dim)) {
     throw std::invalid_argument("attend: needs at least one position, a positive head size and a stride >= it");
   }
-  if (h.span != 0 && h.span < h.positions) {
+  if (h.queries < 1) throw std::invalid_argument("attend: needs at least one query");
+  const std::int64_t last = h.positions + h.queries - 1;
+  if (h.span != 0 && h.span < last) {
     throw std::invalid_argument("attend: a span of " + std::to_string(h.span) + " cells is shorter than the " +
-                                std::to_string(h.positions) + " positions");
+                                std::to_string(last) + " positions");
   }
   if (h.kv_type != TensorType::f16 && h.kv_type != TensorType::f32) {
     throw std::invalid_argument("attend: keys and values must be f16 or f32, not " + std::string(name(h.kv_type)));
@@ -172,8 +174,9 @@ AttentionPlan plan_attention(const HeadAttention& h) {
   if (h.values_transposed && h.block_table == nullptr) throw std::invalid_argument("attend: transposed values need a block table");
   if (h.query_heads < 1) throw std::invalid_argument("attend: needs at least one query head");
   AttentionPlan plan;
-  plan.span = h.span != 0 ? h.span : h.positions;
-  plan.padded_scores = (std::max(plan.span, h.positions) + 15) / 16 * 16;
+  plan.span = h.span != 0 ? h.span : last;
+  plan.last = last;
+  plan.padded_scores = (std::max(plan.span, last) + 15) / 16 * 16;
   // The batch kernel needs whole 16-lane steps along the dot and rows in fours (the keys' rows are the span's
   // cells, the values' the head's dimensions); otherwise the reference falls back to its one-query kernel,
   // and so do we.
@@ -185,8 +188,30 @@ AttentionPlan plan_attention(const HeadAttention& h) {
 
 }  // namespace detail
 
+namespace {
+
+// A prefill tile's queries one at a time: the definition of its bits.
+void attend_one_by_one(const HeadAttention& head, std::int64_t span, KernelPath path) {
+  for (std::int64_t i = 0; i < head.queries; ++i) {
+    HeadAttention one = head;
+    one.query = head.query + static_cast<std::size_t>(i) * head.query_stride;
+    one.out = head.out + static_cast<std::size_t>(i) * head.out_stride;
+    one.positions = head.positions + i;
+    one.queries = 1;
+    one.span = span;  // the tile's, not the query's own positions
+    attend(one, path);
+  }
+}
+
+}  // namespace
+
 void attend(const HeadAttention& head, KernelPath path) {
   const detail::AttentionPlan plan = detail::plan_attention(head);
+  if (head.queries > 1) {
+    const bool avx2 = path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2);
+    if (avx2 && plan.tiled_scores && plan.tiled_values && head.values_transposed) return detail::attend_tile_avx2(head, plan);
+    return attend_one_by_one(head, plan.span, path);
+  }
   if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::attend_avx2(head, plan);
   for (std::int64_t g = 0; g < head.query_heads; ++g) {  // one at a time, in the scratch one needs
     HeadAttention alone = head;

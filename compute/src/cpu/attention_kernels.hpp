@@ -51,6 +51,7 @@ struct AttentionPlan {
   bool tiled_scores = false;          // scores in SumOrder::tiled (else vector_dot)
   bool tiled_values = false;          // weighted values in SumOrder::tiled (else vector_dot)
   bool f32_cache = false;             // keys and values are F32 (else F16)
+  std::int64_t last = 0;              // the last query's positions (HeadAttention::queries)
 };
 
 AttentionPlan plan_attention(const HeadAttention& head);  // validates the arguments
@@ -87,6 +88,8 @@ float weigh_values_one_dim(const HeadAttention& head, const AttentionPlan& plan,
                            const std::uint64_t* value_offsets, std::int64_t d);
 
 void attend_avx2(const HeadAttention& head, const AttentionPlan& plan);
+// A prefill tile (attention.hpp) in the tiled order with transposed values (attention_tiled_avx2.cpp).
+void attend_tile_avx2(const HeadAttention& head, const AttentionPlan& plan);
 void swiglu_avx2(float* gate, const float* up, std::int64_t n);
 void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n);
 void vector_expf_avx2(const float* x, float* out, std::int64_t n);

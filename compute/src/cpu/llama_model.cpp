@@ -60,8 +60,10 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   attn_.resize(b * c.q_dim());
   gate_.resize(b * c.ffn_dim);
   up_.resize(b * c.ffn_dim);
+  const std::int64_t group = c.heads / c.kv_heads;
   scores_.resize(static_cast<std::size_t>(pool_.size()) *
-                 attention_scratch_floats(c.context_length, c.head_dim, c.heads / c.kv_heads));
+                 attention_scratch_floats(c.context_length, c.head_dim, group, attention_tile_queries(group)));
+  tile_.resize(b + 1);
   matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}));
   position_.resize(b);
   rotation_.resize(b * static_cast<std::size_t>(c.head_dim));
@@ -300,7 +302,25 @@ void LlamaModel::store_keys_values(std::int64_t layer, std::int64_t n, std::span
   }
 }
 
-// One (token, KV head) per task, the KV head's query heads together: arithmetic and summation order in
+// Splits the step's tokens into attention tiles (tile_): runs of up to `queries` consecutive tokens of one
+// sequence at consecutive positions, which attend as one HeadAttention (attention.hpp, "Prefill tiles").
+std::int64_t LlamaModel::find_tiles(std::int64_t n, std::int64_t queries) {
+  std::int64_t tiles = 0;
+  for (std::int64_t t = 0; t < n;) {
+    tile_[static_cast<std::size_t>(tiles++)] = t;
+    const auto u = static_cast<std::size_t>(t);
+    std::int64_t end = t + 1;
+    while (end < n && end - t < queries && sequence_of_[static_cast<std::size_t>(end)] == sequence_of_[u] &&
+           position_[static_cast<std::size_t>(end)] == position_[static_cast<std::size_t>(end) - 1] + 1) {
+      ++end;
+    }
+    t = end;
+  }
+  tile_[static_cast<std::size_t>(tiles)] = n;
+  return tiles;
+}
+
+// One (tile of tokens, KV head) per task, the KV head's query heads together: arithmetic and summation order in
 // attention.hpp. A sequence with several tokens in the step sums in the tiled order and one with a single
 // token in the vector-dot order, as the reference implementation's two kernels do for a batch and a decode
 // step; the choice is per sequence, so a sequence's attention does not depend on what else is in the step.
@@ -309,7 +329,9 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
   const auto& c = config_;
   const std::int64_t group = c.heads / c.kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim, group);
+  const std::int64_t tile_queries = attention_tile_queries(group);
+  const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim, group, tile_queries);
+  const std::int64_t tiles = find_tiles(n, tile_queries);
   const auto* keys = static_cast<const std::byte*>(cache.keys(layer));
   const auto* values = static_cast<const std::byte*>(cache.values(layer));
   const std::size_t element = cache.element_bytes();
@@ -320,13 +342,15 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
   for (std::int64_t t = 0; t < n; ++t) positions += position_[static_cast<std::size_t>(t)] + 1;
   const std::int64_t work = positions * c.heads * c.head_dim;
   constexpr std::int64_t kMinSharedWork = 16384;  // ~1 us alone, about twice a fork-join
-  // A task is a KV head's group of query heads for one token (they read the same keys and values once).
-  // Head-major tasks: a thread's consecutive tasks are one head's queries, token after token, which read the
-  // same keys and values (a prompt's stay in its cache while it moves along them), and the threads' contiguous
-  // shares of heads carry equal work (token-major shares gave the first thread a prompt's short early rows).
-  pool_.parallel_for(n * c.kv_heads, work >= kMinSharedWork ? ThreadPool::kMinSharedBytes : 0, [&](std::int64_t task, int thread) {
-    const std::int64_t t = task % n;
-    const std::int64_t kv_head = task / n;
+  // A task is a KV head's group of query heads for one tile of tokens (they read the same keys and values
+  // once). Head-major tasks: a thread's consecutive tasks are one head's tiles, one after another, which read
+  // the same keys and values (a prompt's stay in its cache while it moves along them), and the threads'
+  // contiguous shares of heads carry equal work (token-major shares gave the first thread a prompt's short
+  // early rows).
+  pool_.parallel_for(tiles * c.kv_heads, work >= kMinSharedWork ? ThreadPool::kMinSharedBytes : 0, [&](std::int64_t task, int thread) {
+    const std::int64_t tile = task % tiles;
+    const std::int64_t t = tile_[static_cast<std::size_t>(tile)];
+    const std::int64_t kv_head = task / tiles;
     const std::int64_t h = kv_head * group;  // the group's first query head
     const SequenceStep& step = steps[static_cast<std::size_t>(sequence_of_[static_cast<std::size_t>(t)])];
     // The KV head's part of each block (store_keys_values): its key rows, and its dimensions' value runs.
@@ -334,6 +358,8 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
     HeadAttention head;
     head.query = &q_[(t * c.heads + h) * c.head_dim];
     head.query_heads = group;
+    head.queries = tile_[static_cast<std::size_t>(tile) + 1] - t;
+    head.query_stride = head.out_stride = static_cast<std::size_t>(c.heads * c.head_dim);
     head.keys = keys + kv_offset;
     head.values = values + kv_offset;
     head.kv_type = cache.type();
@@ -342,7 +368,7 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
     head.block_size = cache.block_size();
     head.block_stride = static_cast<std::size_t>(c.kv_dim() * cache.block_size());
     head.values_transposed = true;
-    head.positions = position_[static_cast<std::size_t>(t)] + 1;  // causal: positions 0..p
+    head.positions = position_[static_cast<std::size_t>(t)] + 1;  // causal: positions 0..p (the tile's first)
     head.head_dim = c.head_dim;
     head.scale = scale;
     head.order = step.tokens.size() == 1 ? SumOrder::vector_dot : SumOrder::tiled;

@@ -38,6 +38,17 @@
 // and Q6_K matches the reference to its print precision; with a 16-, 256- or unpadded span, or the
 // AVX2-style exp, some do not.)
 //
+// Prefill tiles (HeadAttention::queries > 1; the AVX2 path, for the tiled order with values transposed):
+// a tile of a prompt's consecutive queries (attention_tile_queries(), times the group's heads: the rows)
+// walks the keys eight positions at a time, each position's key converted to float once for every row,
+// each (row, position) score its own 16-lane dot as above, eight scores' lanes summed together by a
+// transposition (the same tree). Each row then takes its own softmax over its own positions (causal: a
+// later query sees more), whole before any exponential as the reference normalises by the row's maximum,
+// so a tile holds rows x span scores: never an n x n matrix, and no online (flash) softmax, whose single
+// pass rounds differently. The values go in chunks of kTileValueChunk positions converted to float once,
+// each row's 16 lanes per output running along them; positions a row does not see weigh 0 and add +0.
+// Otherwise (the scalar path, the vector_dot order, values in rows) a tile is its queries one at a time.
+//
 // F32 keys and values (a KV cache stored in F32) take the same orders without the F16 roundings (of the
 // query, the keys, the values and the probabilities): close to the F16 results, not equal to them.
 #pragma once
@@ -73,9 +84,16 @@ struct HeadAttention {
   // Query heads that share these keys and values (a group of grouped-query attention): each is attended as if
   // alone, but their turns interleave over the keys, so those are read from memory once for the group.
   std::int64_t query_heads = 1;
+  // Consecutive queries of one sequence (a prompt's tokens in one step), attended as a tile: query i
+  // (0 <= i < queries) attends positions [0, positions + i) (causal: `positions` is the first one's), its
+  // query_heads rows at query + i * query_stride, its outputs at out + i * out_stride. Each query's bits are
+  // those it gets alone (see "Prefill tiles" above); the tile only reads each key and value once for all.
+  std::int64_t queries = 1;
+  std::size_t query_stride = 0;         // floats from one query's rows to the next's
+  std::size_t out_stride = 0;           // floats from one query's outputs to the next's
   SumOrder order = SumOrder::vector_dot;
-  std::int64_t span = 0;                // cells of the reference's KV view, >= positions; 0: positions
-  float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim, query_heads)
+  std::int64_t span = 0;                // cells of the reference's KV view, >= the last query's positions; 0: those
+  float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim, query_heads, queries)
   float* out = nullptr;                 // head_dim values for each query head
 };
 
@@ -86,13 +104,24 @@ constexpr std::int64_t reference_span(std::int64_t used, std::int64_t capacity) 
   return padded < capacity ? padded : (capacity > used ? capacity : used);
 }
 
-// Scratch one HeadAttention needs: per query head the scores (padded to whole 16-position groups) and the
-// rounded query, then each position's storage offset (64 bits a position), then per query head 64 rows of
-// partial sums for the weighted values.
+// Positions of values a prefill tile converts to float at a time, and queries per tile for a group of
+// `query_heads`: sixteen rows of scores (16 measured faster than 8 on the 110M shape: the loads and
+// conversions are shared by twice the rows), rows x context floats of scratch per thread.
+inline constexpr std::int64_t kTileValueChunk = 128;
+constexpr std::int64_t attention_tile_queries(std::int64_t query_heads) noexcept {
+  return query_heads >= 16 ? 1 : 16 / query_heads;
+}
+
+// Scratch one HeadAttention needs (positions: the last query's, or the span if more): per query head and
+// query the scores (padded to whole 16-position groups) and the rounded query, then each position's storage
+// offset (64 bits a position), then per query head and query 64 rows of partial sums for the weighted values;
+// a tile (queries > 1) also holds eight positions' keys and a chunk of values as floats.
 constexpr std::size_t attention_scratch_floats(std::int64_t positions, std::int64_t head_dim,
-                                               std::int64_t query_heads = 1) noexcept {
-  return static_cast<std::size_t>(query_heads * ((positions + 15) / 16 * 16 + head_dim + 64 * ((head_dim + 7) / 8 * 8)) +
-                                  2 * positions);
+                                               std::int64_t query_heads = 1, std::int64_t queries = 1) noexcept {
+  const std::int64_t rows = query_heads * queries;
+  const std::int64_t tile = queries > 1 ? (8 + kTileValueChunk) * head_dim : 0;
+  return static_cast<std::size_t>(rows * ((positions + 15) / 16 * 16 + head_dim + 64 * ((head_dim + 7) / 8 * 8)) +
+                                  2 * positions + tile);
 }
 
 void attend(const HeadAttention& head, KernelPath path);

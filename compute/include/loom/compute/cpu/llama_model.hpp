@@ -71,6 +71,7 @@ class LlamaModel {
   void check_step(std::span<const SequenceStep> steps, const PagedKvCache& cache) const;
   void store_keys_values(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps, PagedKvCache& cache);
   void attention(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps, PagedKvCache& cache);
+  std::int64_t find_tiles(std::int64_t n, std::int64_t queries);
   void rotation_angles(std::int64_t n);
   void rope(float* vectors, std::int64_t heads, std::int64_t n);
   void output_logits(std::span<const SequenceStep> steps);
@@ -86,10 +87,12 @@ class LlamaModel {
 
   // Scratch, [max_batch][width] each.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
-  std::vector<float> scores_;  // [threads][attention_scratch_floats(context, head_dim)]
+  std::vector<float> scores_;  // [threads][attention_scratch_floats(context, head_dim, group, tile queries)]
   // Per token of the step: its position, and the step (sequence) it belongs to.
   std::vector<std::int64_t> position_;
   std::vector<std::int32_t> sequence_of_;
+  // The step's attention tiles (consecutive tokens of one sequence): tile i is tokens [tile_[i], tile_[i + 1]).
+  std::vector<std::int64_t> tile_;
   // Per token of the step, the cosine and sine of each rotary pair's angle: [max_batch][head_dim / 2][2].
   // They depend on the position alone, so a step computes them once for every layer, queries and keys.
   std::vector<float> rotation_;

@@ -1,0 +1,208 @@
+// A prefill tile (attention.hpp, "Prefill tiles"): several consecutive queries of one sequence times the
+// group's query heads (the rows) over the same keys and values, each key and value loaded and converted to
+// float once for all rows. Each row's arithmetic is attention_avx2.cpp's for that query alone, in the tiled
+// order: the same FMAs in the same lanes, the same sums.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "attention_avx2.hpp"
+#include "attention_kernels.hpp"
+
+namespace loom::compute::detail {
+namespace {
+
+// Where attention_scratch_floats(..., queries) puts a tile's parts: per row its scores (padded) and rounded
+// query, the positions' offsets, per row 16 lanes of partial sums per output, eight keys and a chunk of values
+// as floats. Row r is query r / query_heads, head r % query_heads.
+struct TileScratch {
+  TileScratch(const HeadAttention& h, const AttentionPlan& plan)
+      : rows(h.query_heads * h.queries), per_row_(plan.padded_scores + h.head_dim), padded_(plan.padded_scores),
+        base_(h.scores), offsets(reinterpret_cast<std::uint64_t*>(h.scores + rows * per_row_)),
+        partial(reinterpret_cast<float*>(offsets + plan.last)), keys(partial + rows * 16 * h.head_dim),
+        values(keys + 8 * h.head_dim) {}
+  float* scores(std::int64_t r) const noexcept { return base_ + r * per_row_; }
+  float* query(std::int64_t r) const noexcept { return scores(r) + padded_; }
+
+  std::int64_t rows;
+
+ private:
+  std::int64_t per_row_, padded_;
+  float* base_;
+
+ public:
+  std::uint64_t* offsets;
+  float* partial;  // row r, output d: 16 lanes at partial + (r * head_dim + d) * 16
+  float* keys;     // eight positions' keys, head_dim floats each
+  float* values;   // output d of a chunk's position i at values + d * kTileValueChunk + i
+};
+
+// Row r's positions: its query's (causal).
+inline std::int64_t row_positions(const HeadAttention& h, std::int64_t r) { return h.positions + r / h.query_heads; }
+
+// Eight dots' 8-lane sums x[k] (the 16 lanes' two halves already added, as sum_16_lanes() does first), each
+// summed as sum_lanes() does, (x0+x4 + x2+x6) + (x1+x5 + x3+x7), side by side: result lane k is dot k.
+inline __m256 sum_lanes8(const __m256* x) {
+  __m256 y[4];
+  for (int k = 0; k < 4; ++k) {  // y[k] = lanes 0-3 plus lanes 4-7 of dot k (low half) and of dot k + 4
+    y[k] = _mm256_add_ps(_mm256_permute2f128_ps(x[k], x[k + 4], 0x31), _mm256_permute2f128_ps(x[k], x[k + 4], 0x20));
+  }
+  const __m256 t0 = _mm256_unpacklo_ps(y[0], y[1]), t1 = _mm256_unpackhi_ps(y[0], y[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(y[2], y[3]), t3 = _mm256_unpackhi_ps(y[2], y[3]);
+  const __m256 c0 = _mm256_shuffle_ps(t0, t2, 0x44), c1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 c2 = _mm256_shuffle_ps(t1, t3, 0x44), c3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  return _mm256_add_ps(_mm256_add_ps(c0, c2), _mm256_add_ps(c1, c3));
+}
+
+// Positions p0..p0+7's keys as floats into the scratch (zeros past the last position).
+template <typename T>
+void load_keys8(const HeadAttention& h, const TileScratch& s, std::int64_t p0, std::int64_t last) {
+  const T* keys = static_cast<const T*>(h.keys);
+  for (std::int64_t k = 0; k < 8; ++k) {
+    float* row = s.keys + k * h.head_dim;
+    if (p0 + k >= last) {
+      std::fill_n(row, h.head_dim, 0.0f);
+      continue;
+    }
+    const T* key = keys + s.offsets[p0 + k];
+    for (std::int64_t d = 0; d < h.head_dim; d += 8) _mm256_storeu_ps(row + d, load8(key + d));
+  }
+}
+
+// One row's scores at the eight positions in the scratch: per position the tiled order's 16-lane
+// accumulator (score_tiled() in attention_avx2.cpp), four positions at a time to stay in registers.
+inline void score8(const float* keys, const float* q, std::int64_t head_dim, float* out) {
+  __m256 x[8];
+  for (int half = 0; half < 8; half += 4) {
+    __m256 lo[4], hi[4];
+    for (int k = 0; k < 4; ++k) lo[k] = hi[k] = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < head_dim; i += 16) {
+      const __m256 ql = _mm256_loadu_ps(q + i), qh = _mm256_loadu_ps(q + i + 8);
+      for (int k = 0; k < 4; ++k) {
+        const float* key = keys + (half + k) * head_dim + i;
+        lo[k] = _mm256_fmadd_ps(_mm256_loadu_ps(key), ql, lo[k]);
+        hi[k] = _mm256_fmadd_ps(_mm256_loadu_ps(key + 8), qh, hi[k]);
+      }
+    }
+    for (int k = 0; k < 4; ++k) x[half + k] = _mm256_add_ps(hi[k], lo[k]);
+  }
+  _mm256_storeu_ps(out, sum_lanes8(x));
+}
+
+// Every row's scores, eight positions at a time; a row past its own positions scores too (its softmax then
+// sets those to -inf), which keeps the loop branch-free up to the row's last group of eight.
+template <typename T>
+void score_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScratch& s) {
+  for (std::int64_t p0 = 0; p0 < plan.last; p0 += 8) {
+    load_keys8<T>(h, s, p0, plan.last);
+    for (std::int64_t r = 0; r < s.rows; ++r) {
+      if (p0 < row_positions(h, r)) score8(s.keys, s.query(r), h.head_dim, s.scores(r) + p0);
+    }
+  }
+}
+
+// Positions [c0, c1)'s values as floats, output after output, zeros from `valid` on. value_offsets[p] is
+// p's block start + slot; a block's slots are a run of each output's values.
+template <typename T>
+void load_value_chunk(const HeadAttention& h, const TileScratch& s, std::int64_t c0, std::int64_t c1, std::int64_t valid) {
+  const T* values = static_cast<const T*>(h.values);
+  const auto dim_stride = static_cast<std::size_t>(h.block_size);
+  for (std::int64_t p = c0; p < valid;) {
+    const std::int64_t end = std::min(valid, p - p % h.block_size + h.block_size);
+    for (std::int64_t d = 0; d < h.head_dim; ++d) {
+      const T* run = values + s.offsets[p] + static_cast<std::size_t>(d) * dim_stride;
+      float* to = s.values + d * kTileValueChunk + (p - c0);
+      std::int64_t i = 0;
+      for (; i + 8 <= end - p; i += 8) _mm256_storeu_ps(to + i, load8(run + i));
+      for (; i < end - p; ++i) to[i] = load1(run[i]);
+    }
+    p = end;
+  }
+  for (std::int64_t d = 0; d < h.head_dim; ++d) std::fill(s.values + d * kTileValueChunk + (valid - c0), s.values + d * kTileValueChunk + (c1 - c0), 0.0f);
+}
+
+// Row r's weighted values over the chunk's positions [c0, end) (whole 16-position cycles): four outputs at a
+// time, each output's 16 lanes (position i in lane i % 16, as weigh_transposed<T, 16>) in two registers.
+// Positions past the row's own weigh 0: a (finite) value times 0 adds a zero to a lane that is never -0,
+// which leaves it as the one-query kernel's skipped or zeroed lanes do.
+inline void weigh_chunk(const TileScratch& s, std::int64_t head_dim, std::int64_t r, std::int64_t c0, std::int64_t end) {
+  const float* p = s.scores(r);
+  for (std::int64_t d0 = 0; d0 < head_dim; d0 += 4) {
+    float* sums = s.partial + (r * head_dim + d0) * 16;
+    __m256 acc[4][2];
+    for (int j = 0; j < 4; ++j) acc[j][0] = _mm256_loadu_ps(sums + 16 * j), acc[j][1] = _mm256_loadu_ps(sums + 16 * j + 8);
+    for (std::int64_t q = c0; q < end; q += 16) {
+      const __m256 w0 = _mm256_loadu_ps(p + q), w1 = _mm256_loadu_ps(p + q + 8);
+      for (int j = 0; j < 4; ++j) {
+        const float* v = s.values + (d0 + j) * kTileValueChunk + (q - c0);
+        acc[j][0] = _mm256_fmadd_ps(_mm256_loadu_ps(v), w0, acc[j][0]);
+        acc[j][1] = _mm256_fmadd_ps(_mm256_loadu_ps(v + 8), w1, acc[j][1]);
+      }
+    }
+    for (int j = 0; j < 4; ++j) _mm256_storeu_ps(sums + 16 * j, acc[j][0]), _mm256_storeu_ps(sums + 16 * j + 8, acc[j][1]);
+  }
+}
+
+// Every row's weighted values, chunk after chunk, then each output's 16 lanes summed as sum_16_lanes() does.
+template <typename T>
+void weigh_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScratch& s) {
+  std::fill_n(s.partial, s.rows * h.head_dim * 16, 0.0f);
+  const std::int64_t cycles_end = (plan.last + 15) / 16 * 16;
+  for (std::int64_t c0 = 0; c0 < cycles_end; c0 += kTileValueChunk) {
+    const std::int64_t c1 = std::min(cycles_end, c0 + kTileValueChunk);
+    load_value_chunk<T>(h, s, c0, c1, std::min(c1, plan.last));
+    for (std::int64_t r = 0; r < s.rows; ++r) {
+      const std::int64_t end = std::min(c1, (row_positions(h, r) + 15) / 16 * 16);
+      if (end > c0) weigh_chunk(s, h.head_dim, r, c0, end);
+    }
+  }
+  for (std::int64_t r = 0; r < s.rows; ++r) {
+    float* out = h.out + static_cast<std::size_t>(r / h.query_heads) * h.out_stride + (r % h.query_heads) * h.head_dim;
+    for (std::int64_t d0 = 0; d0 < h.head_dim; d0 += 8) {  // eight outputs' sums side by side
+      __m256 x[8];
+      for (int k = 0; k < 8; ++k) {
+        const float* lanes = s.partial + (r * h.head_dim + d0 + k) * 16;
+        x[k] = _mm256_add_ps(_mm256_loadu_ps(lanes + 8), _mm256_loadu_ps(lanes));
+      }
+      _mm256_storeu_ps(out + d0, sum_lanes8(x));
+    }
+  }
+}
+
+// Rounds each row's query (F16 cache), finds the keys' offsets, scores, takes each row's softmax over its own
+// positions (zero probability past them, up to its last 16-position cycle), then weighs the values.
+template <typename T>
+void attend_tile(const HeadAttention& h, const AttentionPlan& plan) {
+  constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
+  const TileScratch s(h, plan);
+  for (std::int64_t r = 0; r < s.rows; ++r) {
+    const float* query = h.query + static_cast<std::size_t>(r / h.query_heads) * h.query_stride + (r % h.query_heads) * h.head_dim;
+    for (std::int64_t d = 0; d < h.head_dim; d += 8) {
+      const __m256 x = _mm256_loadu_ps(query + d);
+      _mm256_storeu_ps(s.query(r) + d, half_cache ? round_to_f16(x) : x);
+    }
+  }
+  HeadAttention all = h;  // the last query's positions: every position the tile reads
+  all.positions = plan.last;
+  PositionRows rows(all, h.stride);
+  for (std::int64_t p = 0; p < plan.last; ++p, rows.next()) s.offsets[p] = rows.offset();
+  score_tile<T>(h, plan, s);
+  for (std::int64_t r = 0; r < s.rows; ++r) {
+    HeadAttention one = h;
+    one.positions = row_positions(h, r);
+    softmax<half_cache>(one, plan, s.scores(r));
+    std::fill(s.scores(r) + one.positions, s.scores(r) + (one.positions + 15) / 16 * 16, 0.0f);
+  }
+  find_value_offsets(all, s.offsets);
+  weigh_tile<T>(h, plan, s);
+}
+
+}  // namespace
+
+void attend_tile_avx2(const HeadAttention& h, const AttentionPlan& plan) {
+  if (plan.f32_cache) return attend_tile<float>(h, plan);
+  attend_tile<std::uint16_t>(h, plan);
+}
+
+}  // namespace loom::compute::detail
