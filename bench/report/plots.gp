@@ -8,6 +8,10 @@ set terminal pngcairo size 960,540 font "sans,11" noenhanced
 set key autotitle columnhead
 set grid
 
+# The distributions' columns: the percentile, then one per stream count (read before any range is set).
+stats "ttft.dat" using 1 nooutput
+columns = STATS_columns
+
 # ---- Throughput against concurrency ----
 set output "throughput.png"
 set title "Through the gateway: aggregate throughput and latency against concurrent streams"
@@ -38,8 +42,6 @@ set logscale x 10
 set ylabel "percentile"
 set yrange [0:100]
 set key right bottom
-stats "ttft.dat" nooutput
-columns = STATS_columns
 set title "time to first token"
 set xlabel "milliseconds"
 plot for [i = 2:columns] "ttft.dat" using i:1 with lines lw 2 title columnhead(i)
