@@ -85,8 +85,10 @@ def main():
     if not bench_docs:
         sys.exit(f"tables.py: no bench-*.json in {j}")
     order = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"]
-    shapes = list(dict.fromkeys(shape for shape, _ in bench_docs))
-    bench_docs.sort(key=lambda d: (shapes.index(d[0]), order.index(d[1]["model"]["type"].lower())
+    params = {}  # shapes from the smallest model up
+    for shape, doc in bench_docs:
+        params[shape] = min(params.get(shape, doc["model"]["params"]), doc["model"]["params"])
+    bench_docs.sort(key=lambda d: (params[d[0]], order.index(d[1]["model"]["type"].lower())
                                    if d[1]["model"]["type"].lower() in order else 99))
 
     runs = sorted(((int(os.path.basename(p)[len("load-c"):-len(".json")]), load(p))
