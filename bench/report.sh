@@ -23,7 +23,7 @@
 #
 # Needs ../shared/vocab/ggml-vocab-llama-spm.gguf (LOOM_SHARED_DIR to place shared/ elsewhere): the gateway
 # serves text, so the models get a real vocabulary. Installs gnuplot-nox and python3 when missing. A full
-# run takes about 30 minutes on a 2-core machine; progress goes to stderr, the tools' own progress lines
+# run takes 10-15 minutes on a quiet 2-core machine; progress goes to stderr, the tools' own progress lines
 # and messages to OUT/log.txt (its end is printed when a step fails).
 set -euo pipefail
 
