@@ -24,6 +24,8 @@ namespace {
 
 using testing::make_problem;
 using testing::Problem;
+using testing::rows_cols_on;
+using testing::same_outputs;
 
 // The 8-lane batch order of F16/BF16 weights: lane k of one accumulator takes values 8i + k with one FMA
 // each, and the lanes are summed as hsum() does: (l + l+4), then (t0 + t2) + (t1 + t3).
@@ -66,24 +68,12 @@ void expect_order_bits(TensorType type, std::int64_t n, int rows, int cols, std:
   for (KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
     if (!kernel_path_supported(path)) continue;
     if (!have) {
-      vec_dot_kernel(type, path)
-          .rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, want.data(),
-                     out_stride);
+      want = rows_cols_on(type, path, p, n, rows, cols, out_stride);
       have = true;
       continue;
     }
-    std::vector<float> got(want.size(), -3.0f);
-    vec_dot_kernel(type, path)
-        .rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, got.data(),
-                   out_stride);
-    for (int c = 0; c < cols; ++c) {
-      for (std::size_t r = 0; r < out_stride; ++r) {
-        const std::size_t at = static_cast<std::size_t>(c) * out_stride + r;
-        ASSERT_EQ(got[at], want[at]) << name(type) << " on " << name(path) << ": n=" << n << " rows=" << rows
-                                     << " cols=" << cols << ", row " << r << " column " << c
-                                     << (r >= static_cast<std::size_t>(rows) ? " (padding)" : "");
-      }
-    }
+    ASSERT_TRUE(same_outputs(rows_cols_on(type, path, p, n, rows, cols, out_stride), want, rows, cols, out_stride))
+        << name(type) << " on " << name(path) << ": n=" << n << " rows=" << rows << " cols=" << cols;
   }
 }
 

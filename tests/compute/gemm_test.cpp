@@ -22,6 +22,8 @@ namespace {
 
 using testing::make_problem;
 using testing::Problem;
+using testing::rows_cols_on;
+using testing::same_outputs;
 
 bool is_k_quant(TensorType type) {
   return type == TensorType::q4_k || type == TensorType::q5_k || type == TensorType::q6_k;
@@ -33,24 +35,12 @@ KernelPath order_reference(TensorType type) { return is_k_quant(type) ? KernelPa
 // Every SIMD path this CPU runs, against the order reference's kernel on the same problem, bit for bit.
 void expect_reference_bits(TensorType type, std::int64_t n, int rows, int cols, bool random_bits, std::size_t out_stride) {
   const Problem p = make_problem(type, n, rows, cols, random_bits, static_cast<unsigned>(n * 131 + rows * 7 + cols));
-  std::vector<float> want(out_stride * static_cast<std::size_t>(cols), -3.0f);
-  vec_dot_kernel(type, order_reference(type))
-      .rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, want.data(),
-                 out_stride);
+  const std::vector<float> want = rows_cols_on(type, order_reference(type), p, n, rows, cols, out_stride);
   for (KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
     if (!kernel_path_supported(path)) continue;
-    std::vector<float> got(want.size(), -3.0f);
-    vec_dot_kernel(type, path)
-        .rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, got.data(),
-                   out_stride);
-    for (int c = 0; c < cols; ++c) {
-      for (std::size_t r = 0; r < out_stride; ++r) {
-        const std::size_t at = static_cast<std::size_t>(c) * out_stride + r;
-        ASSERT_EQ(got[at], want[at]) << name(type) << " on " << name(path) << ": n=" << n << " rows=" << rows
-                                     << " cols=" << cols << (random_bits ? " (random bits)" : "") << ", row " << r
-                                     << " column " << c << (r >= static_cast<std::size_t>(rows) ? " (padding)" : "");
-      }
-    }
+    ASSERT_TRUE(same_outputs(rows_cols_on(type, path, p, n, rows, cols, out_stride), want, rows, cols, out_stride))
+        << name(type) << " on " << name(path) << ": n=" << n << " rows=" << rows << " cols=" << cols
+        << (random_bits ? " (random bits)" : "");
   }
 }
 

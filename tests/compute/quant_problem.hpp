@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "loom/compute/cpu/dequantize.hpp"
 #include "loom/compute/cpu/quantize.hpp"
@@ -98,6 +101,33 @@ inline Problem make_problem(TensorType type, std::int64_t n, int rows, int cols,
   for (int r = 0; r < rows; ++r) dequantize_row(type, p.weight_row(r), p.w.data() + r * n, n);
   for (int c = 0; c < cols; ++c) dequantize_row(activation_type(type), p.activation_row(c), p.a.data() + c * n, n);
   return p;
+}
+
+// The problem's product on `path`: `cols` output columns `out_stride` floats apart, the padding past `rows`
+// left at -3 (a kernel must not write there).
+inline std::vector<float> rows_cols_on(TensorType type, KernelPath path, const Problem& p, std::int64_t n, int rows,
+                                       int cols, std::size_t out_stride) {
+  std::vector<float> out(out_stride * static_cast<std::size_t>(cols), -3.0f);
+  vec_dot_kernel(type, path)
+      .rows_cols(p.weights.data(), p.row_bytes, rows, p.activations.data(), p.act_row_bytes, cols, n, out.data(),
+                 out_stride);
+  return out;
+}
+
+// Every output, padding included, equal bit for bit; else the first that differs.
+inline ::testing::AssertionResult same_outputs(const std::vector<float>& got, const std::vector<float>& want, int rows,
+                                               int cols, std::size_t out_stride) {
+  for (int c = 0; c < cols; ++c) {
+    for (std::size_t r = 0; r < out_stride; ++r) {
+      const std::size_t at = static_cast<std::size_t>(c) * out_stride + r;
+      if (!(got[at] == want[at])) {
+        return ::testing::AssertionFailure() << "row " << r << " column " << c
+                                             << (r >= static_cast<std::size_t>(rows) ? " (padding)" : "") << ": "
+                                             << got[at] << " where " << want[at] << " was expected";
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace loom::compute::testing
