@@ -51,7 +51,7 @@ class RequestPlan {
   RequestSpec probe(std::uint64_t index, std::int64_t words, std::int64_t max_tokens, bool chat) const;
 
  private:
-  const Options& options_;
+  Options options_;  // a copy: a plan may outlive the options it was made from
   PromptScales scales_;
 };
 
