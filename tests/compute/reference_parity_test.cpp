@@ -151,7 +151,28 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                                            ParityCase{"synth11M-q8_0.gguf", 1e-4f, 5e-3f, false},
                                            ParityCase{"synth11M-q4_0.gguf", 3e-2f, 3e-2f, false, 1e-4f},
                                            ParityCase{"synth11M-q4_k_m.gguf", 3e-2f, 3e-2f, false},
-                                           ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false, 1e-4f}),
+                                           ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false, 1e-4f},
+                                           // Gemma family (issue 20): GeGLU, scaled embeddings, NeoX rope;
+                                           // gemma2 post-norms, soft-caps, a sliding window of 8 on even layers;
+                                           // gemma3 Q/K norms, a window of 10 on five layers of six with the
+                                           // local rope base. The prompts plus 32 greedy steps run past every
+                                           // window. Tolerances as the shared reference README gives them
+                                           // where the SIMD kernels run; the scalar F16 dot sums in another
+                                           // order (up to 0.0099 measured), hence 0.01 there.
+                                           ParityCase{"synth-gemma-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
+                                           // Q8_0 (all three): prefill to print precision; a decode step
+                                           // here and there off by 0.01-0.05. These references come from an
+                                           // AVX2 build whose attention sums in other orders than the AVX-512
+                                           // ones attention.hpp pins, and a last-bit difference that moves an
+                                           // activation across a Q8_0 rounding boundary moves logits by that
+                                           // much: nudging every attention output by one ulp puts 0.04 steps
+                                           // into synth-gemma2-q8_0, which otherwise matches to 1e-5. Measured
+                                           // 0.053 here (fox, from greedy step 22 on), hence 0.06.
+                                           ParityCase{"synth-gemma-q8_0.gguf", 6e-2f, 2e-2f, false},
+                                           ParityCase{"synth-gemma2-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
+                                           ParityCase{"synth-gemma2-q8_0.gguf", 2e-2f, 2e-2f, false},
+                                           ParityCase{"synth-gemma3-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
+                                           ParityCase{"synth-gemma3-q8_0.gguf", 2e-2f, 2e-2f, false}),
                          [](const auto& tested) {
                            std::string name = tested.param.model.substr(0, tested.param.model.find(".gguf"));
                            std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
