@@ -4,7 +4,8 @@
 // gemma3's local rope base), on small synthesized files; each feature is shown to matter (leaving it out of
 // the reference moves it far beyond the tolerance). And a sliding-window layer never reads the keys and values
 // before its window: NaN there changes no logit bit, while NaN a full layer reads, or one inside the window,
-// does.
+// does. And where the loader puts windows: gemma2's even layers, gemma3's pattern (default, count, flags), a
+// Mistral-style llama's every layer (none when the window covers the context).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -16,6 +17,8 @@
 #include "loom/compute/cpu/dequantize.hpp"
 #include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/model/gguf_writer.hpp"
+#include "loom/compute/model/model_file_error.hpp"
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
@@ -326,6 +329,101 @@ TEST(GemmaSlidingWindow, KeysBeforeTheWindowAreNeverRead) {
   EXPECT_TRUE(std::isnan(inside[0])) << "position 37 is in the first query's window of layer 0";
   const auto full_layer = run([&](KvCache& cache) { poison(cache, 1, 0); });
   EXPECT_TRUE(std::isnan(full_layer[0])) << "layer 1 attends every position";
+}
+
+// The file at `from` with `key` added (or replaced): every other key and tensor copied as they are.
+void rewrite_with(const std::string& from, const std::string& to, const std::string& key, GgufValue value) {
+  const GgufFile file = GgufFile::open(from);
+  GgufWriter writer;
+  for (const auto& kv : file.metadata()) {
+    if (kv.key != key) writer.add(kv.key, kv.value);
+  }
+  writer.add(key, std::move(value));
+  for (const TensorView& t : file.tensors()) writer.add_tensor(t.name, t.type, t.dims, {t.data, t.bytes});
+  writer.write(to);
+}
+
+std::vector<std::int64_t> windows_of(const std::string& path) {
+  auto loaded = LoadedModel::open(path);
+  return loaded->config().layer_window;
+}
+
+TEST(SlidingWindowConfig, EachArchitecturePlacesItsWindows) {
+  loom::compute::testing::ScratchDir dir("window_config");
+  const std::string gemma2 = dir.path("gemma2.gguf").string(), gemma3 = dir.path("gemma3.gguf").string();
+  SynthSpec g2 = gemma_spec(Architecture::gemma2, 5);
+  g2.sliding_window = 6;
+  write_synthetic_model(g2, gemma2);
+  EXPECT_EQ(windows_of(gemma2), (std::vector<std::int64_t>{6, 0, 6, 0, 6}));
+
+  SynthSpec g3 = gemma_spec(Architecture::gemma3, 7);
+  g3.sliding_window = 5;
+  write_synthetic_model(g3, gemma3);
+  EXPECT_EQ(windows_of(gemma3), (std::vector<std::int64_t>{5, 5, 5, 5, 5, 0, 5}));  // every sixth layer full
+  const std::string counted = dir.path("gemma3_count.gguf").string(), flagged = dir.path("gemma3_flags.gguf").string();
+  rewrite_with(gemma3, counted, "gemma3.attention.sliding_window_pattern", GgufValue(std::uint32_t{3}));
+  EXPECT_EQ(windows_of(counted), (std::vector<std::int64_t>{5, 5, 0, 5, 5, 0, 5}));
+  rewrite_with(gemma3, flagged, "gemma3.attention.sliding_window_pattern",
+               GgufValue(std::vector<bool>{true, false, true, false, false, true, true}));
+  EXPECT_EQ(windows_of(flagged), (std::vector<std::int64_t>{5, 0, 5, 0, 0, 5, 5}));
+  rewrite_with(gemma3, flagged, "gemma3.attention.sliding_window_pattern", GgufValue(std::vector<bool>{true, false}));
+  EXPECT_THROW(LoadedModel::open(flagged), ModelFileError);  // one flag per layer, or nothing
+
+  // A Mistral-style llama: every layer, unless the window covers the whole context.
+  SynthSpec llama = gemma_spec(Architecture::llama, 3);
+  llama.head_dim = 0;
+  llama.sliding_window = 4;
+  const std::string mistral = dir.path("mistral.gguf").string();
+  write_synthetic_model(llama, mistral);
+  EXPECT_EQ(windows_of(mistral), (std::vector<std::int64_t>{4, 4, 4}));
+  llama.sliding_window = llama.context_length;
+  write_synthetic_model(llama, mistral);
+  EXPECT_TRUE(windows_of(mistral).empty());
+}
+
+// A Mistral-style llama attends only its window on every layer: its logits past the window differ from the
+// same file without the key, and equal them while the prompt is still inside the window.
+TEST(SlidingWindowConfig, MistralStyleLlamaAttendsItsWindow) {
+  loom::compute::testing::ScratchDir dir("mistral");
+  SynthSpec spec = gemma_spec(Architecture::llama, 2);
+  spec.head_dim = 0;
+  const std::string plain = dir.path("plain.gguf").string(), windowed = dir.path("windowed.gguf").string();
+  write_synthetic_model(spec, plain);
+  spec.sliding_window = 4;
+  write_synthetic_model(spec, windowed);
+  const auto logits = [](const std::string& path) {
+    auto loaded = LoadedModel::open(path);
+    ThreadPool pool(1);
+    LlamaModel model(loaded->config(), loaded->weights(), pool, 16);
+    auto cache = model.make_cache();
+    const std::vector<std::int32_t> tokens{1, 5, 9, 13, 17, 21, 25, 29};
+    std::vector<float> out(tokens.size() * static_cast<std::size_t>(loaded->config().vocab_size));
+    model.forward(tokens, 0, cache, LlamaModel::Logits::all, out.data());
+    return std::pair{out, loaded->config().vocab_size};
+  };
+  const auto [a, vocab] = logits(plain);
+  const auto [b, unused] = logits(windowed);
+  for (std::int64_t i = 0; i < 4 * vocab; ++i) ASSERT_EQ(a[i], b[i]) << "positions 0..3 lie inside the window";
+  double apart = 0;
+  for (std::size_t i = 4 * vocab; i < a.size(); ++i) apart = std::max(apart, static_cast<double>(std::abs(a[i] - b[i])));
+  EXPECT_GT(apart, 0.05) << "positions 4..7 see only their last four";
+}
+
+TEST(SlidingWindowConfig, AnUnknownArchitectureNamesEverySupportedOne) {
+  loom::compute::testing::ScratchDir dir("unknown_arch");
+  SynthSpec spec = gemma_spec(Architecture::llama, 1);
+  spec.head_dim = 0;
+  const std::string path = dir.path("plain.gguf").string(), unknown = dir.path("unknown.gguf").string();
+  write_synthetic_model(spec, path);
+  rewrite_with(path, unknown, "general.architecture", GgufValue("mamba"));
+  try {
+    LoadedModel::open(unknown);
+    FAIL() << "an unknown architecture loaded";
+  } catch (const ModelFileError& e) {
+    const std::string message = e.what();
+    for (const auto& a : supported_architectures()) EXPECT_NE(message.find(std::string(a.name)), std::string::npos) << message;
+    EXPECT_NE(message.find("mamba"), std::string::npos) << message;
+  }
 }
 
 }  // namespace
