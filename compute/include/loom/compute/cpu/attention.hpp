@@ -1,5 +1,6 @@
-// Attention of one query head over the keys and values of positions [0, positions): scores, softmax, the
-// weighted sum of values. Also the SwiGLU activation, whose exponential shares this file's exp().
+// Attention of one query head over the keys and values of positions [0, positions) (or the last ones, its
+// sliding window): scores, softmax, the weighted sum of values. Also the SwiGLU activation, whose
+// exponential shares this file's exp().
 //
 // Keys and values are read through a block table (the paged KV cache, paged_kv_cache.hpp): position p lives
 // in slot p % block_size of block block_table[p / block_size] of the storage. Within a block, keys are rows
@@ -48,6 +49,11 @@
 // pass rounds differently. The values go in chunks of kTileValueChunk positions converted to float once,
 // each row's 16 lanes per output running along them; positions a row does not see weigh 0 and add +0.
 // Otherwise (the scalar path, the vector_dot order, values in rows) a tile is its queries one at a time.
+//
+// A sliding window (HeadAttention::window) and soft-capped scores (HeadAttention::softcap, applied to each
+// score after the scale, before the softmax) change which positions count and what a score is, never an
+// order: a window's loops start at its first position rounded down to 64, so every position keeps its lane,
+// and the positions before the window are neither read nor summed (the masked reference adds zeros there).
 //
 // F32 keys and values (a KV cache stored in F32) take the same orders without the F16 roundings (of the
 // query, the keys, the values and the probabilities): close to the F16 results, not equal to them.

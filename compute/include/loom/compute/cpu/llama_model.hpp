@@ -1,5 +1,7 @@
-// LlamaModel: the forward pass of the Llama family (llama, qwen2, qwen3) on the CPU: RMSNorm, rotary
-// embeddings, grouped-query causal attention, SwiGLU, over a batch of steps of several sequences, each of
+// LlamaModel: the forward pass of the Llama family (llama, qwen2, qwen3, and gemma, gemma2, gemma3 text) on
+// the CPU: RMSNorm, rotary embeddings, grouped-query causal attention (with a sliding window on the layers
+// whose ModelConfig::layer_window says so, and soft-capped scores), SwiGLU or GeGLU, gemma's scaled
+// embeddings, post-norms and final soft-cap (ModelConfig says which), over a batch of steps of several sequences, each of
 // consecutive positions (a prompt's prefill, or one decode token), with keys and values in a PagedKvCache
 // read through each sequence's block table. Activations are F32; weights are used in their stored type
 // through matmul(). All tokens of all sequences go through the matrix products together (one pass over
