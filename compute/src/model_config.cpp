@@ -18,7 +18,10 @@ std::span<const ArchitectureName> supported_architectures() { return kArchitectu
 
 std::string supported_architecture_list() {
   std::string list;
-  for (const auto& a : kArchitectures) list += (list.empty() ? "" : ", ") + std::string(a.name);
+  for (const auto& a : kArchitectures) {
+    if (!list.empty()) list += ", ";
+    list += a.name;
+  }
   return list;
 }
 

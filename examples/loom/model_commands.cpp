@@ -72,7 +72,8 @@ void print_features(const ModelConfig& c) {
     std::int64_t window = 0;
     for (std::int64_t l = 0; l < c.layers; ++l) {
       std::string& list = c.window(l) > 0 ? sliding : full;
-      list += (list.empty() ? "" : ",") + std::to_string(l);
+      if (!list.empty()) list += ',';
+      list += std::to_string(l);
       window = std::max(window, c.window(l));
     }
     features.push_back("sliding window " + std::to_string(window) + " on layers [" + sliding + "], full attention on [" +
