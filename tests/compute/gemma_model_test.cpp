@@ -426,4 +426,58 @@ TEST(SlidingWindowConfig, AnUnknownArchitectureNamesEverySupportedOne) {
   }
 }
 
+// Sequences with windows share a step as they share one without: a prefill and a decode of two gemma3
+// sequences in one step (and then two decodes) give each the bits it gets alone. Q8_0 weights sum in one
+// order whatever the batch (vec_dot.hpp), so the comparison is exact.
+TEST(GemmaSlidingWindow, AMixedStepGivesEachSequenceItsLogitsAlone) {
+  loom::compute::testing::ScratchDir dir("gemma_mixed");
+  const std::string path = dir.path("model.gguf").string();
+  GemmaCase g = gemma3_case("mixed", 0.0f);
+  g.spec.type = TensorType::q8_0;
+  write_synthetic_model(g.spec, path);
+  auto loaded = LoadedModel::open(path);
+  const ModelConfig& c = loaded->config();
+  const auto vocab = static_cast<std::size_t>(c.vocab_size);
+  ThreadPool pool(2);
+  LlamaModel model(c, loaded->weights(), pool, 64);
+  using Step = LlamaModel::SequenceStep;
+  std::vector<std::int32_t> a, b;
+  for (int i = 0; i < 30; ++i) a.push_back((i * 13 + 2) % 96);
+  for (int i = 0; i < 12; ++i) b.push_back((i * 29 + 5) % 96);
+  const std::int32_t a_next = 8, b_next = 60, b_last = 33;
+
+  const auto alone = [&](const std::vector<std::int32_t>& prompt, const std::vector<std::int32_t>& decode) {
+    auto cache = model.make_cache(64, {.block_size = 4});
+    std::vector<float> logits((prompt.size() + decode.size()) * vocab);
+    model.forward(prompt, 0, cache, LlamaModel::Logits::all, logits.data());
+    for (std::size_t i = 0; i < decode.size(); ++i) {
+      model.forward({&decode[i], 1}, static_cast<std::int64_t>(prompt.size() + i), cache, LlamaModel::Logits::last,
+                    &logits[(prompt.size() + i) * vocab]);
+    }
+    return logits;
+  };
+  const auto want_a = alone(a, {a_next});
+  const auto want_b = alone(b, {b_next, b_last});
+
+  PagedKvCache pages = model.make_paged_cache({.block_size = 4}, 128);
+  std::vector<std::int32_t> table_a(16), table_b(16);
+  for (int i = 0; i < 16; ++i) table_a[i] = 2 * i + 1, table_b[i] = 2 * i;  // interleaved blocks
+  std::vector<float> b_prefill(b.size() * vocab), got_a(a.size() * vocab), got_b(vocab), next_a(vocab), next_b(vocab);
+  Step first{b, 0, table_b, b_prefill.data(), LlamaModel::Logits::all};
+  model.forward({&first, 1}, pages);
+  const std::vector<Step> mixed{{a, 0, table_a, got_a.data(), LlamaModel::Logits::all},
+                                {{&b_next, 1}, 12, table_b, got_b.data(), LlamaModel::Logits::last}};
+  model.forward(mixed, pages);
+  const std::vector<Step> decode{{{&a_next, 1}, 30, table_a, next_a.data(), LlamaModel::Logits::last},
+                                 {{&b_last, 1}, 13, table_b, next_b.data(), LlamaModel::Logits::last}};
+  model.forward(decode, pages);
+  const auto same = [](const float* want, const float* got, std::size_t n, const char* what) {
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(std::bit_cast<std::uint32_t>(want[i]), std::bit_cast<std::uint32_t>(got[i])) << what << ", logit " << i;
+  };
+  same(want_a.data(), got_a.data(), a.size() * vocab, "A's prefill in a mixed step");
+  same(&want_b[12 * vocab], got_b.data(), vocab, "B's decode in a mixed step");
+  same(&want_a[30 * vocab], next_a.data(), vocab, "A's decode");
+  same(&want_b[13 * vocab], next_b.data(), vocab, "B's second decode");
+}
+
 }  // namespace
