@@ -143,9 +143,9 @@ void add_rest_in_double(const HeadAttention& h, const float* p, const std::uint6
 // ---- Values stored transposed (HeadAttention::values_transposed): output d of positions q..q+7 is a run ----
 
 // Positions q..q+7 of one output's values (v: the values plus that output's dimension offset), zero from
-// `count` on. One load when they are a run within a block (the block size a multiple of 8: q is), else one by
-// one (odd block sizes, the last group).
-// Positions before `from` (a sliding window's first) are zeros too, and not read.
+// `count` on, one by one: for block sizes that are not a multiple of 8, where q..q+7 may span two blocks
+// (values8() picks one load where they cannot), and for the group that holds a sliding window's first
+// position: those before `from` are zeros too, and not read.
 template <typename T>
 __attribute__((noinline)) __m256 gather_values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count,
                                                 std::int64_t from = 0) {
@@ -155,9 +155,22 @@ __attribute__((noinline)) __m256 gather_values8(const T* v, const std::uint64_t*
   }
   return _mm256_load_ps(lanes);
 }
+// The same when the block size is a multiple of 8, so that slots q..q+7 lie in one block's run even past
+// the last position (q is a multiple of 8): one load, then the lanes from `count` on zeroed, since slots
+// not yet written may hold anything (a NaN times a zero probability would still be a NaN).
+template <typename T>
+inline __m256 run_values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count) {
+  const __m256 x = load8(v + offsets[q]);
+  if (q + 8 <= count) return x;
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count - q)), lanes)));
+}
 template <typename T, bool Checked>
-inline __m256 values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count, std::int64_t from) {
-  if constexpr (Checked) return gather_values8(v, offsets, q, count, from);
+inline __m256 values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count, bool runs_of_8,
+                      std::int64_t from) {
+  if constexpr (Checked) {
+    return runs_of_8 && q >= from ? run_values8(v, offsets, q, count) : gather_values8(v, offsets, q, count, from);
+  }
   return load8(v + offsets[q]);
 }
 template <bool Checked>
@@ -248,7 +261,7 @@ void weigh_transposed(const HeadAttention& h, const AttentionPlan& plan, const A
             const __m256 weight = probabilities8<Checked>(p, q, count);
 #pragma GCC unroll 8
             for (int j = 0; j < kOutputs; ++j) {
-              acc[j][r] = _mm256_fmadd_ps(values8<T, Checked>(v[j], offsets, q, count, from), weight, acc[j][r]);
+              acc[j][r] = _mm256_fmadd_ps(values8<T, Checked>(v[j], offsets, q, count, runs_of_8, from), weight, acc[j][r]);
             }
           }
         };
@@ -301,15 +314,15 @@ void add_rest_transposed(const HeadAttention& h, const float* p, const std::uint
                          std::int64_t from, std::int64_t dims, float* out) {
   const T* values = static_cast<const T*>(h.values);
   const auto dim_stride = static_cast<std::size_t>(h.block_size);
+  const bool runs_of_8 = h.block_size % 8 == 0;
   for (std::int64_t d0 = 0; d0 < dims; d0 += 8) {
     const __m256 start = _mm256_loadu_ps(out + d0);
     __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(start)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(start, 1));
     for (std::int64_t q = std::max(first, from / 8 * 8); q < h.positions; q += 8) {
       __m256 r[8], c[8];
-      const bool run = h.block_size % 8 == 0 && q + 8 <= h.positions && q >= from;
       for (int j = 0; j < 8; ++j) {
         const T* v = values + static_cast<std::size_t>(d0 + j) * dim_stride;
-        r[j] = run ? values8<T, false>(v, offsets, q, h.positions, from) : gather_values8(v, offsets, q, h.positions, from);
+        r[j] = values8<T, true>(v, offsets, q, h.positions, runs_of_8, from);
       }
       transpose8(r, c);
       for (int i = 0; i < 8 && q + i < h.positions; ++i) {
@@ -367,7 +380,11 @@ void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const Atten
     if (plan.tiled_values) {
       weigh_transposed<T, 16>(h, plan, scratch, in_slots, dims, h.out);
     } else {
-      weigh_transposed<T, 64>(h, plan, scratch, in_slots, dims, h.out);
+      if (in_slots > 0) {
+        weigh_transposed<T, 64>(h, plan, scratch, in_slots, dims, h.out);
+      } else {  // a short span: all in double; the 64 lanes' fold of nothing would give these zeros
+        for (std::int64_t g = 0; g < h.query_heads; ++g) std::fill_n(h.out + g * h.head_dim, dims, 0.0f);
+      }
       for (std::int64_t g = 0; g < h.query_heads; ++g) {
         add_rest_transposed<T>(h, scratch.scores(g), scratch.offsets, in_slots, plan.first, dims, h.out + g * h.head_dim);
       }
