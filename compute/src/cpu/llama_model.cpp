@@ -222,7 +222,7 @@ void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cach
     matmul_many({{w.gate, gate_.data()}, {w.up, up_.data()}}, xn_.data(), n, pool_, matmul_scratch_);
     for (std::int64_t t = 0; t < n; ++t) {
       if (c.ffn_activation == FfnActivation::gelu_tanh) {
-        geglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim);
+        geglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
       } else {
         swiglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
       }

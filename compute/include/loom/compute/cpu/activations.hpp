@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "loom/compute/cpu/kernel_path.hpp"
+
 namespace loom::compute {
 
 // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as the reference implementation
@@ -11,8 +13,9 @@ namespace loom::compute {
 // 0 at or below -10, x at or above 10.
 float gelu_tanh(float x) noexcept;
 
-// gate[i] = gelu_tanh(gate[i]) * up[i].
-void geglu(float* gate, const float* up, std::int64_t n);
+// gate[i] = gelu_tanh(gate[i]) * up[i]; the AVX2 path (F16C conversions, a gathered lookup) gives the same bits.
+void geglu(float* gate, const float* up, std::int64_t n, KernelPath path);
+void geglu(float* gate, const float* up, std::int64_t n);  // default_kernel_path()
 
 // x[i] = cap * tanh(x[i] / cap) (times 1/cap, tanhf, times cap, as the reference does); cap <= 0: unchanged.
 void soft_cap(float* x, std::int64_t n, float cap);
