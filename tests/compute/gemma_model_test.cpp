@@ -5,7 +5,7 @@
 // the reference moves it far beyond the tolerance). And a sliding-window layer never reads the keys and values
 // before its window: NaN there changes no logit bit, while NaN a full layer reads, or one inside the window,
 // does. And where the loader puts windows: gemma2's even layers, gemma3's pattern (default, count, flags), a
-// Mistral-style llama's every layer (none when the window covers the context).
+// Mistral-style llama's every layer (none when the window covers the context; none for qwen2).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -377,6 +377,11 @@ TEST(SlidingWindowConfig, EachArchitecturePlacesItsWindows) {
   write_synthetic_model(llama, mistral);
   EXPECT_EQ(windows_of(mistral), (std::vector<std::int64_t>{4, 4, 4}));
   llama.sliding_window = llama.context_length;
+  write_synthetic_model(llama, mistral);
+  EXPECT_TRUE(windows_of(mistral).empty());
+  // Qwen2 files may carry a window their model does not use (use_sliding_window false): ignored.
+  llama.architecture = Architecture::qwen2;
+  llama.sliding_window = 4;
   write_synthetic_model(llama, mistral);
   EXPECT_TRUE(windows_of(mistral).empty());
 }

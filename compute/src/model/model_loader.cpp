@@ -18,10 +18,11 @@ std::int64_t positive(const GgufFile& file, const std::string& key, std::int64_t
 
 bool is_gemma(Architecture a) { return a == Architecture::gemma || a == Architecture::gemma2 || a == Architecture::gemma3; }
 
-// `{arch}.attention.sliding_window` for the architectures whose every layer slides when it is set (a
-// Mistral-style llama; phi3 sets its own): gemma2/gemma3 place their windows in read_gemma_keys().
+// `llama.attention.sliding_window`: a Mistral-style llama slides on every layer. Only llama: a Qwen2 file may
+// carry a window its model does not use (use_sliding_window false), phi3's reader sets its own, and
+// gemma2/gemma3 place theirs in read_gemma_keys().
 void read_sliding_window(const GgufFile& file, const std::string& p, ModelConfig& c) {
-  if (is_gemma(c.architecture)) return;
+  if (c.architecture != Architecture::llama) return;
   const auto window = file.find_u64(p + "attention.sliding_window");
   if (!window || *window == 0) return;
   // A window at least as long as the context never hides a key: full attention, with nothing to skip.

@@ -2,8 +2,8 @@
 // read from GGUF metadata (`{arch}.*` keys) or a llama2.c header. Everything the forward pass needs to know
 // about the shape, and the per-architecture switches that depart from plain Llama: GELU instead of SwiGLU,
 // scaled embeddings, norms after attention and feed-forward, soft-capped scores and logits, and a sliding
-// attention window per layer (gemma2/gemma3, and any architecture whose metadata sets one: Mistral-style
-// `llama`, phi3), each layer's window in `layer_window` for whichever reader sets it.
+// attention window per layer (gemma2/gemma3; a Mistral-style `llama` whose metadata sets one; any other
+// architecture's reader may set it, phi3's for one), each layer's window in `layer_window`.
 #pragma once
 
 #include <cstdint>
