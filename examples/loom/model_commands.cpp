@@ -144,49 +144,90 @@ int run_logits(CommandLine& args) {
   return 0;
 }
 
-int run_info(CommandLine& args) {
-  const std::string model_path = args.text("model", "");
-  args.reject_unknown();
-  if (model_path.empty()) throw UsageError("info needs --model PATH");
-  auto loaded = LoadedModel::open(model_path);
-  const auto& c = loaded->config();
-  std::printf("model: %s\n", model_path.c_str());
-  std::printf("architecture: %s\n", to_string(c.architecture).c_str());
-  print_features(c);
+namespace {
+
+// The hyperparameters line of `loom info`.
+void print_hyperparameters(const ModelConfig& c) {
   std::printf("hyperparameters: vocab %lld, dim %lld, ffn %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, "
               "context %lld, rms epsilon %g, rope base %g%s\n",
               static_cast<long long>(c.vocab_size), static_cast<long long>(c.dim), static_cast<long long>(c.ffn_dim),
               static_cast<long long>(c.layers), static_cast<long long>(c.heads), static_cast<long long>(c.kv_heads),
               static_cast<long long>(c.head_dim), static_cast<long long>(c.context_length), c.rms_epsilon,
               c.rope_freq_base, c.rope_scale != 1.0f ? (", rope linear scale " + std::to_string(c.rope_scale)).c_str() : "");
-  const GgufFile* gguf = loaded->gguf();
-  if (gguf == nullptr) {
-    std::printf("format: llama2.c checkpoint (f32 weights)\n");
-    return 0;
-  }
-  std::printf("format: GGUF v%u, alignment %u, %zu tensors, %zu metadata keys\n", gguf->version(), gguf->alignment(),
-              gguf->tensors().size(), gguf->metadata().size());
-  std::map<std::string, std::pair<int, std::uint64_t>> by_type;
+}
+
+// The tensors line: total size, then per type its count and size, the types loom has no kernels for marked.
+void print_tensor_types(const GgufFile& gguf) {
+  std::map<std::string, std::tuple<int, std::uint64_t, bool>> by_type;
   std::uint64_t total = 0;
-  for (const auto& t : gguf->tensors()) {
-    auto& entry = by_type[std::string(name(t.type))];
-    ++entry.first;
-    entry.second += t.bytes;
+  for (const auto& t : gguf.tensors()) {
+    auto& [count, bytes, computable] = by_type[std::string(name(t.type))];
+    ++count;
+    bytes += t.bytes;
+    computable = traits(t.type).computable;
     total += t.bytes;
   }
   std::printf("tensors: %.1f MiB", static_cast<double>(total) / (1024.0 * 1024.0));
   for (const auto& [type, entry] : by_type) {
-    std::printf(", %s: %d (%.1f MiB)", type.c_str(), entry.first, static_cast<double>(entry.second) / (1024.0 * 1024.0));
+    const auto& [count, bytes, computable] = entry;
+    std::printf(", %s: %d (%.1f MiB%s)", type.c_str(), count, static_cast<double>(bytes) / (1024.0 * 1024.0),
+                computable ? "" : ", not supported");
   }
   std::printf("\n");
-  if (auto model = gguf->find_string("tokenizer.ggml.model")) {
-    std::printf("vocabulary: %s, %zu tokens, bos %s, eos %s\n", model->c_str(),
-                gguf->has("tokenizer.ggml.tokens") ? gguf->get_string_array("tokenizer.ggml.tokens").size() : 0,
-                gguf->find_u32("tokenizer.ggml.bos_token_id") ? std::to_string(*gguf->find_u32("tokenizer.ggml.bos_token_id")).c_str() : "-",
-                gguf->find_u32("tokenizer.ggml.eos_token_id") ? std::to_string(*gguf->find_u32("tokenizer.ggml.eos_token_id")).c_str() : "-");
+}
+
+void print_vocabulary(const GgufFile& gguf) {
+  const auto model = gguf.find_string("tokenizer.ggml.model");
+  if (!model) return;
+  const auto id = [&](const char* key) {
+    const auto value = gguf.find_u32(key);
+    return value ? std::to_string(*value) : std::string("-");
+  };
+  std::printf("vocabulary: %s, %zu tokens, bos %s, eos %s\n", model->c_str(),
+              gguf.has("tokenizer.ggml.tokens") ? gguf.get_string_array("tokenizer.ggml.tokens").size() : 0,
+              id("tokenizer.ggml.bos_token_id").c_str(), id("tokenizer.ggml.eos_token_id").c_str());
+}
+
+}  // namespace
+
+// A file loom cannot run is still described (its types, vocabulary and metadata), with the reason it does
+// not run: what a user needs to choose another file.
+int run_info(CommandLine& args) {
+  const std::string model_path = args.text("model", "");
+  args.reject_unknown();
+  if (model_path.empty()) throw UsageError("info needs --model PATH");
+  if (!GgufFile::has_magic(model_path)) {
+    auto loaded = LoadedModel::open(model_path);
+    std::printf("model: %s\n", model_path.c_str());
+    std::printf("architecture: %s\n", to_string(loaded->config().architecture).c_str());
+    print_hyperparameters(loaded->config());
+    std::printf("format: llama2.c checkpoint (f32 weights)\nruns: yes\n");
+    return 0;
   }
+  const GgufFile gguf = GgufFile::open(model_path);
+  std::unique_ptr<LoadedModel> loaded;
+  std::string why_not;
+  try {
+    loaded = LoadedModel::open(model_path);
+  } catch (const std::exception& e) {
+    why_not = e.what();
+    if (why_not.starts_with(model_path + ": ")) why_not.erase(0, model_path.size() + 2);  // said on the first line
+  }
+  std::printf("model: %s\n", model_path.c_str());
+  if (loaded) {
+    std::printf("architecture: %s\n", to_string(loaded->config().architecture).c_str());
+    print_features(loaded->config());
+    print_hyperparameters(loaded->config());
+  } else {
+    std::printf("architecture: %s\n", gguf.find_string("general.architecture").value_or("(not set)").c_str());
+  }
+  std::printf("format: GGUF v%u, alignment %u, %zu tensors, %zu metadata keys\n", gguf.version(), gguf.alignment(),
+              gguf.tensors().size(), gguf.metadata().size());
+  print_tensor_types(gguf);
+  print_vocabulary(gguf);
+  std::printf("runs: %s\n", loaded ? "yes" : ("no: " + why_not).c_str());
   std::printf("metadata:\n");
-  for (const auto& kv : gguf->metadata()) {
+  for (const auto& kv : gguf.metadata()) {
     std::printf("  %s (%s) = %s\n", kv.key.c_str(), std::string(kv.value.type_name()).c_str(), kv.value.summary().c_str());
   }
   return 0;
