@@ -46,7 +46,8 @@ Commands:
          [id, logit] after position i and continue_top[g] the top-K after feeding continue[g].
          --top defaults to 10; --threads to the number of physical cores.
   info   --model PATH
-         Architecture, hyperparameters, tensor types and sizes, vocabulary summary and metadata.
+         Architecture and its features, hyperparameters, tensor types with counts and sizes, vocabulary
+         summary, whether loom runs the file ('runs: yes', or 'runs: no: ' and why) and the metadata.
   synth  --out FILE.gguf [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3] [--dim D] [--ffn H] [--layers L]
          [--heads N] [--kv-heads K] [--head-dim D] [--context C]
          [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k] [--vocab-from VOCAB.gguf | --vocab V]
