@@ -151,7 +151,21 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                                            ParityCase{"synth11M-q8_0.gguf", 1e-4f, 5e-3f, false},
                                            ParityCase{"synth11M-q4_0.gguf", 3e-2f, 3e-2f, false, 1e-4f},
                                            ParityCase{"synth11M-q4_k_m.gguf", 3e-2f, 3e-2f, false},
-                                           ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false, 1e-4f}),
+                                           ParityCase{"synth11M-q6_k.gguf", 3e-2f, 3e-2f, false, 1e-4f},
+                                           // The 32-value block types (issue 20), in files whose rows of 320
+                                           // values make the K-quant recipes fall back to Q5_0/Q5_1/IQ4_NL
+                                           // (tied output). These references come from an AVX2 machine
+                                           // without repacked weights, whose orders small_blocks.hpp keeps (on
+                                           // every path), so on the SIMD paths they match to print precision:
+                                           // asserted within 1e-4, as above. (Q4_1 is not listed yet: its
+                                           // decode steps drift to 0.058 where its prefill matches.)
+                                           ParityCase{"synthq320-q5_0.gguf", 5e-2f, 5e-2f, false, 1e-4f},
+                                           ParityCase{"synthq320-q5_1.gguf", 5e-2f, 5e-2f, false, 1e-4f},
+                                           ParityCase{"synthq320-iq4_nl.gguf", 5e-2f, 5e-2f, false, 1e-4f},
+                                           ParityCase{"synthq320-q4_k_m.gguf", 5e-2f, 5e-2f, false, 1e-4f},
+                                           // Its Q5_K tensors' scalar kernel keeps a plainer order than the
+                                           // reference's: 0.074 under LOOM_FORCE_SCALAR.
+                                           ParityCase{"synthq320-q5_k_m.gguf", 1e-1f, 5e-2f, false, 1e-4f}),
                          [](const auto& tested) {
                            std::string name = tested.param.model.substr(0, tested.param.model.find(".gguf"));
                            std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');

@@ -20,6 +20,10 @@ struct VecDotTable {
   VecDotFn q4_k = nullptr;
   VecDotFn q5_k = nullptr;
   VecDotFn q6_k = nullptr;
+  VecDotFn q4_1 = nullptr;
+  VecDotFn q5_0 = nullptr;
+  VecDotFn q5_1 = nullptr;
+  VecDotFn iq4_nl = nullptr;
 };
 
 // Activation quantizers with SIMD paths (quantize.hpp): the scalar code's bytes for finite input.
