@@ -140,9 +140,9 @@ inline Problem make_problem(TensorType type, std::int64_t n, int rows, int cols,
   for (int c = 0; c < cols; ++c) dequantize_row(activation_type(type), p.activation_row(c), p.a.data() + c * n, n);
   if (activation_type(type) == TensorType::q8_1) {
     // m at byte 2 of a Q4_1/Q5_1 block, s at byte 2 of a Q8_1 block (quant_blocks.hpp).
-    const auto half_at = [](const std::uint8_t* p) {
+    const auto half_at = [](const std::uint8_t* block) {
       std::uint16_t h;
-      std::memcpy(&h, p + 2, 2);
+      std::memcpy(&h, block + 2, 2);
       return half_to_float(h);
     };
     const std::int64_t nb = n / 32;
