@@ -157,8 +157,13 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                                            // (tied output). These references come from an AVX2 machine
                                            // without repacked weights, whose orders small_blocks.hpp keeps (on
                                            // every path), so on the SIMD paths they match to print precision:
-                                           // asserted within 1e-4, as above. (Q4_1 is not listed yet: its
-                                           // decode steps drift to 0.058 where its prefill matches.)
+                                           // asserted within 1e-4, as above.
+                                           // Q4_1: prefill to print precision on both prompts, and the first
+                                           // 14 (once) and 31 (fox) decode steps too; then one step jumps to
+                                           // 0.046 (once) and the rest drift to 0.058 (0.024 fox), on every
+                                           // path: an unexplained difference in decode, above the issue's
+                                           // 0.05. Asserted at what holds, so that it cannot grow unseen.
+                                           ParityCase{"synthq320-q4_1.gguf", 6e-2f, 5e-2f, false},
                                            ParityCase{"synthq320-q5_0.gguf", 5e-2f, 5e-2f, false, 1e-4f},
                                            ParityCase{"synthq320-q5_1.gguf", 5e-2f, 5e-2f, false, 1e-4f},
                                            ParityCase{"synthq320-iq4_nl.gguf", 5e-2f, 5e-2f, false, 1e-4f},
