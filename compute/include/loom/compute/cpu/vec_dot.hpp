@@ -26,8 +26,9 @@
 // The AVX-512 kernels are the AVX2 ones with VNNI's one-instruction integer multiply-adds (vpdpbusd,
 // vpdpwssd) and the same float order, so they give the AVX2 kernels' bits, faster.
 //
-// With several columns on AVX-512 VNNI, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K rows in whole groups of 16 go
-// through a panel GEMM (gemm_avx512.cpp, gemm_kquant_avx512.cpp, compute/README.md) that keeps the same
+// With several columns on AVX-512 VNNI, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K and Q6_K rows in
+// whole groups of 16 go through a panel GEMM (gemm_avx512.cpp, gemm_small_blocks_avx512.cpp,
+// gemm_kquant_avx512.cpp, compute/README.md) that keeps the same
 // orders and so the same bits (for the K-quants, those of the AVX2/AVX-512 kernels: their scalar kernels
 // keep a plainer float order, equal to a tolerance).
 //
