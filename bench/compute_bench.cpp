@@ -613,6 +613,10 @@ BENCHMARK_CAPTURE(BM_Prefill, q8_0_110M, "q8_0")->Arg(128)->Arg(512)->Arg(2048)-
 BENCHMARK_CAPTURE(BM_Prefill, q4_0_110M, "q4_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q4_k_110M, "q4_k")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q6_k_110M, "q6_k")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q4_1_110M, "q4_1")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q5_0_110M, "q5_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q5_1_110M, "q5_1")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, iq4_nl_110M, "iq4_nl")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_TimeToFirstToken)->Arg(0)->Arg(960)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecode)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);
