@@ -51,6 +51,38 @@ nlohmann::json top_k(const float* logits, std::int64_t vocab, int k) {
 
 int default_threads() { return physical_core_count(); }
 
+// What departs from plain Llama, one line each (nothing for a plain model): the gemma family's activation,
+// scales, norms and soft-caps, and which layers slide over how many positions.
+void print_features(const ModelConfig& c) {
+  const auto number = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", x);
+    return std::string(text);
+  };
+  std::vector<std::string> features;
+  if (c.ffn_activation == FfnActivation::gelu_tanh) features.emplace_back("GeGLU feed-forward (GELU, tanh form)");
+  if (c.embedding_scale != 1.0f) features.push_back("embeddings x " + number(c.embedding_scale));
+  if (c.query_scale > 0.0f) features.push_back("queries x " + number(c.query_scale));
+  if (c.qk_norm) features.emplace_back("Q/K RMS norms per head");
+  if (c.post_norms) features.emplace_back("post-attention and post-feed-forward norms");
+  if (c.attn_softcap > 0.0f) features.push_back("attention scores soft-capped at " + number(c.attn_softcap));
+  if (c.final_softcap > 0.0f) features.push_back("final logits soft-capped at " + number(c.final_softcap));
+  if (c.has_sliding_window()) {
+    std::string sliding, full;
+    std::int64_t window = 0;
+    for (std::int64_t l = 0; l < c.layers; ++l) {
+      std::string& list = c.window(l) > 0 ? sliding : full;
+      if (!list.empty()) list += ',';
+      list += std::to_string(l);
+      window = std::max(window, c.window(l));
+    }
+    features.push_back("sliding window " + std::to_string(window) + " on layers [" + sliding + "], full attention on [" +
+                       full + "]" +
+                       (c.rope_freq_base_swa > 0.0f ? "; sliding layers rope base " + number(c.rope_freq_base_swa) : ""));
+  }
+  for (const auto& feature : features) std::printf("feature: %s\n", feature.c_str());
+}
+
 }  // namespace
 
 int run_logits(CommandLine& args) {
@@ -120,6 +152,7 @@ int run_info(CommandLine& args) {
   const auto& c = loaded->config();
   std::printf("model: %s\n", model_path.c_str());
   std::printf("architecture: %s\n", to_string(c.architecture).c_str());
+  print_features(c);
   std::printf("hyperparameters: vocab %lld, dim %lld, ffn %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, "
               "context %lld, rms epsilon %g, rope base %g%s\n",
               static_cast<long long>(c.vocab_size), static_cast<long long>(c.dim), static_cast<long long>(c.ffn_dim),
@@ -162,15 +195,12 @@ int run_info(CommandLine& args) {
 int run_synth(CommandLine& args) {
   SynthSpec spec;
   const std::string arch = args.text("arch", "llama");
-  if (arch == "llama") {
-    spec.architecture = Architecture::llama;
-  } else if (arch == "qwen2") {
-    spec.architecture = Architecture::qwen2;
-  } else if (arch == "qwen3") {
-    spec.architecture = Architecture::qwen3;
-  } else {
-    throw UsageError("option --arch expects llama, qwen2 or qwen3, got '" + arch + "'");
+  const auto known = supported_architectures();
+  const auto found = std::find_if(known.begin(), known.end(), [&](const auto& a) { return a.name == arch; });
+  if (found == known.end()) {
+    throw UsageError("option --arch expects one of " + supported_architecture_list() + ", got '" + arch + "'");
   }
+  spec.architecture = found->architecture;
   spec.dim = args.integer("dim", 64, 2, 65536);
   spec.ffn_dim = args.integer("ffn", 172, 1, 1 << 20);
   spec.layers = args.integer("layers", 2, 1, 1024);
@@ -192,6 +222,12 @@ int run_synth(CommandLine& args) {
   spec.type = types.at(type);
   spec.vocab_from = args.text("vocab-from", "");
   spec.seed = static_cast<std::uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
+  spec.head_dim = args.integer("head-dim", 0, 0, 4096);
+  spec.sliding_window = args.integer("sliding-window", 0, 0, 1 << 20);
+  spec.attn_softcap = static_cast<float>(args.real("attn-softcap", 0.0, 0.0, 1e6));
+  spec.final_softcap = static_cast<float>(args.real("final-softcap", 0.0, 0.0, 1e6));
+  spec.rope_freq_base = static_cast<float>(args.real("rope-base", 10000.0, 1.0, 1e12));
+  spec.rope_freq_base_swa = static_cast<float>(args.real("rope-base-swa", 0.0, 0.0, 1e12));
   const std::string out = args.text("out", "");
   args.reject_unknown();
   if (out.empty()) throw UsageError("synth needs --out FILE.gguf");
