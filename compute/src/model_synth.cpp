@@ -140,8 +140,9 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   require(s.head_dim >= 0 && s.sliding_window >= 0, "head-dim and sliding-window must not be negative");
   require(s.type == TensorType::f32 || s.type == TensorType::f16 || s.type == TensorType::bf16 ||
               s.type == TensorType::q8_0 || s.type == TensorType::q4_0 || s.type == TensorType::q4_k ||
-              s.type == TensorType::q5_k || s.type == TensorType::q6_k,
-          "type must be f32, f16, bf16, q8_0, q4_0, q4_K, q5_K or q6_K");
+              s.type == TensorType::q5_k || s.type == TensorType::q6_k || s.type == TensorType::q4_1 ||
+              s.type == TensorType::q5_0 || s.type == TensorType::q5_1 || s.type == TensorType::iq4_nl,
+          "type must be f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_K, q5_K or q6_K");
 
   GgufWriter writer;
   std::int64_t vocab = s.vocab_size;

@@ -253,9 +253,12 @@ int run_synth(CommandLine& args) {
   const std::map<std::string, TensorType> types{{"f32", TensorType::f32}, {"f16", TensorType::f16},
                                                 {"bf16", TensorType::bf16}, {"q8_0", TensorType::q8_0},
                                                 {"q4_0", TensorType::q4_0}, {"q4_k", TensorType::q4_k},
-                                                {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k}};
+                                                {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k},
+                                                {"q4_1", TensorType::q4_1}, {"q5_0", TensorType::q5_0},
+                                                {"q5_1", TensorType::q5_1}, {"iq4_nl", TensorType::iq4_nl}};
   if (!types.contains(type)) {
-    throw UsageError("option --type expects f32, f16, bf16, q8_0, q4_0, q4_k, q5_k or q6_k, got '" + type + "'");
+    throw UsageError("option --type expects f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k, q5_k or q6_k, got '" +
+                     type + "'");
   }
   spec.type = types.at(type);
   spec.vocab_from = args.text("vocab-from", "");

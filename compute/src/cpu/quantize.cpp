@@ -8,6 +8,7 @@
 
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/quant_blocks.hpp"
+#include "small_blocks.hpp"
 #include "vec_dot_kernels.hpp"
 
 namespace loom::compute {
@@ -278,6 +279,16 @@ void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n, 
       return quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), n_blocks);
     case TensorType::q8_k:
       return quantize_q8_k(src, static_cast<BlockQ8_K*>(dst), n_blocks);
+    case TensorType::q4_1:
+      return detail::quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), n_blocks);
+    case TensorType::q5_0:
+      return detail::quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), n_blocks);
+    case TensorType::q5_1:
+      return detail::quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), n_blocks);
+    case TensorType::iq4_nl:
+      return detail::quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n_blocks);
+    case TensorType::q8_1:
+      return detail::quantize_q8_1(src, static_cast<BlockQ8_1*>(dst), n_blocks);
     default:
       break;
   }

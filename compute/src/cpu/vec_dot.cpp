@@ -7,6 +7,7 @@
 
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/quant_blocks.hpp"
+#include "small_blocks.hpp"
 #include "vec_dot_kernels.hpp"
 
 namespace loom::compute {
@@ -207,6 +208,10 @@ constexpr VecDotTable kScalarTable{
     .q4_k = scalar_rows_cols<BlockQ4_K, BlockQ8_K, dot_k_affine<false, BlockQ4_K>, 256>,
     .q5_k = scalar_rows_cols<BlockQ5_K, BlockQ8_K, dot_k_affine<true, BlockQ5_K>, 256>,
     .q6_k = scalar_rows_cols<BlockQ6_K, BlockQ8_K, dot_q6_k, 256>,
+    .q4_1 = q4_1_rows_cols_scalar,
+    .q5_0 = q5_0_rows_cols_scalar,
+    .q5_1 = q5_1_rows_cols_scalar,
+    .iq4_nl = iq4_nl_rows_cols_scalar,
 };
 
 VecDotFn table_entry(const VecDotTable& table, TensorType type) {
@@ -227,6 +232,14 @@ VecDotFn table_entry(const VecDotTable& table, TensorType type) {
       return table.q5_k;
     case TensorType::q6_k:
       return table.q6_k;
+    case TensorType::q4_1:
+      return table.q4_1;
+    case TensorType::q5_0:
+      return table.q5_0;
+    case TensorType::q5_1:
+      return table.q5_1;
+    case TensorType::iq4_nl:
+      return table.iq4_nl;
     default:
       return nullptr;
   }
@@ -251,7 +264,12 @@ TensorType activation_type(TensorType weight_type) {
       return TensorType::f32;
     case TensorType::q8_0:
     case TensorType::q4_0:
+    case TensorType::q5_0:  // the reference's pairings: symmetric types with Q8_0, those with a min with Q8_1
+    case TensorType::iq4_nl:
       return TensorType::q8_0;
+    case TensorType::q4_1:
+    case TensorType::q5_1:
+      return TensorType::q8_1;
     case TensorType::q4_k:
     case TensorType::q5_k:
     case TensorType::q6_k:

@@ -1,11 +1,18 @@
 // The GGML block formats as bit-exact C++ structs, so that kernels read memory-mapped GGUF weights in place.
-// A quantized row is an array of blocks; each block holds `block_elements` values (32 for the *_0 formats,
-// 256 for the K-quants) as small integers plus one or two f16 scales (raw bits, see half.hpp).
+// A quantized row is an array of blocks; each block holds `block_elements` values (32 for the *_0, *_1 and
+// IQ4_NL formats, 256 for the K-quants) as small integers plus one or two f16 scales (raw bits, see half.hpp).
 //
 // Value layouts, index i counting from the start of the block:
 //   Q8_0: x[i] = qs[i] * d.
 //   Q4_0: x[i] = (nibble - 8) * d, the nibble of value i < 16 in the low half of qs[i], of value i + 16 in the
 //         high half of qs[i].
+//   Q4_1: x[i] = nibble * d + m, nibbles as Q4_0's (an unsigned nibble and an f16 min instead of the -8).
+//   Q5_0: x[i] = (q - 16) * d, q = Q4_0's nibble of value i | bit i of qh (a little-endian uint32) << 4.
+//   Q5_1: x[i] = q * d + m, q as Q5_0's.
+//   IQ4_NL: x[i] = kIQ4NLValues[nibble] * d, nibbles as Q4_0's: a fixed non-uniform 16-level table, denser
+//         near zero, in place of Q4_0's evenly spaced levels.
+//   Q8_1: activations only (the partner of Q4_1 and Q5_1): x[i] = qs[i] * d, and s = d * sum(qs) as f16, so
+//         the weights' min term m * sum(x) costs one multiply per block.
 //   Q4_K: 8 sub-blocks of 32, each with a 6-bit scale and 6-bit min (packed in `scales`, see
 //         k_scale_min()). Values come in 4 chunks of 64 sharing 32 bytes of qs: value 64c + l (l < 32) is the
 //         low nibble of qs[32c + l] in sub-block 2c, value 64c + 32 + l the high nibble, sub-block 2c + 1.
@@ -42,6 +49,40 @@ struct BlockQ4_0 {
   std::uint8_t qs[16];
 };
 
+struct BlockQ4_1 {
+  std::uint16_t d;  // f16
+  std::uint16_t m;  // f16, added to every value
+  std::uint8_t qs[16];
+};
+
+struct BlockQ5_0 {
+  std::uint16_t d;  // f16
+  std::uint8_t qh[4];  // fifth bits, value i at bit i % 8 of qh[i / 8]
+  std::uint8_t qs[16];
+};
+
+struct BlockQ5_1 {
+  std::uint16_t d;  // f16
+  std::uint16_t m;  // f16
+  std::uint8_t qh[4];
+  std::uint8_t qs[16];
+};
+
+struct BlockIQ4_NL {
+  std::uint16_t d;  // f16
+  std::uint8_t qs[16];
+};
+
+struct BlockQ8_1 {
+  std::uint16_t d;  // f16
+  std::uint16_t s;  // f16: d * sum(qs), d before its rounding to f16
+  std::int8_t qs[32];
+};
+
+// IQ4_NL's 16 levels (a fact of the format), in nibble order.
+inline constexpr std::int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                 1,    13,   25,  38,  53,  69,  89,  113};
+
 struct BlockQ4_K {
   std::uint16_t d;     // f16, multiplies the 6-bit scales
   std::uint16_t dmin;  // f16, multiplies the 6-bit mins
@@ -73,13 +114,20 @@ struct BlockQ8_K {
 // Sizes are facts of the file format (they match traits(type).block_bytes; a test checks that too).
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 // Rows of blocks are only 2-byte aligned in files (34- and 18-byte blocks), so nothing may need more.
 static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ4_0) == 2 && alignof(BlockQ4_K) == 2 &&
-              alignof(BlockQ5_K) == 2 && alignof(BlockQ6_K) == 2);
+              alignof(BlockQ5_K) == 2 && alignof(BlockQ6_K) == 2 && alignof(BlockQ4_1) == 2 &&
+              alignof(BlockQ5_0) == 2 && alignof(BlockQ5_1) == 2 && alignof(BlockIQ4_NL) == 2 &&
+              alignof(BlockQ8_1) == 2);
 
 struct KScaleMin {
   std::uint8_t scale;
