@@ -10,6 +10,12 @@ std::string to_string(Architecture architecture) {
       return "qwen2";
     case Architecture::qwen3:
       return "qwen3";
+    case Architecture::phi3:
+      return "phi3";
+    case Architecture::qwen2moe:
+      return "qwen2moe";
+    case Architecture::qwen3moe:
+      return "qwen3moe";
   }
   return "unknown";
 }

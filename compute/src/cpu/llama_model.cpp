@@ -32,6 +32,15 @@ void add_bias(float* rows, const TensorView* bias, std::int64_t n, std::int64_t 
   }
 }
 
+// phi3 LongRoPE: the short factors while the context this model runs with fits the original one, else the
+// long ones (the reference's choice, by its context size); cos and sin scaled by attn_factor either way.
+void use_long_rope_factors(const ModelConfig& c, const ModelWeights& w, std::vector<float>& factor, float& scale) {
+  if (c.rope_original_context <= 0 || w.rope_factors_short == nullptr || w.rope_factors_long == nullptr) return;
+  const TensorView* chosen = c.context_length <= c.rope_original_context ? w.rope_factors_short : w.rope_factors_long;
+  for (std::size_t i = 0; i < factor.size(); ++i) factor[i] = f32(chosen)[i];
+  scale = c.rope_attn_factor;
+}
+
 }  // namespace
 
 LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& pool, std::int64_t max_batch)
@@ -49,6 +58,8 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
     for (std::int64_t i = 0; i < pairs; ++i) frequency_factor_[static_cast<std::size_t>(i)] = f32(weights_.rope_freqs)[i];
   }
   position_scale_ = 1.0f / c.rope_scale;
+  use_long_rope_factors(c, weights_, frequency_factor_, rotation_scale_);
+  if (c.experts > 0) experts_ = std::make_unique<ExpertFeedForward>(c, max_batch_);
 
 
   const auto b = static_cast<std::size_t>(max_batch_);
@@ -183,6 +194,10 @@ void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cach
     for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
 
     for (std::int64_t t = 0; t < n; ++t) rms_norm(&x_[t * c.dim], f32(w.ffn_norm), &xn_[t * c.dim], c.dim, c.rms_epsilon);
+    if (experts_) {
+      experts_->forward(w, xn_.data(), n, x_.data(), pool_, kernel_path_);
+      continue;
+    }
     matmul_many({{w.gate, gate_.data()}, {w.up, up_.data()}}, xn_.data(), n, pool_, matmul_scratch_);
     for (std::int64_t t = 0; t < n; ++t) swiglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
     matmul(*w.down, gate_.data(), n, xn_.data(), pool_, matmul_scratch_);
@@ -248,8 +263,8 @@ void LlamaModel::rotation_angles(std::int64_t n) {
     for (std::int64_t i = 0; i < pairs; ++i) {
       const float angle = position_scale_ * (theta / frequency_factor_[static_cast<std::size_t>(i)]);
       theta *= theta_step_;
-      rotation[2 * i] = std::cos(angle);
-      rotation[2 * i + 1] = std::sin(angle);
+      rotation[2 * i] = std::cos(angle) * rotation_scale_;
+      rotation[2 * i + 1] = std::sin(angle) * rotation_scale_;
     }
   }
 }
