@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "loom/compute/cpu/llama_model.hpp"
@@ -53,10 +54,17 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
   counting = false;
   ASSERT_GT(allocations.load(), 0) << "the replacement operator new is not in effect";
 
-  for (TensorType type : {TensorType::f16, TensorType::q8_0, TensorType::q4_0}) {
+  // The dense qwen2 in three types, and a qwen2moe (experts and a shared expert: ExpertFeedForward's scratch).
+  for (const auto& [arch, type] : {std::pair{Architecture::qwen2, TensorType::f16}, std::pair{Architecture::qwen2, TensorType::q8_0},
+                                   std::pair{Architecture::qwen2, TensorType::q4_0}, std::pair{Architecture::qwen2moe, TensorType::q8_0}}) {
     SynthSpec spec;
-    spec.architecture = Architecture::qwen2;
+    spec.architecture = arch;
     spec.type = type;
+    if (arch == Architecture::qwen2moe) {
+      spec.experts = 4;
+      spec.expert_ffn_dim = 64;
+      spec.shared_expert_ffn_dim = 96;
+    }
     spec.ffn_dim = 96;
     spec.vocab_size = 64;
     const auto path = (std::filesystem::temp_directory_path() / "loom_test_hot_path.gguf").string();
@@ -92,7 +100,7 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
     counting = true;
     model.forward(mixed, pages);
     counting = false;
-    EXPECT_EQ(allocations.load(), 0) << "heap allocations during steps of a " << name(type) << " model";
+    EXPECT_EQ(allocations.load(), 0) << "heap allocations during steps of a " << name(type) << " " << to_string(arch) << " model";
     std::filesystem::remove(path);
   }
 }
