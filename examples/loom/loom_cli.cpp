@@ -46,13 +46,19 @@ Commands:
          [id, logit] after position i and continue_top[g] the top-K after feeding continue[g].
          --top defaults to 10; --threads to the number of physical cores.
   info   --model PATH
-         Architecture, hyperparameters, tensor types and sizes, vocabulary summary and metadata.
-  synth  --out FILE.gguf [--arch llama|qwen2|qwen3] [--dim D] [--ffn H] [--layers L] [--heads N]
-         [--kv-heads K] [--context C] [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k]
-         [--vocab-from VOCAB.gguf | --vocab V]
-         [--seed S]
+         Architecture, hyperparameters (experts, LongRoPE), tensor types and sizes, vocabulary summary
+         and metadata.
+  synth  --out FILE.gguf [--arch llama|qwen2|qwen3|phi3|qwen2moe|qwen3moe] [--dim D] [--ffn H]
+         [--layers L] [--heads N] [--kv-heads K] [--context C]
+         [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k] [--vocab-from VOCAB.gguf | --vocab V]
+         [--experts E] [--experts-used K] [--expert-ffn H] [--shared-expert-ffn H]
+         [--long-rope-context C] [--seed S]
          Writes a random-weight model, the same for the same options and seed. K-quant types need dim
-         and ffn to be multiples of 256, the others multiples of 32.
+         and ffn to be multiples of 256, the others multiples of 32. --experts gives each layer E
+         experts of width --expert-ffn (default --ffn), K of them used per token (qwen2moe and
+         qwen3moe: 4 experts by default; llama with experts is Mixtral-style), and --shared-expert-ffn a
+         qwen2moe shared expert; --long-rope-context writes phi3 LongRoPE factors with that original
+         context.
   bench  --model PATH [-p N] [-n N] [-b B,B,...] [-d D,D,...] [-t|--threads N] [-r N] [--json] [--probe-mb M]
          Measures the memory bandwidth and int8 / FP32 peaks of this machine, then prompt processing of N
          tokens (-p, --n-prompt, default 512), generation of N tokens one at a time (-n, --n-gen, default

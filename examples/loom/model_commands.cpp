@@ -112,6 +112,22 @@ int run_logits(CommandLine& args) {
   return 0;
 }
 
+// Experts (count, used per token, widths, shared expert) and LongRoPE, for the architectures that have them.
+void print_experts_and_long_rope(const ModelConfig& c) {
+  if (c.experts > 0) {
+    std::printf("experts: %lld, %lld used per token (%s), expert ffn %lld, shared expert %s\n",
+                static_cast<long long>(c.experts), static_cast<long long>(c.experts_used),
+                c.expert_weights_norm ? "weights renormalized" : "softmax weights as they are",
+                static_cast<long long>(c.expert_ffn_dim),
+                c.shared_expert_ffn_dim > 0 ? ("ffn " + std::to_string(c.shared_expert_ffn_dim)).c_str() : "none");
+  }
+  if (c.rope_original_context > 0) {
+    std::printf("LongRoPE: original context %lld, attn factor %g; at context %lld the %s factors apply\n",
+                static_cast<long long>(c.rope_original_context), c.rope_attn_factor,
+                static_cast<long long>(c.context_length), c.context_length <= c.rope_original_context ? "short" : "long");
+  }
+}
+
 int run_info(CommandLine& args) {
   const std::string model_path = args.text("model", "");
   args.reject_unknown();
@@ -126,6 +142,7 @@ int run_info(CommandLine& args) {
               static_cast<long long>(c.layers), static_cast<long long>(c.heads), static_cast<long long>(c.kv_heads),
               static_cast<long long>(c.head_dim), static_cast<long long>(c.context_length), c.rms_epsilon,
               c.rope_freq_base, c.rope_scale != 1.0f ? (", rope linear scale " + std::to_string(c.rope_scale)).c_str() : "");
+  print_experts_and_long_rope(c);
   const GgufFile* gguf = loaded->gguf();
   if (gguf == nullptr) {
     std::printf("format: llama2.c checkpoint (f32 weights)\n");
@@ -168,9 +185,21 @@ int run_synth(CommandLine& args) {
     spec.architecture = Architecture::qwen2;
   } else if (arch == "qwen3") {
     spec.architecture = Architecture::qwen3;
+  } else if (arch == "phi3") {
+    spec.architecture = Architecture::phi3;
+  } else if (arch == "qwen2moe") {
+    spec.architecture = Architecture::qwen2moe;
+  } else if (arch == "qwen3moe") {
+    spec.architecture = Architecture::qwen3moe;
   } else {
-    throw UsageError("option --arch expects llama, qwen2 or qwen3, got '" + arch + "'");
+    throw UsageError("option --arch expects llama, qwen2, qwen3, phi3, qwen2moe or qwen3moe, got '" + arch + "'");
   }
+  // Experts (qwen2moe, qwen3moe need them; llama with them is Mixtral-style) and phi3's LongRoPE.
+  spec.experts = args.integer("experts", spec.architecture == Architecture::qwen2moe || spec.architecture == Architecture::qwen3moe ? 4 : 0, 0, 1024);
+  spec.experts_used = args.integer("experts-used", 2, 1, 1024);
+  spec.expert_ffn_dim = args.integer("expert-ffn", 0, 0, 1 << 20);
+  spec.shared_expert_ffn_dim = args.integer("shared-expert-ffn", 0, 0, 1 << 20);
+  spec.rope_original_context = args.integer("long-rope-context", 0, 0, 1 << 20);
   spec.dim = args.integer("dim", 64, 2, 65536);
   spec.ffn_dim = args.integer("ffn", 172, 1, 1 << 20);
   spec.layers = args.integer("layers", 2, 1, 1024);
