@@ -78,7 +78,7 @@ budget shortens the context to what it holds); --kv-type f16|f32 (default f16).
 A llama2.c checkpoint holds no vocabulary: give its tokenizer file with --tokenizer (a GGUF file with a
 vocabulary works there too).
 
-Models: GGUF (llama, qwen2, qwen3; f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K) and llama2.c checkpoints.
+Models: GGUF (llama, qwen2, qwen3, phi3, qwen2moe, qwen3moe, Mixtral-style llama; f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K) and llama2.c checkpoints.
 )";
 
 }  // namespace
