@@ -118,6 +118,35 @@ TEST(ExpertWeights, AnExpertTensorOfTheWrongShapeIsRefusedByName) {
   }
 }
 
+// Older Mixtral conversions hold each expert in its own 2-D tensors (blk.N.ffn_gate.E.weight, ...).
+TEST(ExpertWeights, PerExpertTensorsOfOlderMixtralFilesAreBoundToo) {
+  ModelConfig c = moe_config();
+  c.architecture = Architecture::llama;
+  FakeTensors t;
+  add_common(t, c);
+  t.add("blk.0.attn_q.weight", {c.dim, c.q_dim()});
+  t.add("blk.0.attn_k.weight", {c.dim, c.kv_dim()});
+  t.add("blk.0.attn_v.weight", {c.dim, c.kv_dim()});
+  t.add("blk.0.ffn_gate_inp.weight", {c.dim, c.experts});
+  for (int e = 0; e < c.experts; ++e) {
+    const std::string which = "." + std::to_string(e) + ".weight";
+    t.add("blk.0.ffn_gate" + which, {c.dim, c.expert_ffn_dim});
+    t.add("blk.0.ffn_up" + which, {c.dim, c.expert_ffn_dim});
+    if (e != 3) t.add("blk.0.ffn_down" + which, {c.expert_ffn_dim, c.dim});
+  }
+  try {
+    (void)bind_weights(c, t.lookup());
+    ADD_FAILURE() << "expected an error for the missing expert 3";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing tensor blk.0.ffn_down.3.weight"), std::string::npos) << e.what();
+  }
+  t.add("blk.0.ffn_down.3.weight", {c.expert_ffn_dim, c.dim});
+  const ModelWeights w = bind_weights(c, t.lookup());
+  ASSERT_EQ(w.layers[0].experts.size(), 4u);
+  EXPECT_EQ(w.layers[0].experts[2].up, &t.at("blk.0.ffn_up.2.weight"));
+  EXPECT_EQ(w.layers[0].experts[3].down, &t.at("blk.0.ffn_down.3.weight"));
+}
+
 TEST(FusedWeights, Phi3QkvAndGateUpAreRowRangesOfTheFusedTensors) {
   ModelConfig c = moe_config();
   c.architecture = Architecture::phi3;

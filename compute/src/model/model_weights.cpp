@@ -89,6 +89,17 @@ void bind_fused(const ModelConfig& c, const Binder& b, const std::string& p, std
 void bind_experts(const ModelConfig& c, const Binder& b, const std::string& p, std::deque<TensorView>& store,
                   LayerWeights& l) {
   l.router = b.required(p + "ffn_gate_inp.weight", {c.dim, c.experts});
+  if (b.optional(p + "ffn_gate_exps.weight", {c.dim, c.expert_ffn_dim, c.experts}) == nullptr &&
+      b.optional(p + "ffn_gate.0.weight", {c.dim, c.expert_ffn_dim}) != nullptr) {
+    // Older Mixtral conversions store each expert as its own 2-D tensors, blk.N.ffn_{gate,up,down}.E.weight.
+    for (std::int64_t e = 0; e < c.experts; ++e) {
+      const std::string which = "." + std::to_string(e) + ".weight";
+      l.experts.push_back({b.required(p + "ffn_gate" + which, {c.dim, c.expert_ffn_dim}),
+                           b.required(p + "ffn_up" + which, {c.dim, c.expert_ffn_dim}),
+                           b.required(p + "ffn_down" + which, {c.expert_ffn_dim, c.dim})});
+    }
+    return;
+  }
   const TensorView* gate = b.required(p + "ffn_gate_exps.weight", {c.dim, c.expert_ffn_dim, c.experts});
   const TensorView* up = b.required(p + "ffn_up_exps.weight", {c.dim, c.expert_ffn_dim, c.experts});
   const TensorView* down = b.required(p + "ffn_down_exps.weight", {c.expert_ffn_dim, c.dim, c.experts});
