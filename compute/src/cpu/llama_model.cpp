@@ -69,8 +69,9 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   k_.resize(b * c.kv_dim());
   v_.resize(b * c.kv_dim());
   attn_.resize(b * c.q_dim());
-  gate_.resize(b * c.ffn_dim);
-  up_.resize(b * c.ffn_dim);
+  const std::int64_t dense_ffn = c.experts > 0 ? 0 : c.ffn_dim;  // experts keep their own scratch
+  gate_.resize(b * dense_ffn);
+  up_.resize(b * dense_ffn);
   const std::int64_t group = c.heads / c.kv_heads;
   scores_.resize(static_cast<std::size_t>(pool_.size()) *
                  attention_scratch_floats(c.context_length, c.head_dim, group, attention_tile_queries(group)));

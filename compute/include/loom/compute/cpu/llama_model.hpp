@@ -1,18 +1,18 @@
 // LlamaModel: the forward pass of the Llama family (llama, qwen2, qwen3, phi3 and the mixture-of-experts
 // qwen2moe, qwen3moe and Mixtral-style llama) on the CPU: RMSNorm, rotary embeddings (with llama3 frequency
-// factors or phi3's LongRoPE), grouped-query causal attention, SwiGLU (or, with experts, ExpertFeedForward), over a batch of steps of several sequences, each of
-// consecutive positions (a prompt's prefill, or one decode token), with keys and values in a PagedKvCache
-// read through each sequence's block table. Activations are F32; weights are used in their stored type
-// through matmul(). All tokens of all sequences go through the matrix products together (one pass over
-// the weights per step, which is where batching pays); attention runs per (sequence, token, head). Scratch
-// is allocated at construction for `max_batch` tokens in all, so a step allocates nothing.
+// factors or phi3's LongRoPE), grouped-query causal attention, SwiGLU (with experts: ExpertFeedForward),
+// over a batch of steps of several sequences, each of consecutive positions (a prompt's prefill, or one
+// decode token), with keys and values in a PagedKvCache read through each sequence's block table.
+// Activations are F32; weights are used in their stored type through matmul(). All tokens of all sequences
+// go through the matrix products together (one pass over the weights per step, which is where batching
+// pays); attention runs per (sequence, token, head). Scratch is allocated at construction for `max_batch`
+// tokens in all, so a step allocates nothing.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
-
-#include <memory>
 
 #include "loom/compute/cpu/expert_feed_forward.hpp"
 #include "loom/compute/cpu/kernel_path.hpp"
