@@ -37,6 +37,7 @@ class FakeTensors {
     };
   }
   const TensorView& at(const std::string& name) const { return tensors_.at(name); }
+  void retype(const std::string& name, TensorType type) { tensors_.at(name).type = type; }
 
  private:
   std::map<std::string, TensorView> tensors_;
@@ -98,6 +99,25 @@ TEST(ExpertWeights, EachExpertIsAViewOverItsOwnRows) {
   // The views live as long as any copy of the weights.
   const ModelWeights copy = w;
   EXPECT_EQ(copy.layers[0].experts[3].up, w.layers[0].experts[3].up);
+}
+
+// The router's logits are computed in F32's order from F32 weights (expert_feed_forward.cpp).
+TEST(ExpertWeights, ARouterThatIsNotF32IsRefused) {
+  const ModelConfig c = moe_config();
+  FakeTensors t;
+  add_common(t, c);
+  t.add("blk.0.attn_q.weight", {c.dim, c.q_dim()});
+  t.add("blk.0.attn_k.weight", {c.dim, c.kv_dim()});
+  t.add("blk.0.attn_v.weight", {c.dim, c.kv_dim()});
+  add_experts(t, c, c.experts);
+  t.retype("blk.0.ffn_gate_inp.weight", TensorType::f16);
+  try {
+    (void)bind_weights(c, t.lookup());
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.ffn_gate_inp.weight: expected type f32, the file has f16"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ExpertWeights, AnExpertTensorOfTheWrongShapeIsRefusedByName) {

@@ -76,11 +76,7 @@ ExpertFeedForward::ExpertFeedForward(const ModelConfig& config, std::int64_t max
 void ExpertFeedForward::route(const LayerWeights& layer, const float* xn, std::int64_t n, ThreadPool& pool,
                               KernelPath path) {
   const auto& c = config_;
-  const TensorView& router = *layer.router;
-  if (router.type != TensorType::f32) {
-    throw std::invalid_argument("tensor " + router.name + ": the router must be f32, the file has " +
-                                std::string(name(router.type)));
-  }
+  const TensorView& router = *layer.router;  // F32, checked by bind_weights
   const std::int64_t experts = c.experts;
   const auto* weights = reinterpret_cast<const float*>(router.data);
   // One order for every token, so that a token's choice does not depend on its batch.

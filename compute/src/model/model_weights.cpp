@@ -89,6 +89,10 @@ void bind_fused(const ModelConfig& c, const Binder& b, const std::string& p, std
 void bind_experts(const ModelConfig& c, const Binder& b, const std::string& p, std::deque<TensorView>& store,
                   LayerWeights& l) {
   l.router = b.required(p + "ffn_gate_inp.weight", {c.dim, c.experts});
+  if (l.router->type != TensorType::f32) {  // as every converter stores it; the router's order is F32's
+    throw std::runtime_error("tensor " + l.router->name + ": expected type f32, the file has " +
+                             std::string(compute::name(l.router->type)));
+  }
   if (b.optional(p + "ffn_gate_exps.weight", {c.dim, c.expert_ffn_dim, c.experts}) == nullptr &&
       b.optional(p + "ffn_gate.0.weight", {c.dim, c.expert_ffn_dim}) != nullptr) {
     // Older Mixtral conversions store each expert as its own 2-D tensors, blk.N.ffn_{gate,up,down}.E.weight.
