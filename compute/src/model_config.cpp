@@ -10,6 +10,8 @@ constexpr std::array kArchitectures{
     ArchitectureName{Architecture::llama, "llama"},   ArchitectureName{Architecture::qwen2, "qwen2"},
     ArchitectureName{Architecture::qwen3, "qwen3"},   ArchitectureName{Architecture::gemma, "gemma"},
     ArchitectureName{Architecture::gemma2, "gemma2"}, ArchitectureName{Architecture::gemma3, "gemma3"},
+    ArchitectureName{Architecture::phi3, "phi3"},     ArchitectureName{Architecture::qwen2moe, "qwen2moe"},
+    ArchitectureName{Architecture::qwen3moe, "qwen3moe"},
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "loom/compute/model_synth.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -38,8 +39,12 @@ class Builder {
  public:
   Builder(GgufWriter& writer, Random& random) : writer_(writer), random_(random) {}
 
-  // A matrix of `rows` x `cols` (GGUF dims {cols, rows}) with values uniform in [-scale, scale].
-  void matrix(const std::string& name, std::int64_t cols, std::int64_t rows, TensorType type, float scale) {
+  // A matrix of `rows` x `cols` (GGUF dims {cols, rows}) with values uniform in [-scale, scale]; with
+  // count > 0, that many of them in one 3-D tensor (dims {cols, rows, count}: the expert tensors).
+  void matrix(const std::string& name, std::int64_t cols, std::int64_t rows, TensorType type, float scale,
+              std::int64_t count = 0) {
+    const std::int64_t all_rows = rows;
+    rows *= std::max<std::int64_t>(count, 1);
     std::vector<float> values(static_cast<std::size_t>(cols * rows));
     for (auto& v : values) v = random_.uniform() * scale;
     const auto row_bytes = tensor_bytes(type, static_cast<std::uint64_t>(cols));
@@ -49,7 +54,11 @@ class Builder {
     for (std::int64_t r = 0; r < rows; ++r) {
       quantize_row(type, &values[static_cast<std::size_t>(r * cols)], &data[*row_bytes * static_cast<std::size_t>(r)], cols);
     }
-    writer_.add_tensor(name, type, {cols, rows}, data);
+    if (count > 0) {
+      writer_.add_tensor(name, type, {cols, all_rows, count}, data);
+    } else {
+      writer_.add_tensor(name, type, {cols, rows}, data);
+    }
   }
 
   // A vector around `center` (norm weights near 1, biases near 0).
@@ -63,6 +72,58 @@ class Builder {
   GgufWriter& writer_;
   Random& random_;
 };
+
+// phi3's fused Q|K|V, in place of attn_q/k/v.
+void phi3_attention(Builder& b, const SynthSpec& s, const std::string& p, std::int64_t kv_dim, float scale) {
+  b.matrix(p + "attn_qkv.weight", s.dim, s.dim + 2 * kv_dim, s.type, scale);
+}
+
+// A layer's feed-forward: dense (phi3: gate and up fused in ffn_up), or experts with their router (scaled up
+// so that choices have clear margins) and the optional shared expert.
+void feed_forward(Builder& b, const SynthSpec& s, const std::string& p, float dim_scale, float ffn_scale,
+                  float expert_scale) {
+  if (s.experts == 0) {
+    if (s.architecture == Architecture::phi3) {
+      b.matrix(p + "ffn_up.weight", s.dim, 2 * s.ffn_dim, s.type, dim_scale);
+    } else {
+      b.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, s.type, dim_scale);
+      b.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, s.type, dim_scale);
+    }
+    b.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, s.type, ffn_scale);
+    return;
+  }
+  const std::int64_t width = s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim;
+  b.matrix(p + "ffn_gate_inp.weight", s.dim, s.experts, TensorType::f32, 4.0f * dim_scale);
+  b.matrix(p + "ffn_gate_exps.weight", s.dim, width, s.type, dim_scale, s.experts);
+  b.matrix(p + "ffn_up_exps.weight", s.dim, width, s.type, dim_scale, s.experts);
+  b.matrix(p + "ffn_down_exps.weight", width, s.dim, s.type, expert_scale, s.experts);
+  if (s.shared_expert_ffn_dim > 0) {
+    const std::int64_t h = s.shared_expert_ffn_dim;
+    b.vector(p + "ffn_gate_inp_shexp.weight", s.dim, 0.0f, dim_scale);
+    b.matrix(p + "ffn_gate_shexp.weight", s.dim, h, s.type, dim_scale);
+    b.matrix(p + "ffn_up_shexp.weight", s.dim, h, s.type, dim_scale);
+    b.matrix(p + "ffn_down_shexp.weight", h, s.dim, s.type, std::sqrt(3.0f / static_cast<float>(h)));
+  }
+}
+
+// The metadata of experts and LongRoPE, and LongRoPE's two factor vectors (short near 1, long larger).
+void expert_and_long_rope_keys(GgufWriter& writer, Builder& b, const SynthSpec& s, const std::string& arch,
+                               std::int64_t head_dim) {
+  if (s.experts > 0) {
+    writer.add_u32(arch + ".expert_count", static_cast<std::uint32_t>(s.experts));
+    writer.add_u32(arch + ".expert_used_count", static_cast<std::uint32_t>(s.experts_used));
+    if (s.expert_ffn_dim > 0) writer.add_u32(arch + ".expert_feed_forward_length", static_cast<std::uint32_t>(s.expert_ffn_dim));
+    if (s.shared_expert_ffn_dim > 0) {
+      writer.add_u32(arch + ".expert_shared_feed_forward_length", static_cast<std::uint32_t>(s.shared_expert_ffn_dim));
+    }
+  }
+  if (s.rope_original_context > 0) {
+    writer.add_u32(arch + ".rope.scaling.original_context_length", static_cast<std::uint32_t>(s.rope_original_context));
+    writer.add_f32(arch + ".rope.scaling.attn_factor", s.rope_attn_factor);
+    b.vector("rope_factors_long.weight", head_dim / 2, 4.0f, 3.0f);
+    b.vector("rope_factors_short.weight", head_dim / 2, 1.5f, 0.5f);
+  }
+}
 
 }  // namespace
 
@@ -138,6 +199,13 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
                                          std::to_string(s.kv_heads));
   require((s.head_dim > 0 ? s.head_dim : s.dim / s.heads) % 2 == 0, "the head dimension must be even");
   require(s.head_dim >= 0 && s.sliding_window >= 0, "head-dim and sliding-window must not be negative");
+  require(s.experts == 0 || (s.experts_used >= 1 && s.experts_used <= s.experts),
+          "experts used must be between 1 and the expert count");
+  require(s.experts > 0 || (s.architecture != Architecture::qwen2moe && s.architecture != Architecture::qwen3moe),
+          "a qwen2moe or qwen3moe model needs experts");
+  require(s.rope_original_context == 0 || s.architecture == Architecture::phi3, "LongRoPE is written for phi3 only");
+  require(s.architecture != Architecture::phi3 || s.head_dim == 0 || s.head_dim * s.heads == s.dim,
+          "phi3's fused attention takes head-dim = dim / heads");
   require(s.type == TensorType::f32 || s.type == TensorType::f16 || s.type == TensorType::bf16 ||
               s.type == TensorType::q8_0 || s.type == TensorType::q4_0 || s.type == TensorType::q4_k ||
               s.type == TensorType::q5_k || s.type == TensorType::q6_k || s.type == TensorType::q4_1 ||
@@ -178,26 +246,33 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   Builder b(writer, random);
   const auto scale = [](std::int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); };
   b.matrix("token_embd.weight", s.dim, vocab, s.type, 1.0f);
+  expert_and_long_rope_keys(writer, b, s, arch, head_dim);
+  const bool biases = s.architecture == Architecture::qwen2 || s.architecture == Architecture::qwen2moe;
+  const bool qk_norms = s.architecture == Architecture::qwen3 || s.architecture == Architecture::qwen3moe ||
+                        s.architecture == Architecture::gemma3;
   for (std::int64_t l = 0; l < s.layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     b.vector(p + "attn_norm.weight", s.dim, 1.0f, 0.1f);
-    b.matrix(p + "attn_q.weight", s.dim, q_dim, s.type, scale(s.dim));
-    b.matrix(p + "attn_k.weight", s.dim, kv_dim, s.type, scale(s.dim));
-    b.matrix(p + "attn_v.weight", s.dim, kv_dim, s.type, scale(s.dim));
-    if (s.architecture == Architecture::qwen2) {
+    if (s.architecture == Architecture::phi3) {
+      phi3_attention(b, s, p, kv_dim, scale(s.dim));
+    } else {
+      b.matrix(p + "attn_q.weight", s.dim, q_dim, s.type, scale(s.dim));
+      b.matrix(p + "attn_k.weight", s.dim, kv_dim, s.type, scale(s.dim));
+      b.matrix(p + "attn_v.weight", s.dim, kv_dim, s.type, scale(s.dim));
+    }
+    if (biases) {
       b.vector(p + "attn_q.bias", q_dim, 0.0f, 0.1f);
       b.vector(p + "attn_k.bias", kv_dim, 0.0f, 0.1f);
       b.vector(p + "attn_v.bias", kv_dim, 0.0f, 0.1f);
     }
-    if (s.architecture == Architecture::qwen3 || s.architecture == Architecture::gemma3) {
+    if (qk_norms) {
       b.vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.1f);
       b.vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.1f);
     }
     b.matrix(p + "attn_output.weight", q_dim, s.dim, s.type, scale(q_dim));
     b.vector(p + "ffn_norm.weight", s.dim, 1.0f, 0.1f);
-    b.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, s.type, scale(s.dim));
-    b.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, s.type, scale(s.dim));
-    b.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, s.type, scale(s.ffn_dim));
+    feed_forward(b, s, p, scale(s.dim), scale(s.ffn_dim),
+                 scale(s.expert_ffn_dim > 0 ? s.expert_ffn_dim : s.ffn_dim));
     if (s.architecture == Architecture::gemma2 || s.architecture == Architecture::gemma3) {
       b.vector(p + "post_attention_norm.weight", s.dim, 1.0f, 0.1f);
       b.vector(p + "post_ffw_norm.weight", s.dim, 1.0f, 0.1f);

@@ -46,15 +46,21 @@ Commands:
          [id, logit] after position i and continue_top[g] the top-K after feeding continue[g].
          --top defaults to 10; --threads to the number of physical cores.
   info   --model PATH
-         Architecture and its features, hyperparameters, tensor types with counts and sizes, vocabulary
-         summary, whether loom runs the file ('runs: yes', or 'runs: no: ' and why) and the metadata.
-  synth  --out FILE.gguf [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3] [--dim D] [--ffn H] [--layers L]
-         [--heads N] [--kv-heads K] [--head-dim D] [--context C]
+         Architecture and its features (sliding windows, soft-caps, experts, LongRoPE), hyperparameters,
+         tensor types with counts and sizes, vocabulary summary, whether loom runs the file ('runs: yes',
+         or 'runs: no: ' and why) and the metadata.
+  synth  --out FILE.gguf [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|qwen2moe|qwen3moe] [--dim D]
+         [--ffn H] [--layers L] [--heads N] [--kv-heads K] [--head-dim D] [--context C]
          [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|iq4_nl|q4_k|q5_k|q6_k] [--vocab-from VOCAB.gguf | --vocab V]
          [--sliding-window W] [--attn-softcap C] [--final-softcap C] [--rope-base B] [--rope-base-swa B]
-         [--seed S]
+         [--experts E] [--experts-used K] [--expert-ffn H] [--shared-expert-ffn H]
+         [--long-rope-context C] [--seed S]
          Writes a random-weight model, the same for the same options and seed. K-quant types need dim
-         and ffn to be multiples of 256, the others multiples of 32.
+         and ffn to be multiples of 256, the others multiples of 32. --experts gives each layer E
+         experts of width --expert-ffn (default --ffn), K of them used per token (qwen2moe and
+         qwen3moe: 4 experts by default; llama with experts is Mixtral-style), and --shared-expert-ffn a
+         qwen2moe shared expert; --long-rope-context writes phi3 LongRoPE factors with that original
+         context.
   bench  --model PATH [-p N] [-n N] [-b B,B,...] [-d D,D,...] [-t|--threads N] [-r N] [--json] [--probe-mb M]
          Measures the memory bandwidth and int8 / FP32 peaks of this machine, then prompt processing of N
          tokens (-p, --n-prompt, default 512), generation of N tokens one at a time (-n, --n-gen, default
@@ -74,8 +80,9 @@ budget shortens the context to what it holds); --kv-type f16|f32 (default f16).
 A llama2.c checkpoint holds no vocabulary: give its tokenizer file with --tokenizer (a GGUF file with a
 vocabulary works there too).
 
-Models: GGUF (llama, qwen2, qwen3, gemma, gemma2, gemma3; f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_K, q5_K,
-q6_K) and llama2.c checkpoints.
+Models: GGUF (llama incl. Mistral-style sliding windows and Mixtral-style experts, qwen2, qwen3, qwen2moe,
+qwen3moe, gemma, gemma2, gemma3, phi3; f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_K, q5_K, q6_K)
+and llama2.c checkpoints.
 )";
 
 }  // namespace

@@ -146,6 +146,22 @@ int run_logits(CommandLine& args) {
 
 namespace {
 
+// Experts (count, used per token, widths, shared expert) and LongRoPE, for the architectures that have them.
+void print_experts_and_long_rope(const ModelConfig& c) {
+  if (c.experts > 0) {
+    std::printf("experts: %lld, %lld used per token (%s), expert ffn %lld, shared expert %s\n",
+                static_cast<long long>(c.experts), static_cast<long long>(c.experts_used),
+                c.expert_weights_norm ? "weights renormalized" : "softmax weights as they are",
+                static_cast<long long>(c.expert_ffn_dim),
+                c.shared_expert_ffn_dim > 0 ? ("ffn " + std::to_string(c.shared_expert_ffn_dim)).c_str() : "none");
+  }
+  if (c.rope_original_context > 0) {
+    std::printf("LongRoPE: original context %lld, attn factor %g; at context %lld the %s factors apply\n",
+                static_cast<long long>(c.rope_original_context), c.rope_attn_factor,
+                static_cast<long long>(c.context_length), c.context_length <= c.rope_original_context ? "short" : "long");
+  }
+}
+
 // The hyperparameters line of `loom info`.
 void print_hyperparameters(const ModelConfig& c) {
   std::printf("hyperparameters: vocab %lld, dim %lld, ffn %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, "
@@ -218,6 +234,7 @@ int run_info(CommandLine& args) {
     std::printf("architecture: %s\n", to_string(loaded->config().architecture).c_str());
     print_features(loaded->config());
     print_hyperparameters(loaded->config());
+    print_experts_and_long_rope(loaded->config());
   } else {
     std::printf("architecture: %s\n", gguf.find_string("general.architecture").value_or("(not set)").c_str());
   }
@@ -242,6 +259,12 @@ int run_synth(CommandLine& args) {
     throw UsageError("option --arch expects one of " + supported_architecture_list() + ", got '" + arch + "'");
   }
   spec.architecture = found->architecture;
+  // Experts (qwen2moe, qwen3moe need them; llama with them is Mixtral-style) and phi3's LongRoPE.
+  spec.experts = args.integer("experts", spec.architecture == Architecture::qwen2moe || spec.architecture == Architecture::qwen3moe ? 4 : 0, 0, 1024);
+  spec.experts_used = args.integer("experts-used", 2, 1, 1024);
+  spec.expert_ffn_dim = args.integer("expert-ffn", 0, 0, 1 << 20);
+  spec.shared_expert_ffn_dim = args.integer("shared-expert-ffn", 0, 0, 1 << 20);
+  spec.rope_original_context = args.integer("long-rope-context", 0, 0, 1 << 20);
   spec.dim = args.integer("dim", 64, 2, 65536);
   spec.ffn_dim = args.integer("ffn", 172, 1, 1 << 20);
   spec.layers = args.integer("layers", 2, 1, 1024);

@@ -54,16 +54,22 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
   counting = false;
   ASSERT_GT(allocations.load(), 0) << "the replacement operator new is not in effect";
 
-  // qwen2 in three types; gemma2 and gemma3 with sliding windows shorter than the steps, soft-caps, GeGLU.
+  // qwen2 in three types; gemma2 and gemma3 with sliding windows shorter than the steps, soft-caps, GeGLU; a
+  // qwen2moe (experts and a shared expert: ExpertFeedForward's scratch).
   const std::pair<Architecture, TensorType> models[] = {
       {Architecture::qwen2, TensorType::f16}, {Architecture::qwen2, TensorType::q8_0}, {Architecture::qwen2, TensorType::q4_0},
-      {Architecture::gemma2, TensorType::f16}, {Architecture::gemma3, TensorType::q8_0}};
-  for (const auto& [architecture, type] : models) {
+      {Architecture::gemma2, TensorType::f16}, {Architecture::gemma3, TensorType::q8_0}, {Architecture::qwen2moe, TensorType::q8_0}};
+  for (const auto& [arch, type] : models) {
     SynthSpec spec;
-    spec.architecture = architecture;
-    spec.sliding_window = architecture == Architecture::qwen2 ? 0 : 4;
-    spec.attn_softcap = spec.final_softcap = architecture == Architecture::gemma2 ? 5.0f : 0.0f;
+    spec.architecture = arch;
+    spec.sliding_window = arch == Architecture::gemma2 || arch == Architecture::gemma3 ? 4 : 0;
+    spec.attn_softcap = spec.final_softcap = arch == Architecture::gemma2 ? 5.0f : 0.0f;
     spec.type = type;
+    if (arch == Architecture::qwen2moe) {
+      spec.experts = 4;
+      spec.expert_ffn_dim = 64;
+      spec.shared_expert_ffn_dim = 96;
+    }
     spec.ffn_dim = 96;
     spec.vocab_size = 64;
     const auto path = (std::filesystem::temp_directory_path() / "loom_test_hot_path.gguf").string();
@@ -99,7 +105,7 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
     counting = true;
     model.forward(mixed, pages);
     counting = false;
-    EXPECT_EQ(allocations.load(), 0) << "heap allocations during steps of a " << to_string(architecture) << " " << name(type) << " model";
+    EXPECT_EQ(allocations.load(), 0) << "heap allocations during steps of a " << name(type) << " " << to_string(arch) << " model";
     std::filesystem::remove(path);
   }
 }

@@ -73,8 +73,9 @@ void compare(const std::vector<TopEntry>& top, const float* logits, const std::s
 int argmax(const float* logits, std::int64_t n) { return static_cast<int>(std::max_element(logits, logits + n) - logits); }
 
 // Returns the largest deviations seen; checks the greedy sequence when asked.
+// `context` > 0 runs the model at that context instead of the file's (what LongRoPE chooses its factors by).
 ParityResult run_parity(const std::string& model_file, const std::string& reference_file, bool greedy_must_match,
-                        const loom::compute::KvCacheOptions& kv = {}) {
+                        const loom::compute::KvCacheOptions& kv = {}, std::int64_t context = 0) {
   const std::string model_path = shared_path("models/" + model_file);
   const std::string reference_path = shared_path("reference/" + reference_file);
   if (!std::filesystem::exists(model_path)) throw std::runtime_error("missing model file " + model_path);
@@ -82,7 +83,9 @@ ParityResult run_parity(const std::string& model_file, const std::string& refere
 
   auto loaded = LoadedModel::open(model_path);
   loom::compute::ThreadPool pool(2);
-  LlamaModel model(loaded->config(), loaded->weights(), pool, 64);
+  auto config = loaded->config();
+  if (context > 0) config.context_length = context;
+  LlamaModel model(config, loaded->weights(), pool, 64);
   auto cache = model.make_cache(0, kv);
   const std::int64_t vocab = loaded->config().vocab_size;
 
@@ -119,6 +122,9 @@ struct ParityCase {
   // keep the reference's lane order and its logits then match to print precision; its scalar kernel sums
   // in another order and stays within the issue's 0.03 (and so does the Q4_0 file's Q6_K output matrix).
   float simd_tolerance = 0.0f;
+  // The context to run at (0: the file's). synth-phi3lr's references ran below its LongRoPE original
+  // context (4096), so with its short factors; at the file's 131072 the long ones would apply.
+  std::int64_t context = 0;
 };
 
 class ReferenceParity : public ::testing::TestWithParam<ParityCase> {};
@@ -129,7 +135,7 @@ TEST_P(ReferenceParity, LogitsMatchTheReferenceTeacherForced) {
   const bool simd = loom::compute::default_kernel_path() >= loom::compute::KernelPath::avx2;
   const float tolerance = simd && c.simd_tolerance > 0.0f ? c.simd_tolerance : c.tolerance;
   for (const std::string prompt : {"once", "fox"}) {
-    const auto worst = run_parity(c.model, stem + "." + prompt + ".json", c.exact_greedy);
+    const auto worst = run_parity(c.model, stem + "." + prompt + ".json", c.exact_greedy, {}, c.context);
     std::printf("[ parity ] %s %s: max |logit - reference| prefill %.5f, decode %.5f (issue asks <= %.3g%s)\n",
                 c.model.c_str(), prompt.c_str(), worst.prefill.diff, worst.decode.diff, c.issue_tolerance,
                 std::max(worst.prefill.diff, worst.decode.diff) <= c.issue_tolerance ? ", met" : ", NOT met yet");
@@ -194,7 +200,27 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                                            ParityCase{"synthq320-q4_k_m.gguf", 5e-2f, 5e-2f, false, 1e-4f},
                                            // Its Q5_K tensors' scalar kernel keeps a plainer order than the
                                            // reference's: 0.074 under LOOM_FORCE_SCALAR.
-                                           ParityCase{"synthq320-q5_k_m.gguf", 1e-1f, 5e-2f, false, 1e-4f}),
+                                           ParityCase{"synthq320-q5_k_m.gguf", 1e-1f, 5e-2f, false, 1e-4f},
+                                           // Issue 20's architectures: GPT-2 byte-level BPE qwen2 (no BOS in
+                                           // its prompts), phi3 (fused tensors), phi3 LongRoPE, and MoE. Q8_0
+                                           // matches to print precision except synth-qwen3moe (below). F16
+                                           // weights meet F16-rounded activations, as in the reference
+                                           // (llama_model.cpp), so F16 holds the issue's 0.005 where the SIMD
+                                           // kernels run (the scalar F16 dot sums in another order: 0.01
+                                           // there). synth-qwen3moe-q8_0 (the newer
+                                           // reference build) matches to 1e-5 except from one prefill position
+                                           // on ("once", 0.068) and at two isolated decode steps ("fox", 0.042):
+                                           // a rounding flip, not a routing error (no near-tie there).
+                                           ParityCase{"synth-qwen2bpe-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
+                                           ParityCase{"synth-qwen2bpe-q8_0.gguf", 2e-2f, 2e-2f, false},
+                                           ParityCase{"synth-phi3-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
+                                           ParityCase{"synth-phi3-q8_0.gguf", 2e-2f, 2e-2f, false},
+                                           ParityCase{"synth-phi3lr-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f, 4096},
+                                           ParityCase{"synth-phi3lr-q8_0.gguf", 2e-2f, 2e-2f, false, 0.0f, 4096},
+                                           ParityCase{"synth-qwen3moe-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
+                                           ParityCase{"synth-qwen3moe-q8_0.gguf", 8e-2f, 2e-2f, false},
+                                           ParityCase{"synth-mixtral-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
+                                           ParityCase{"synth-mixtral-q8_0.gguf", 2e-2f, 2e-2f, false}),
                          [](const auto& tested) {
                            std::string name = tested.param.model.substr(0, tested.param.model.find(".gguf"));
                            std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');

@@ -11,6 +11,7 @@
 #include "loom/compute/cpu/dequantize.hpp"
 #include "loom/compute/cpu/rotary.hpp"
 #include "loom/compute/model/half.hpp"
+#include "f16_activations.hpp"
 
 namespace loom::compute {
 namespace {
@@ -26,13 +27,33 @@ void rms_norm(const float* x, const float* weight, float* out, std::int64_t n, f
   for (std::int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
+
+void add_bias(float* rows, const TensorView* bias, std::int64_t n, std::int64_t width) {
+  if (bias == nullptr) return;
+  const float* b = f32(bias);
+  for (std::int64_t t = 0; t < n; ++t) {
+    for (std::int64_t i = 0; i < width; ++i) rows[t * width + i] += b[i];
+  }
+}
+
+// phi3 LongRoPE: the short factors while the context this model runs with fits the original one, else the
+// long ones (the reference's choice, by its context size); cos and sin scaled by attn_factor either way.
+void use_long_rope_factors(const ModelConfig& c, const ModelWeights& w, std::vector<float>& factor, float& scale) {
+  if (c.rope_original_context <= 0 || w.rope_factors_short == nullptr || w.rope_factors_long == nullptr) return;
+  const TensorView* chosen = c.context_length <= c.rope_original_context ? w.rope_factors_short : w.rope_factors_long;
+  for (std::size_t i = 0; i < factor.size(); ++i) factor[i] = f32(chosen)[i];
+  scale = c.rope_attn_factor;
+}
+
+}  // namespace
+
 // An F16 weight meets its activations rounded to F16, as the reference's F16 dot products convert them (its
 // vec_dot type for F16 is F16): each product is then the reference's exactly (two F16 values multiply exactly
 // in F32). Measured on ../shared's F16 files: synth11M-f16 0.0014 -> 0.0008 from the reference, gemma's
 // prefill from 0.008 to print precision. Eight at a time through F16C on the AVX2 path. Only when every
 // weight the activations meet is F16 (a product of several shares them): the other types quantize them their
 // own way from F32.
-void round_for_f16_weight(float* x, std::int64_t n, std::initializer_list<const TensorView*> weights, KernelPath path) {
+void detail::round_for_f16_weight(float* x, std::int64_t n, std::initializer_list<const TensorView*> weights, KernelPath path) {
   for (const TensorView* weight : weights) {
     if (weight->type != TensorType::f16) return;
   }
@@ -44,15 +65,7 @@ void round_for_f16_weight(float* x, std::int64_t n, std::initializer_list<const 
   }
 }
 
-void add_bias(float* rows, const TensorView* bias, std::int64_t n, std::int64_t width) {
-  if (bias == nullptr) return;
-  const float* b = f32(bias);
-  for (std::int64_t t = 0; t < n; ++t) {
-    for (std::int64_t i = 0; i < width; ++i) rows[t * width + i] += b[i];
-  }
-}
-
-}  // namespace
+using detail::round_for_f16_weight;
 
 LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& pool, std::int64_t max_batch)
     : config_(config), weights_(std::move(weights)), pool_(pool), max_batch_(std::max<std::int64_t>(1, max_batch)) {
@@ -72,6 +85,9 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   if (c.rope_freq_base_swa > 0.0f && c.has_sliding_window()) {
     theta_step_swa_ = std::pow(c.rope_freq_base_swa, -2.0f / static_cast<float>(c.head_dim));
   }
+  use_long_rope_factors(c, weights_, frequency_factor_, rotation_scale_);
+  if (c.experts > 0) experts_ = std::make_unique<ExpertFeedForward>(c, max_batch_);
+
 
   const auto b = static_cast<std::size_t>(max_batch_);
   x_.resize(b * c.dim);
@@ -80,8 +96,9 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   k_.resize(b * c.kv_dim());
   v_.resize(b * c.kv_dim());
   attn_.resize(b * c.q_dim());
-  gate_.resize(b * c.ffn_dim);
-  up_.resize(b * c.ffn_dim);
+  const std::int64_t dense_ffn = c.experts > 0 ? 0 : c.ffn_dim;  // experts keep their own scratch
+  gate_.resize(b * dense_ffn);
+  up_.resize(b * dense_ffn);
   const std::int64_t group = c.heads / c.kv_heads;
   scores_.resize(static_cast<std::size_t>(pool_.size()) *
                  attention_scratch_floats(c.context_length, c.head_dim, group, attention_tile_queries(group)));
@@ -218,6 +235,10 @@ void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cach
     for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
 
     for (std::int64_t t = 0; t < n; ++t) rms_norm(&x_[t * c.dim], f32(w.ffn_norm), &xn_[t * c.dim], c.dim, c.rms_epsilon);
+    if (experts_) {
+      experts_->forward(w, xn_.data(), n, x_.data(), pool_, kernel_path_);
+      continue;
+    }
     round_for_f16_weight(xn_.data(), n * c.dim, {w.gate, w.up}, kernel_path_);
     matmul_many({{w.gate, gate_.data()}, {w.up, up_.data()}}, xn_.data(), n, pool_, matmul_scratch_);
     for (std::int64_t t = 0; t < n; ++t) {
@@ -304,8 +325,8 @@ void LlamaModel::rotation_angles(std::int64_t n, float theta_step, float positio
     for (std::int64_t i = 0; i < pairs; ++i) {
       const float angle = position_scale * (theta / frequency_factor_[static_cast<std::size_t>(i)]);
       theta *= theta_step;
-      rotation[2 * i] = std::cos(angle);
-      rotation[2 * i + 1] = std::sin(angle);
+      rotation[2 * i] = std::cos(angle) * rotation_scale_;  // LongRoPE's attn_factor, else exactly 1
+      rotation[2 * i + 1] = std::sin(angle) * rotation_scale_;
     }
   }
 }

@@ -82,6 +82,60 @@ void read_gemma_keys(const GgufFile& file, const std::string& p, ModelConfig& c)
   c.rope_freq_base_swa = file.find_f32(p + "rope.freq_base_swa").value_or(10000.0f);
 }
 
+// phi3: fused tensors, and LongRoPE when the file has an original context (rope_factors_* are weights).
+void read_phi3_keys(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  c.fused_qkv = true;
+  c.fused_gate_up = true;
+  if (auto rotated = file.find_u64(p + "rope.dimension_count"); rotated && static_cast<std::int64_t>(*rotated) != c.head_dim) {
+    throw ModelFileError(file.path(), std::nullopt, p + "rope.dimension_count",
+                         "partial rotary embeddings are not supported (" + std::to_string(*rotated) + " of " +
+                             std::to_string(c.head_dim) + " dimensions)");
+  }
+  // phi3.attention.sliding_window: every layer slides (the shared test files say 2047 and 262144, longer than
+  // every context they are run at, so their attention is full either way); none when it covers the context.
+  if (auto window = file.find_u64(p + "attention.sliding_window");
+      window && *window > 0 && static_cast<std::int64_t>(*window) < c.context_length) {
+    c.layer_window.assign(static_cast<std::size_t>(c.layers), static_cast<std::int64_t>(*window));
+  }
+  if (auto original = file.find_u64(p + "rope.scaling.original_context_length")) {
+    c.rope_original_context = positive(file, p + "rope.scaling.original_context_length", static_cast<std::int64_t>(*original));
+    c.rope_attn_factor = file.find_f32(p + "rope.scaling.attn_factor").value_or(1.0f);
+    if (!(c.rope_attn_factor > 0.0f)) {
+      throw ModelFileError(file.path(), std::nullopt, p + "rope.scaling.attn_factor", "expected a positive factor");
+    }
+  }
+}
+
+// Mixture of experts: {arch}.expert_count / expert_used_count (llama with them is Mixtral-style), the
+// experts' width (expert_feed_forward_length, else feed_forward_length) and qwen2moe's shared expert.
+void read_expert_keys(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  const auto count = file.find_u64(p + "expert_count");
+  if (!count || *count == 0) {
+    if (c.architecture == Architecture::qwen2moe || c.architecture == Architecture::qwen3moe) {
+      throw ModelFileError(file.path(), std::nullopt, p + "expert_count", "a mixture-of-experts model needs experts");
+    }
+    return;
+  }
+  c.experts = positive(file, p + "expert_count", static_cast<std::int64_t>(*count));
+  c.experts_used = positive(file, p + "expert_used_count", static_cast<std::int64_t>(file.get_u64(p + "expert_used_count")));
+  if (c.experts_used > c.experts) {
+    throw ModelFileError(file.path(), std::nullopt, p + "expert_used_count",
+                         std::to_string(c.experts_used) + " used of " + std::to_string(c.experts) + " experts");
+  }
+  c.expert_ffn_dim = positive(file, p + "expert_feed_forward_length",
+                              static_cast<std::int64_t>(file.find_u64(p + "expert_feed_forward_length")
+                                                            .value_or(static_cast<std::uint64_t>(c.ffn_dim))));
+  if (auto shared = file.find_u64(p + "expert_shared_feed_forward_length")) {
+    c.shared_expert_ffn_dim = positive(file, p + "expert_shared_feed_forward_length", static_cast<std::int64_t>(*shared));
+  } else if (file.find_tensor("blk.0.ffn_up_shexp.weight") != nullptr) {
+    c.shared_expert_ffn_dim = file.find_tensor("blk.0.ffn_up_shexp.weight")->rows();
+  }
+  // Qwen2-MoE keeps the softmax weights of its top-k as they are (norm_topk_prob false); Qwen3-MoE and
+  // Mixtral renormalize them. A file may say so itself.
+  c.expert_weights_norm = c.architecture != Architecture::qwen2moe;
+  if (auto norm = file.find_bool(p + "expert_weights_norm")) c.expert_weights_norm = *norm;
+}
+
 }  // namespace
 
 ModelConfig read_model_config(const GgufFile& file) {
@@ -110,6 +164,17 @@ ModelConfig read_model_config(const GgufFile& file) {
     case Architecture::gemma2:
     case Architecture::gemma3:
       break;  // read_gemma_keys(), once the shape is known
+    case Architecture::phi3:
+      c.rope_style = RopeStyle::split_halves;
+      break;  // read_phi3_keys() for the rest
+    case Architecture::qwen2moe:
+      c.rope_style = RopeStyle::split_halves;
+      c.qkv_bias = true;
+      break;
+    case Architecture::qwen3moe:
+      c.rope_style = RopeStyle::split_halves;
+      c.qk_norm = true;
+      break;
   }
   const std::string p = arch + ".";
   c.dim = positive(file, p + "embedding_length", file.get_u64(p + "embedding_length"));
@@ -145,6 +210,8 @@ ModelConfig read_model_config(const GgufFile& file) {
   }
   read_sliding_window(file, p, c);
   read_gemma_keys(file, p, c);
+  if (c.architecture == Architecture::phi3) read_phi3_keys(file, p, c);
+  read_expert_keys(file, p, c);
   const TensorView& embd = file.get_tensor("token_embd.weight");
   c.vocab_size = embd.dims.size() == 2 ? embd.dims[1] : 0;
   if (c.vocab_size <= 0) {

@@ -1,9 +1,18 @@
-// ModelConfig: the hyperparameters of a Llama-family model (llama, qwen2, qwen3, gemma, gemma2, gemma3 text),
-// read from GGUF metadata (`{arch}.*` keys) or a llama2.c header. Everything the forward pass needs to know
-// about the shape, and the per-architecture switches that depart from plain Llama: GELU instead of SwiGLU,
-// scaled embeddings, norms after attention and feed-forward, soft-capped scores and logits, and a sliding
-// attention window per layer (gemma2/gemma3; a Mistral-style `llama` whose metadata sets one; any other
-// architecture's reader may set it, phi3's for one), each layer's window in `layer_window`.
+// ModelConfig: the hyperparameters of a Llama-family model (llama, qwen2, qwen3, gemma, gemma2, gemma3 text,
+// phi3, and the mixture-of-experts qwen2moe, qwen3moe and Mixtral-style llama), read from GGUF metadata
+// (`{arch}.*` keys) or a llama2.c header. Everything the forward pass needs to know about the shape, and the
+// per-architecture switches that depart from plain Llama: GELU instead of SwiGLU, scaled embeddings, norms
+// after attention and feed-forward, soft-capped scores and logits, and a sliding attention window per layer
+// (gemma2/gemma3; a Mistral-style `llama` whose metadata sets one; any other architecture's reader may set
+// it), each layer's window in `layer_window`.
+//
+// phi3 stores Q, K and V as one fused matrix and gate and up as another (bound as row ranges of them,
+// model_weights.hpp); its LongRoPE files carry two sets of per-pair frequency divisors, chosen by the
+// context the model runs with (`context_length`): up to `rope_original_context` the short ones, beyond it
+// the long ones, as the reference implementation chooses by its context size; cos and sin are multiplied
+// by `rope_attn_factor` either way. A MoE model (experts > 0) replaces each layer's feed-forward by
+// `experts` SwiGLU experts of width `expert_ffn_dim`, `experts_used` of them chosen per token by a softmax
+// router (expert_feed_forward.hpp), plus on qwen2moe an always-on shared expert behind a sigmoid gate.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +23,7 @@
 
 namespace loom::compute {
 
-enum class Architecture { llama, qwen2, qwen3, gemma, gemma2, gemma3 };
+enum class Architecture { llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, qwen2moe, qwen3moe };
 
 // How rotary embeddings pair the dimensions of a head: llama rotates adjacent pairs (x[2i], x[2i+1]);
 // qwen2/qwen3/gemma ("NeoX" style) rotate x[i] with x[i + head_dim/2].
@@ -56,6 +65,20 @@ struct ModelConfig {
   // > 0: sliding-window layers rotate with this base and no linear scaling (gemma3's local layers); the
   // full-attention layers keep rope_freq_base and rope_scale. 0: every layer rotates alike.
   float rope_freq_base_swa = 0.0f;
+
+  // phi3: fused attn_qkv (q rows, then k, then v) and ffn_up (gate rows, then up rows).
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
+  // LongRoPE (phi3 rope_factors_long/short): the short factors apply while context_length <= this.
+  std::int64_t rope_original_context = 0;  // 0: no LongRoPE
+  float rope_attn_factor = 1.0f;           // cos and sin are multiplied by this
+
+  // Mixture of experts (0 experts: a dense feed-forward of ffn_dim).
+  std::int64_t experts = 0;
+  std::int64_t experts_used = 0;            // top-k per token
+  std::int64_t expert_ffn_dim = 0;          // each expert's hidden width
+  std::int64_t shared_expert_ffn_dim = 0;   // qwen2moe's shared expert (0: none)
+  bool expert_weights_norm = true;          // renormalize the chosen experts' weights to sum 1
 
   std::int64_t q_dim() const noexcept { return heads * head_dim; }
   std::int64_t kv_dim() const noexcept { return kv_heads * head_dim; }

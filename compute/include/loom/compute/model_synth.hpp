@@ -36,6 +36,16 @@ struct SynthSpec {
   float attn_softcap = 0.0f;        // gemma2: attn_logit_softcapping (written when > 0)
   float final_softcap = 0.0f;       // gemma2: final_logit_softcapping (written when > 0)
   float rope_freq_base_swa = 0.0f;  // gemma3: rope.freq_base_swa (written when > 0; the loader's default 10000)
+  // Mixture of experts (experts > 0; qwen2moe, qwen3moe, or llama for Mixtral-style): each layer's
+  // feed-forward is `experts` SwiGLU experts of expert_ffn_dim (0: ffn_dim), experts_used chosen per token;
+  // shared_expert_ffn_dim > 0 adds a shared expert with its sigmoid gate (the qwen2moe tensors).
+  std::int64_t experts = 0;
+  std::int64_t experts_used = 2;
+  std::int64_t expert_ffn_dim = 0;
+  std::int64_t shared_expert_ffn_dim = 0;
+  // phi3 LongRoPE (> 0): rope_factors_long/short and this original context, attn_factor rope_attn_factor.
+  std::int64_t rope_original_context = 0;
+  float rope_attn_factor = 1.19f;
 };
 
 // Writes the model to `path`; throws std::invalid_argument for an impossible shape (naming the field)

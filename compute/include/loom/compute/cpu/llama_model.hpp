@@ -1,18 +1,22 @@
-// LlamaModel: the forward pass of the Llama family (llama, qwen2, qwen3, and gemma, gemma2, gemma3 text) on
-// the CPU: RMSNorm, rotary embeddings, grouped-query causal attention (with a sliding window on the layers
-// whose ModelConfig::layer_window says so, and soft-capped scores), SwiGLU or GeGLU, gemma's scaled
-// embeddings, post-norms and final soft-cap (ModelConfig says which), over a batch of steps of several sequences, each of
-// consecutive positions (a prompt's prefill, or one decode token), with keys and values in a PagedKvCache
-// read through each sequence's block table. Activations are F32; weights are used in their stored type
-// through matmul(). All tokens of all sequences go through the matrix products together (one pass over
-// the weights per step, which is where batching pays); attention runs per (sequence, token, head). Scratch
-// is allocated at construction for `max_batch` tokens in all, so a step allocates nothing.
+// LlamaModel: the forward pass of the Llama family (llama, qwen2, qwen3, gemma, gemma2, gemma3 text, phi3 and
+// the mixture-of-experts qwen2moe, qwen3moe and Mixtral-style llama) on the CPU: RMSNorm, rotary embeddings
+// (with llama3 frequency factors or phi3's LongRoPE), grouped-query causal attention (with a sliding window
+// on the layers whose ModelConfig::layer_window says so, and soft-capped scores), SwiGLU or GeGLU (with
+// experts: ExpertFeedForward), gemma's scaled embeddings, post-norms and final soft-cap (ModelConfig says
+// which), over a batch of steps of several sequences, each of consecutive positions (a prompt's prefill, or
+// one decode token), with keys and values in a PagedKvCache read through each sequence's block table.
+// Activations are F32; weights are used in their stored type through matmul(). All tokens of all sequences
+// go through the matrix products together (one pass over the weights per step, which is where batching
+// pays); attention runs per (sequence, token, head). Scratch is allocated at construction for `max_batch`
+// tokens in all, so a step allocates nothing.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "loom/compute/cpu/expert_feed_forward.hpp"
 #include "loom/compute/cpu/kernel_path.hpp"
 #include "loom/compute/cpu/kv_cache.hpp"
 #include "loom/compute/cpu/matmul.hpp"
@@ -68,6 +72,9 @@ class LlamaModel {
   // Positions computed (tokens run through the layers) since construction: how tests show, by count, that a
   // cached prefix was not computed again.
   std::uint64_t positions_computed() const noexcept { return positions_computed_; }
+  // Expert weight bytes read since construction (0 for a dense model): ExpertFeedForward::weight_bytes_read
+  // summed over the layers.
+  std::uint64_t expert_bytes_read() const noexcept { return experts_ ? experts_->weight_bytes_read() : 0; }
 
  private:
   void check_step(std::span<const SequenceStep> steps, const PagedKvCache& cache) const;
@@ -87,7 +94,9 @@ class LlamaModel {
   float theta_step_ = 1.0f;         // base^(-2/head_dim): the ratio of consecutive pairs' frequencies
   float position_scale_ = 1.0f;          // 1 / rope_scale (linear scaling)
   float theta_step_swa_ = 0.0f;          // > 0: the sliding-window layers' own ratio (rope_freq_base_swa), unscaled
-  std::vector<float> frequency_factor_;  // per pair: llama3-style divisor of the angle, else 1
+  std::vector<float> frequency_factor_;  // per pair: llama3-style (or LongRoPE) divisor of the angle, else 1
+  float rotation_scale_ = 1.0f;          // LongRoPE's attn_factor: cos and sin are multiplied by it
+  std::unique_ptr<ExpertFeedForward> experts_;  // MoE models: one for every layer (scratch shared)
 
   // Scratch, [max_batch][width] each.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;

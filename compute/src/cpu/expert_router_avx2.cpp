@@ -1,0 +1,48 @@
+// The router's logits in the reference's AVX2 F32 order (expert_feed_forward.cpp, router_logits): one 8-lane
+// FMA accumulator per expert, four experts at a time so that their FMA chains overlap, then the lanes'
+// horizontal sum as the reference's kernel takes it.
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace loom::compute::detail {
+
+namespace {
+
+float lane_sum(__m256 acc) {
+  __m128 s = _mm_add_ps(_mm256_extractf128_ps(acc, 1), _mm256_castps256_ps128(acc));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+}  // namespace
+
+// out[e] = dot(weights + e * n, x) over the first n - n % 8 values; the caller adds the rest.
+void router_logits_avx2(const float* weights, int experts, const float* x, std::int64_t n, float* out) {
+  const std::int64_t whole = n - n % 8;
+  int e = 0;
+  for (; e + 4 <= experts; e += 4) {
+    const float* w = weights + e * n;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < whole; i += 8) {
+      const __m256 v = _mm256_loadu_ps(x + i);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), v, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + n + i), v, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 2 * n + i), v, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 3 * n + i), v, a3);
+    }
+    out[e] = lane_sum(a0);
+    out[e + 1] = lane_sum(a1);
+    out[e + 2] = lane_sum(a2);
+    out[e + 3] = lane_sum(a3);
+  }
+  for (; e < experts; ++e) {
+    const float* w = weights + e * n;
+    __m256 a = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < whole; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a);
+    out[e] = lane_sum(a);
+  }
+}
+
+}  // namespace loom::compute::detail
