@@ -124,8 +124,9 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   require((s.dim / s.heads) % 2 == 0, "the head dimension (dim / heads) must be even");
   require(s.type == TensorType::f32 || s.type == TensorType::f16 || s.type == TensorType::bf16 ||
               s.type == TensorType::q8_0 || s.type == TensorType::q4_0 || s.type == TensorType::q4_k ||
-              s.type == TensorType::q5_k || s.type == TensorType::q6_k,
-          "type must be f32, f16, bf16, q8_0, q4_0, q4_K, q5_K or q6_K");
+              s.type == TensorType::q5_k || s.type == TensorType::q6_k || s.type == TensorType::q2_k ||
+              s.type == TensorType::q3_k || s.type == TensorType::iq4_xs,
+          "type must be f32, f16, bf16, q8_0, q4_0, q2_K, q3_K, q4_K, q5_K, q6_K or iq4_xs");
 
   GgufWriter writer;
   std::int64_t vocab = s.vocab_size;

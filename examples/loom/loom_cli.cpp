@@ -48,7 +48,7 @@ Commands:
   info   --model PATH
          Architecture, hyperparameters, tensor types and sizes, vocabulary summary and metadata.
   synth  --out FILE.gguf [--arch llama|qwen2|qwen3] [--dim D] [--ffn H] [--layers L] [--heads N]
-         [--kv-heads K] [--context C] [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k]
+         [--kv-heads K] [--context C] [--type f32|f16|bf16|q8_0|q4_0|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_xs]
          [--vocab-from VOCAB.gguf | --vocab V]
          [--seed S]
          Writes a random-weight model, the same for the same options and seed. K-quant types need dim

@@ -182,9 +182,11 @@ int run_synth(CommandLine& args) {
   const std::map<std::string, TensorType> types{{"f32", TensorType::f32}, {"f16", TensorType::f16},
                                                 {"bf16", TensorType::bf16}, {"q8_0", TensorType::q8_0},
                                                 {"q4_0", TensorType::q4_0}, {"q4_k", TensorType::q4_k},
-                                                {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k}};
+                                                {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k},
+                                                {"q2_k", TensorType::q2_k}, {"q3_k", TensorType::q3_k},
+                                                {"iq4_xs", TensorType::iq4_xs}};
   if (!types.contains(type)) {
-    throw UsageError("option --type expects f32, f16, bf16, q8_0, q4_0, q4_k, q5_k or q6_k, got '" + type + "'");
+    throw UsageError("option --type expects f32, f16, bf16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k or iq4_xs, got '" + type + "'");
   }
   spec.type = types.at(type);
   spec.vocab_from = args.text("vocab-from", "");

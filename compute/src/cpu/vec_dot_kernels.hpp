@@ -20,6 +20,9 @@ struct VecDotTable {
   VecDotFn q4_k = nullptr;
   VecDotFn q5_k = nullptr;
   VecDotFn q6_k = nullptr;
+  VecDotFn q2_k = nullptr;
+  VecDotFn q3_k = nullptr;
+  VecDotFn iq4_xs = nullptr;
 };
 
 // Activation quantizers with SIMD paths (quantize.hpp): the scalar code's bytes for finite input.
