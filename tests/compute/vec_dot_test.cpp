@@ -222,10 +222,11 @@ INSTANTIATE_TEST_SUITE_P(VecDot, VecDotTypes, ::testing::ValuesIn(kWeightTypes),
                          });
 
 // Q8_0-activation kernels convert activation scales into a fixed stack buffer in column chunks, and fall
-// back to converting inline for rows longer than the buffer (Q6_K's one-column AVX-512 kernel to the 256-bit
-// one); lengths around those limits take every branch.
+// back to converting inline for rows longer than the buffer (Q6_K's, Q2_K's, Q3_K's and IQ4_XS's one-column AVX-512 kernels
+// to the 256-bit ones); lengths around those limits take every branch.
 TEST(VecDot, LongRowsMatchScalarOnEverySimdPath) {
-  for (TensorType type : {TensorType::q8_0, TensorType::q4_0, TensorType::q4_k, TensorType::q6_k, TensorType::f16}) {
+  for (TensorType type : {TensorType::q8_0, TensorType::q4_0, TensorType::q4_k, TensorType::q6_k, TensorType::f16,
+                          TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs}) {
     for (std::int64_t blocks : {1500, 2048, 4096, 4100}) {
       const std::int64_t n = blocks * 32;
       if (n % static_cast<std::int64_t>(traits(type).block_elements) != 0) continue;
