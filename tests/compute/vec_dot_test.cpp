@@ -222,8 +222,8 @@ INSTANTIATE_TEST_SUITE_P(VecDot, VecDotTypes, ::testing::ValuesIn(kWeightTypes),
                          });
 
 // Q8_0-activation kernels convert activation scales into a fixed stack buffer in column chunks, and fall
-// back to converting inline for rows longer than the buffer (Q6_K's, Q2_K's, Q3_K's and IQ4_XS's one-column AVX-512 kernels
-// to the 256-bit ones); lengths around those limits take every branch.
+// back to converting inline for rows longer than the buffer (the one-column AVX-512 kernels of Q6_K, Q2_K,
+// Q3_K and IQ4_XS to the 256-bit ones); lengths around those limits take every branch.
 TEST(VecDot, LongRowsMatchScalarOnEverySimdPath) {
   for (TensorType type : {TensorType::q8_0, TensorType::q4_0, TensorType::q4_k, TensorType::q6_k, TensorType::f16,
                           TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs}) {
