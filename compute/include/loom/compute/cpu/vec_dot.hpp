@@ -56,7 +56,8 @@
 namespace loom::compute {
 
 // The type activations are quantized to before dotting with rows of `weight_type`: f32 for f32/f16/bf16,
-// q8_0 for q8_0 and q4_0, q8_k for q2_k, q3_k, q4_k, q5_k, q6_k and iq4_xs. Throws std::invalid_argument for other types.
+// q8_0 for q8_0 and q4_0, q8_k for q2_k, q3_k, q4_k, q5_k, q6_k and iq4_xs. Throws std::invalid_argument for
+// other types.
 TensorType activation_type(TensorType weight_type);
 
 namespace detail {
