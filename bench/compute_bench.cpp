@@ -174,6 +174,10 @@ std::string model_path(const std::string& which, std::int64_t context_length = 1
                 : which == "q8_0" ? TensorType::q8_0
                 : which == "q4_k" ? TensorType::q4_k
                 : which == "q6_k" ? TensorType::q6_k
+                : which == "q4_1" ? TensorType::q4_1
+                : which == "q5_0" ? TensorType::q5_0
+                : which == "q5_1" ? TensorType::q5_1
+                : which == "iq4_nl" ? TensorType::iq4_nl
                 : which == "q2_k" ? TensorType::q2_k
                 : which == "q3_k" ? TensorType::q3_k
                 : which == "iq4_xs" ? TensorType::iq4_xs
@@ -557,6 +561,7 @@ bool register_gemm_benchmarks() {
   const std::pair<const char*, TensorType> types[] = {
       {"f32", TensorType::f32},   {"f16", TensorType::f16},   {"bf16", TensorType::bf16}, {"q8_0", TensorType::q8_0},
       {"q4_0", TensorType::q4_0}, {"q4_k", TensorType::q4_k}, {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k},
+      {"q4_1", TensorType::q4_1}, {"q5_0", TensorType::q5_0}, {"q5_1", TensorType::q5_1}, {"iq4_nl", TensorType::iq4_nl},
       {"q2_k", TensorType::q2_k}, {"q3_k", TensorType::q3_k}, {"iq4_xs", TensorType::iq4_xs}};
   const std::pair<std::int64_t, std::int64_t> shapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {2048, 2048}, {5632, 2048}};
   for (const auto& [type_name, type] : types) {
@@ -592,6 +597,14 @@ BENCHMARK_CAPTURE(BM_KernelPath, q4_k_avx2, TensorType::q4_k, KernelPath::avx2)-
 BENCHMARK_CAPTURE(BM_KernelPath, q4_k_avx512, TensorType::q4_k, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, q6_k_avx2, TensorType::q6_k, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, q6_k_avx512, TensorType::q6_k, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q4_1_avx2, TensorType::q4_1, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q4_1_avx512, TensorType::q4_1, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q5_0_avx2, TensorType::q5_0, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q5_0_avx512, TensorType::q5_0, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q5_1_avx2, TensorType::q5_1, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q5_1_avx512, TensorType::q5_1, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, iq4_nl_avx2, TensorType::iq4_nl, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, iq4_nl_avx512, TensorType::iq4_nl, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, q2_k_avx2, TensorType::q2_k, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, q2_k_avx512, TensorType::q2_k, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, q3_k_avx2, TensorType::q3_k, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -602,6 +615,12 @@ BENCHMARK_CAPTURE(BM_Decode, f16_110M, "f16")->UseRealTime()->Unit(benchmark::kM
 BENCHMARK_CAPTURE(BM_Decode, q8_0_110M, "q8_0")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q4_0_110M, "q4_0")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q4_k_m_11M, "q4_k_m")->UseRealTime()->Unit(benchmark::kMillisecond);
+// The 32-value block types of issue 20 (their kernels: vec_dot_small_blocks.inc).
+BENCHMARK_CAPTURE(BM_Decode, q4_1_110M, "q4_1")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, q5_0_110M, "q5_0")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, q5_1_110M, "q5_1")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, iq4_nl_110M, "iq4_nl")->UseRealTime()->Unit(benchmark::kMillisecond);
+// The 256-value ones (vec_dot_low_bit_k.inc), and Q4_K at the same shape beside them.
 BENCHMARK_CAPTURE(BM_Decode, q4_k_110M, "q4_k")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q2_k_110M, "q2_k")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q3_k_110M, "q3_k")->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -612,6 +631,10 @@ BENCHMARK_CAPTURE(BM_Prefill, q8_0_110M, "q8_0")->Arg(128)->Arg(512)->Arg(2048)-
 BENCHMARK_CAPTURE(BM_Prefill, q4_0_110M, "q4_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q4_k_110M, "q4_k")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q6_k_110M, "q6_k")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q4_1_110M, "q4_1")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q5_0_110M, "q5_0")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, q5_1_110M, "q5_1")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Prefill, iq4_nl_110M, "iq4_nl")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_TimeToFirstToken)->Arg(0)->Arg(960)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttentionDecode)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime()->Unit(benchmark::kMillisecond);

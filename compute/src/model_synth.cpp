@@ -113,20 +113,37 @@ std::int64_t add_builtin_vocabulary(GgufWriter& writer) {
   return static_cast<std::int64_t>(tokens.size());
 }
 
+bool is_gemma(Architecture a) { return a == Architecture::gemma || a == Architecture::gemma2 || a == Architecture::gemma3; }
+
+// The metadata of the features beyond Llama's: a head size of its own, the sliding window, the soft-caps and
+// the sliding layers' rope base, each written only when the spec asks for it.
+void add_feature_keys(GgufWriter& writer, const SynthSpec& s, const std::string& arch) {
+  if (s.head_dim > 0) {
+    writer.add_u32(arch + ".attention.key_length", static_cast<std::uint32_t>(s.head_dim));
+    writer.add_u32(arch + ".attention.value_length", static_cast<std::uint32_t>(s.head_dim));
+  }
+  if (s.sliding_window > 0) writer.add_u32(arch + ".attention.sliding_window", static_cast<std::uint32_t>(s.sliding_window));
+  if (s.attn_softcap > 0.0f) writer.add_f32(arch + ".attn_logit_softcapping", s.attn_softcap);
+  if (s.final_softcap > 0.0f) writer.add_f32(arch + ".final_logit_softcapping", s.final_softcap);
+  if (s.rope_freq_base_swa > 0.0f) writer.add_f32(arch + ".rope.freq_base_swa", s.rope_freq_base_swa);
+}
+
 }  // namespace
 
 void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   require(s.dim > 0 && s.ffn_dim > 0 && s.layers > 0 && s.heads > 0 && s.kv_heads > 0 && s.context_length > 0,
           "dim, ffn, layers, heads, kv-heads and context must be positive");
-  require(s.dim % s.heads == 0, "dim " + std::to_string(s.dim) + " is not a multiple of heads " + std::to_string(s.heads));
+  require(s.head_dim > 0 || s.dim % s.heads == 0, "dim " + std::to_string(s.dim) + " is not a multiple of heads " + std::to_string(s.heads));
   require(s.heads % s.kv_heads == 0, "heads " + std::to_string(s.heads) + " is not a multiple of kv-heads " +
                                          std::to_string(s.kv_heads));
-  require((s.dim / s.heads) % 2 == 0, "the head dimension (dim / heads) must be even");
+  require((s.head_dim > 0 ? s.head_dim : s.dim / s.heads) % 2 == 0, "the head dimension must be even");
+  require(s.head_dim >= 0 && s.sliding_window >= 0, "head-dim and sliding-window must not be negative");
   require(s.type == TensorType::f32 || s.type == TensorType::f16 || s.type == TensorType::bf16 ||
               s.type == TensorType::q8_0 || s.type == TensorType::q4_0 || s.type == TensorType::q4_k ||
-              s.type == TensorType::q5_k || s.type == TensorType::q6_k || s.type == TensorType::q2_k ||
-              s.type == TensorType::q3_k || s.type == TensorType::iq4_xs,
-          "type must be f32, f16, bf16, q8_0, q4_0, q2_K, q3_K, q4_K, q5_K, q6_K or iq4_xs");
+              s.type == TensorType::q5_k || s.type == TensorType::q6_k || s.type == TensorType::q4_1 ||
+              s.type == TensorType::q5_0 || s.type == TensorType::q5_1 || s.type == TensorType::iq4_nl ||
+              s.type == TensorType::q2_k || s.type == TensorType::q3_k || s.type == TensorType::iq4_xs,
+          "type must be f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K or iq4_xs");
 
   GgufWriter writer;
   std::int64_t vocab = s.vocab_size;
@@ -141,7 +158,8 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   require(vocab > 0, "the vocabulary must not be empty");
 
   const std::string arch = to_string(s.architecture);
-  const std::int64_t head_dim = s.dim / s.heads;
+  const std::int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.dim / s.heads;
+  const std::int64_t q_dim = head_dim * s.heads;
   const std::int64_t kv_dim = head_dim * s.kv_heads;
   writer.add_string("general.architecture", arch);
   writer.add_string("general.name", "loom-synth-" + arch);
@@ -154,6 +172,7 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   writer.add_f32(arch + ".attention.layer_norm_rms_epsilon", s.rms_epsilon);
   writer.add_f32(arch + ".rope.freq_base", s.rope_freq_base);
   if (s.vocab_from.empty() && !s.builtin_vocabulary) writer.add_u32(arch + ".vocab_size", static_cast<std::uint32_t>(vocab));
+  add_feature_keys(writer, s, arch);
 
   // Uniform weights scaled by 1/sqrt(fan-in) keep activations of order one through the layers.
   Random random(s.seed);
@@ -163,26 +182,30 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   for (std::int64_t l = 0; l < s.layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     b.vector(p + "attn_norm.weight", s.dim, 1.0f, 0.1f);
-    b.matrix(p + "attn_q.weight", s.dim, s.dim, s.type, scale(s.dim));
+    b.matrix(p + "attn_q.weight", s.dim, q_dim, s.type, scale(s.dim));
     b.matrix(p + "attn_k.weight", s.dim, kv_dim, s.type, scale(s.dim));
     b.matrix(p + "attn_v.weight", s.dim, kv_dim, s.type, scale(s.dim));
     if (s.architecture == Architecture::qwen2) {
-      b.vector(p + "attn_q.bias", s.dim, 0.0f, 0.1f);
+      b.vector(p + "attn_q.bias", q_dim, 0.0f, 0.1f);
       b.vector(p + "attn_k.bias", kv_dim, 0.0f, 0.1f);
       b.vector(p + "attn_v.bias", kv_dim, 0.0f, 0.1f);
     }
-    if (s.architecture == Architecture::qwen3) {
+    if (s.architecture == Architecture::qwen3 || s.architecture == Architecture::gemma3) {
       b.vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.1f);
       b.vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.1f);
     }
-    b.matrix(p + "attn_output.weight", s.dim, s.dim, s.type, scale(s.dim));
+    b.matrix(p + "attn_output.weight", q_dim, s.dim, s.type, scale(q_dim));
     b.vector(p + "ffn_norm.weight", s.dim, 1.0f, 0.1f);
     b.matrix(p + "ffn_gate.weight", s.dim, s.ffn_dim, s.type, scale(s.dim));
     b.matrix(p + "ffn_up.weight", s.dim, s.ffn_dim, s.type, scale(s.dim));
     b.matrix(p + "ffn_down.weight", s.ffn_dim, s.dim, s.type, scale(s.ffn_dim));
+    if (s.architecture == Architecture::gemma2 || s.architecture == Architecture::gemma3) {
+      b.vector(p + "post_attention_norm.weight", s.dim, 1.0f, 0.1f);
+      b.vector(p + "post_ffw_norm.weight", s.dim, 1.0f, 0.1f);
+    }
   }
   b.vector("output_norm.weight", s.dim, 1.0f, 0.1f);
-  b.matrix("output.weight", s.dim, vocab, s.type, scale(s.dim));
+  if (!is_gemma(s.architecture)) b.matrix("output.weight", s.dim, vocab, s.type, scale(s.dim));  // gemma ties it
   writer.write(path);
 }
 

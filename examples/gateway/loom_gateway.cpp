@@ -37,7 +37,7 @@ Serves, on http://HOST:PORT:
   /health, /metrics      readiness (200 ready, 503 loading) and Prometheus metrics
 
 Model:
-  --model PATH           a GGUF model (llama, qwen2, qwen3) or a llama2.c checkpoint (default: a demo model
+  --model PATH           a GGUF model (llama, qwen2, qwen3, gemma, gemma2, gemma3) or a llama2.c checkpoint (default: a demo model
                          with random weights, made on first run: it streams gibberish)
   --tokenizer PATH       a separate tokenizer file (llama2.c checkpoints)
   --model-id NAME        the model's name in the API (default: the file name without extension)

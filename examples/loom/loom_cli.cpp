@@ -46,10 +46,13 @@ Commands:
          [id, logit] after position i and continue_top[g] the top-K after feeding continue[g].
          --top defaults to 10; --threads to the number of physical cores.
   info   --model PATH
-         Architecture, hyperparameters, tensor types and sizes, vocabulary summary and metadata.
-  synth  --out FILE.gguf [--arch llama|qwen2|qwen3] [--dim D] [--ffn H] [--layers L] [--heads N]
-         [--kv-heads K] [--context C] [--type f32|f16|bf16|q8_0|q4_0|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_xs]
+         Architecture and its features, hyperparameters, tensor types with counts and sizes, vocabulary
+         summary, whether loom runs the file ('runs: yes', or 'runs: no: ' and why) and the metadata.
+  synth  --out FILE.gguf [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3] [--dim D] [--ffn H] [--layers L]
+         [--heads N] [--kv-heads K] [--head-dim D] [--context C]
+         [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_xs]
          [--vocab-from VOCAB.gguf | --vocab V]
+         [--sliding-window W] [--attn-softcap C] [--final-softcap C] [--rope-base B] [--rope-base-swa B]
          [--seed S]
          Writes a random-weight model, the same for the same options and seed. K-quant types need dim
          and ffn to be multiples of 256, the others multiples of 32.
@@ -72,7 +75,8 @@ budget shortens the context to what it holds); --kv-type f16|f32 (default f16).
 A llama2.c checkpoint holds no vocabulary: give its tokenizer file with --tokenizer (a GGUF file with a
 vocabulary works there too).
 
-Models: GGUF (llama, qwen2, qwen3; f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K) and llama2.c checkpoints.
+Models: GGUF (llama, qwen2, qwen3, gemma, gemma2, gemma3; f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_K,
+q3_K, q4_K, q5_K, q6_K, iq4_xs) and llama2.c checkpoints.
 )";
 
 }  // namespace

@@ -51,6 +51,38 @@ nlohmann::json top_k(const float* logits, std::int64_t vocab, int k) {
 
 int default_threads() { return physical_core_count(); }
 
+// What departs from plain Llama, one line each (nothing for a plain model): the gemma family's activation,
+// scales, norms and soft-caps, and which layers slide over how many positions.
+void print_features(const ModelConfig& c) {
+  const auto number = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", x);
+    return std::string(text);
+  };
+  std::vector<std::string> features;
+  if (c.ffn_activation == FfnActivation::gelu_tanh) features.emplace_back("GeGLU feed-forward (GELU, tanh form)");
+  if (c.embedding_scale != 1.0f) features.push_back("embeddings x " + number(c.embedding_scale));
+  if (c.query_scale > 0.0f) features.push_back("queries x " + number(c.query_scale));
+  if (c.qk_norm) features.emplace_back("Q/K RMS norms per head");
+  if (c.post_norms) features.emplace_back("post-attention and post-feed-forward norms");
+  if (c.attn_softcap > 0.0f) features.push_back("attention scores soft-capped at " + number(c.attn_softcap));
+  if (c.final_softcap > 0.0f) features.push_back("final logits soft-capped at " + number(c.final_softcap));
+  if (c.has_sliding_window()) {
+    std::string sliding, full;
+    std::int64_t window = 0;
+    for (std::int64_t l = 0; l < c.layers; ++l) {
+      std::string& list = c.window(l) > 0 ? sliding : full;
+      if (!list.empty()) list += ',';
+      list += std::to_string(l);
+      window = std::max(window, c.window(l));
+    }
+    features.push_back("sliding window " + std::to_string(window) + " on layers [" + sliding + "], full attention on [" +
+                       full + "]" +
+                       (c.rope_freq_base_swa > 0.0f ? "; sliding layers rope base " + number(c.rope_freq_base_swa) : ""));
+  }
+  for (const auto& feature : features) std::printf("feature: %s\n", feature.c_str());
+}
+
 }  // namespace
 
 int run_logits(CommandLine& args) {
@@ -112,48 +144,90 @@ int run_logits(CommandLine& args) {
   return 0;
 }
 
-int run_info(CommandLine& args) {
-  const std::string model_path = args.text("model", "");
-  args.reject_unknown();
-  if (model_path.empty()) throw UsageError("info needs --model PATH");
-  auto loaded = LoadedModel::open(model_path);
-  const auto& c = loaded->config();
-  std::printf("model: %s\n", model_path.c_str());
-  std::printf("architecture: %s\n", to_string(c.architecture).c_str());
+namespace {
+
+// The hyperparameters line of `loom info`.
+void print_hyperparameters(const ModelConfig& c) {
   std::printf("hyperparameters: vocab %lld, dim %lld, ffn %lld, layers %lld, heads %lld, kv heads %lld, head dim %lld, "
               "context %lld, rms epsilon %g, rope base %g%s\n",
               static_cast<long long>(c.vocab_size), static_cast<long long>(c.dim), static_cast<long long>(c.ffn_dim),
               static_cast<long long>(c.layers), static_cast<long long>(c.heads), static_cast<long long>(c.kv_heads),
               static_cast<long long>(c.head_dim), static_cast<long long>(c.context_length), c.rms_epsilon,
               c.rope_freq_base, c.rope_scale != 1.0f ? (", rope linear scale " + std::to_string(c.rope_scale)).c_str() : "");
-  const GgufFile* gguf = loaded->gguf();
-  if (gguf == nullptr) {
-    std::printf("format: llama2.c checkpoint (f32 weights)\n");
-    return 0;
-  }
-  std::printf("format: GGUF v%u, alignment %u, %zu tensors, %zu metadata keys\n", gguf->version(), gguf->alignment(),
-              gguf->tensors().size(), gguf->metadata().size());
-  std::map<std::string, std::pair<int, std::uint64_t>> by_type;
+}
+
+// The tensors line: total size, then per type its count and size, the types loom has no kernels for marked.
+void print_tensor_types(const GgufFile& gguf) {
+  std::map<std::string, std::tuple<int, std::uint64_t, bool>> by_type;
   std::uint64_t total = 0;
-  for (const auto& t : gguf->tensors()) {
-    auto& entry = by_type[std::string(name(t.type))];
-    ++entry.first;
-    entry.second += t.bytes;
+  for (const auto& t : gguf.tensors()) {
+    auto& [count, bytes, computable] = by_type[std::string(name(t.type))];
+    ++count;
+    bytes += t.bytes;
+    computable = traits(t.type).computable;
     total += t.bytes;
   }
   std::printf("tensors: %.1f MiB", static_cast<double>(total) / (1024.0 * 1024.0));
   for (const auto& [type, entry] : by_type) {
-    std::printf(", %s: %d (%.1f MiB)", type.c_str(), entry.first, static_cast<double>(entry.second) / (1024.0 * 1024.0));
+    const auto& [count, bytes, computable] = entry;
+    std::printf(", %s: %d (%.1f MiB%s)", type.c_str(), count, static_cast<double>(bytes) / (1024.0 * 1024.0),
+                computable ? "" : ", not supported");
   }
   std::printf("\n");
-  if (auto model = gguf->find_string("tokenizer.ggml.model")) {
-    std::printf("vocabulary: %s, %zu tokens, bos %s, eos %s\n", model->c_str(),
-                gguf->has("tokenizer.ggml.tokens") ? gguf->get_string_array("tokenizer.ggml.tokens").size() : 0,
-                gguf->find_u32("tokenizer.ggml.bos_token_id") ? std::to_string(*gguf->find_u32("tokenizer.ggml.bos_token_id")).c_str() : "-",
-                gguf->find_u32("tokenizer.ggml.eos_token_id") ? std::to_string(*gguf->find_u32("tokenizer.ggml.eos_token_id")).c_str() : "-");
+}
+
+void print_vocabulary(const GgufFile& gguf) {
+  const auto model = gguf.find_string("tokenizer.ggml.model");
+  if (!model) return;
+  const auto id = [&](const char* key) {
+    const auto value = gguf.find_u32(key);
+    return value ? std::to_string(*value) : std::string("-");
+  };
+  std::printf("vocabulary: %s, %zu tokens, bos %s, eos %s\n", model->c_str(),
+              gguf.has("tokenizer.ggml.tokens") ? gguf.get_string_array("tokenizer.ggml.tokens").size() : 0,
+              id("tokenizer.ggml.bos_token_id").c_str(), id("tokenizer.ggml.eos_token_id").c_str());
+}
+
+}  // namespace
+
+// A file loom cannot run is still described (its types, vocabulary and metadata), with the reason it does
+// not run: what a user needs to choose another file.
+int run_info(CommandLine& args) {
+  const std::string model_path = args.text("model", "");
+  args.reject_unknown();
+  if (model_path.empty()) throw UsageError("info needs --model PATH");
+  if (!GgufFile::has_magic(model_path)) {
+    auto loaded = LoadedModel::open(model_path);
+    std::printf("model: %s\n", model_path.c_str());
+    std::printf("architecture: %s\n", to_string(loaded->config().architecture).c_str());
+    print_hyperparameters(loaded->config());
+    std::printf("format: llama2.c checkpoint (f32 weights)\nruns: yes\n");
+    return 0;
   }
+  const GgufFile gguf = GgufFile::open(model_path);
+  std::unique_ptr<LoadedModel> loaded;
+  std::string why_not;
+  try {
+    loaded = LoadedModel::open(model_path);
+  } catch (const std::exception& e) {
+    why_not = e.what();
+    if (why_not.starts_with(model_path + ": ")) why_not.erase(0, model_path.size() + 2);  // said on the first line
+  }
+  std::printf("model: %s\n", model_path.c_str());
+  if (loaded) {
+    std::printf("architecture: %s\n", to_string(loaded->config().architecture).c_str());
+    print_features(loaded->config());
+    print_hyperparameters(loaded->config());
+  } else {
+    std::printf("architecture: %s\n", gguf.find_string("general.architecture").value_or("(not set)").c_str());
+  }
+  std::printf("format: GGUF v%u, alignment %u, %zu tensors, %zu metadata keys\n", gguf.version(), gguf.alignment(),
+              gguf.tensors().size(), gguf.metadata().size());
+  print_tensor_types(gguf);
+  print_vocabulary(gguf);
+  std::printf("runs: %s\n", loaded ? "yes" : ("no: " + why_not).c_str());
   std::printf("metadata:\n");
-  for (const auto& kv : gguf->metadata()) {
+  for (const auto& kv : gguf.metadata()) {
     std::printf("  %s (%s) = %s\n", kv.key.c_str(), std::string(kv.value.type_name()).c_str(), kv.value.summary().c_str());
   }
   return 0;
@@ -162,15 +236,12 @@ int run_info(CommandLine& args) {
 int run_synth(CommandLine& args) {
   SynthSpec spec;
   const std::string arch = args.text("arch", "llama");
-  if (arch == "llama") {
-    spec.architecture = Architecture::llama;
-  } else if (arch == "qwen2") {
-    spec.architecture = Architecture::qwen2;
-  } else if (arch == "qwen3") {
-    spec.architecture = Architecture::qwen3;
-  } else {
-    throw UsageError("option --arch expects llama, qwen2 or qwen3, got '" + arch + "'");
+  const auto known = supported_architectures();
+  const auto found = std::find_if(known.begin(), known.end(), [&](const auto& a) { return a.name == arch; });
+  if (found == known.end()) {
+    throw UsageError("option --arch expects one of " + supported_architecture_list() + ", got '" + arch + "'");
   }
+  spec.architecture = found->architecture;
   spec.dim = args.integer("dim", 64, 2, 65536);
   spec.ffn_dim = args.integer("ffn", 172, 1, 1 << 20);
   spec.layers = args.integer("layers", 2, 1, 1024);
@@ -183,14 +254,24 @@ int run_synth(CommandLine& args) {
                                                 {"bf16", TensorType::bf16}, {"q8_0", TensorType::q8_0},
                                                 {"q4_0", TensorType::q4_0}, {"q4_k", TensorType::q4_k},
                                                 {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k},
+                                                {"q4_1", TensorType::q4_1}, {"q5_0", TensorType::q5_0},
+                                                {"q5_1", TensorType::q5_1}, {"iq4_nl", TensorType::iq4_nl},
                                                 {"q2_k", TensorType::q2_k}, {"q3_k", TensorType::q3_k},
                                                 {"iq4_xs", TensorType::iq4_xs}};
   if (!types.contains(type)) {
-    throw UsageError("option --type expects f32, f16, bf16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k or iq4_xs, got '" + type + "'");
+    throw UsageError(
+        "option --type expects f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k or "
+        "iq4_xs, got '" + type + "'");
   }
   spec.type = types.at(type);
   spec.vocab_from = args.text("vocab-from", "");
   spec.seed = static_cast<std::uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
+  spec.head_dim = args.integer("head-dim", 0, 0, 4096);
+  spec.sliding_window = args.integer("sliding-window", 0, 0, 1 << 20);
+  spec.attn_softcap = static_cast<float>(args.real("attn-softcap", 0.0, 0.0, 1e6));
+  spec.final_softcap = static_cast<float>(args.real("final-softcap", 0.0, 0.0, 1e6));
+  spec.rope_freq_base = static_cast<float>(args.real("rope-base", 10000.0, 1.0, 1e12));
+  spec.rope_freq_base_swa = static_cast<float>(args.real("rope-base-swa", 0.0, 0.0, 1e12));
   const std::string out = args.text("out", "");
   args.reject_unknown();
   if (out.empty()) throw UsageError("synth needs --out FILE.gguf");

@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -55,12 +56,14 @@ TEST_P(TransposedLayout, GivesTheBitsOfPlainRows) {
   std::vector<float> query(static_cast<std::size_t>(c.head_dim));
   for (auto& q : query) q = g(rng);
 
-  // The blocks: a pool three times the blocks needed, random elsewhere (a wrong address reads noise), the
-  // sequence's blocks scattered through it.
+  // The blocks: a pool three times the blocks needed, NaN elsewhere (a wrong address, or a slot past the
+  // sequence's end that is not masked off, turns the output into NaN), the sequence's blocks scattered
+  // through it.
   const std::int64_t needed = (c.positions + c.block_size - 1) / c.block_size, pool = 3 * needed;
   const auto pool_elements = static_cast<std::size_t>(pool * c.block_size * kv_dim);
   std::vector<std::byte> block_keys(pool_elements * element), block_values(pool_elements * element);
-  for (std::size_t i = 0; i < pool_elements; ++i) put(block_keys, i, g(rng)), put(block_values, i, g(rng));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t i = 0; i < pool_elements; ++i) put(block_keys, i, nan), put(block_values, i, nan);
   std::vector<std::int32_t> table(static_cast<std::size_t>(pool));
   std::iota(table.begin(), table.end(), 0);
   std::shuffle(table.begin(), table.end(), rng);
@@ -127,6 +130,8 @@ INSTANTIATE_TEST_SUITE_P(
         LayoutCase{130, 20, 3, 160, SumOrder::vector_dot, TensorType::f16},     // dims past the last 8
         LayoutCase{200, 64, 64, 224, SumOrder::vector_dot, TensorType::f32},
         LayoutCase{1, 64, 16, 32, SumOrder::vector_dot, TensorType::f16},
+        LayoutCase{21, 64, 16, 32, SumOrder::vector_dot, TensorType::f16},    // all rest, the last run part-filled
+        LayoutCase{21, 64, 16, 32, SumOrder::vector_dot, TensorType::f32},
         // Prefill (tiled): 16 lanes, runs split by the block size or by the sequence's end.
         LayoutCase{45, 64, 16, 64, SumOrder::tiled, TensorType::f16},
         LayoutCase{600, 64, 16, 608, SumOrder::tiled, TensorType::f16},

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "loom/compute/cpu/llama_model.hpp"
@@ -53,9 +54,15 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
   counting = false;
   ASSERT_GT(allocations.load(), 0) << "the replacement operator new is not in effect";
 
-  for (TensorType type : {TensorType::f16, TensorType::q8_0, TensorType::q4_0}) {
+  // qwen2 in three types; gemma2 and gemma3 with sliding windows shorter than the steps, soft-caps, GeGLU.
+  const std::pair<Architecture, TensorType> models[] = {
+      {Architecture::qwen2, TensorType::f16}, {Architecture::qwen2, TensorType::q8_0}, {Architecture::qwen2, TensorType::q4_0},
+      {Architecture::gemma2, TensorType::f16}, {Architecture::gemma3, TensorType::q8_0}};
+  for (const auto& [architecture, type] : models) {
     SynthSpec spec;
-    spec.architecture = Architecture::qwen2;
+    spec.architecture = architecture;
+    spec.sliding_window = architecture == Architecture::qwen2 ? 0 : 4;
+    spec.attn_softcap = spec.final_softcap = architecture == Architecture::gemma2 ? 5.0f : 0.0f;
     spec.type = type;
     spec.ffn_dim = 96;
     spec.vocab_size = 64;
@@ -92,7 +99,7 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
     counting = true;
     model.forward(mixed, pages);
     counting = false;
-    EXPECT_EQ(allocations.load(), 0) << "heap allocations during steps of a " << name(type) << " model";
+    EXPECT_EQ(allocations.load(), 0) << "heap allocations during steps of a " << to_string(architecture) << " " << name(type) << " model";
     std::filesystem::remove(path);
   }
 }

@@ -232,7 +232,9 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ForwardVsDouble,
                          ::testing::Values(ArchCase{Architecture::llama, TensorType::f32, 2e-3},
                                            ArchCase{Architecture::qwen2, TensorType::f32, 2e-3},
                                            ArchCase{Architecture::qwen3, TensorType::f32, 2e-3},
-                                           ArchCase{Architecture::qwen2, TensorType::f16, 2e-3},
+                                           // F16 weights meet activations rounded to F16, as the reference's do
+                                           // (llama_model.cpp): 0.0028 here.
+                                           ArchCase{Architecture::qwen2, TensorType::f16, 4e-3},
                                            // Quantized weights dot 8-bit quantized activations (as the reference
                                            // implementation does, and the shared parity tests confirm
                                            // bit-for-bit): about 1.5% of these logits (|logit| up to 3.3).

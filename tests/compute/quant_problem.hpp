@@ -30,21 +30,50 @@ struct Problem {
   std::size_t row_bytes, act_row_bytes;
   std::vector<std::uint8_t> weights, activations;
   std::vector<float> w, a;  // dequantized
+  // Types whose activations are Q8_1 (Q4_1, Q5_1): each weight block's min m ([row][block]) and each
+  // activation block's s = d * sum(q) ([column][block]), which the kernels use for the min term in place of
+  // m times the dequantized activations' sum (s is f16, so the two differ by its rounding).
+  std::vector<float> w_min, a_s;
 
   const std::uint8_t* weight_row(int r) const { return weights.data() + r * row_bytes; }
   const std::uint8_t* activation_row(int c) const { return activations.data() + c * act_row_bytes; }
 
-  // Exact dot of the dequantized rows, and the scale errors are measured against: sum |w| |a|.
+  // Exact dot of the dequantized rows, and the scale errors are measured against: sum |w| |a|. For Q8_1
+  // activations, the exact value of what the kernels compute: (w - m) . a + sum over blocks of m * s.
   double reference(int r, int c) const {
     double s = 0;
-    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(w[r * n + i]) * a[c * n + i];
+    if (w_min.empty()) {
+      for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(w[r * n + i]) * a[c * n + i];
+      return s;
+    }
+    for (std::int64_t i = 0; i < n; ++i) s += (static_cast<double>(w[r * n + i]) - min_of(r, i)) * a[c * n + i];
+    for (std::int64_t b = 0; b < n / 32; ++b) s += static_cast<double>(w_min[r * n / 32 + b]) * a_s[c * n / 32 + b];
     return s;
   }
   double magnitude(int r, int c) const {
     double s = 0;
+    if (w_min.empty()) {
+      for (std::int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(w[r * n + i]) * a[c * n + i]);
+      return s;
+    }
+    for (std::int64_t i = 0; i < n; ++i) s += std::fabs((static_cast<double>(w[r * n + i]) - min_of(r, i)) * a[c * n + i]);
+    for (std::int64_t b = 0; b < n / 32; ++b) s += std::fabs(static_cast<double>(w_min[r * n / 32 + b]) * a_s[c * n / 32 + b]);
+    return s;
+  }
+  // The plain dot of the dequantized rows (reference() without Q8_1's s), and its magnitude.
+  double dequantized_dot(int r, int c) const {
+    double s = 0;
+    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(w[r * n + i]) * a[c * n + i];
+    return s;
+  }
+  double dequantized_magnitude(int r, int c) const {
+    double s = 0;
     for (std::int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(w[r * n + i]) * a[c * n + i]);
     return s;
   }
+
+ private:
+  double min_of(int r, std::int64_t i) const { return w_min[r * n / 32 + i / 32]; }
 };
 
 inline void randomize_scales(TensorType type, std::uint8_t* data, std::size_t n_blocks, std::mt19937& rng) {
@@ -56,8 +85,17 @@ inline void randomize_scales(TensorType type, std::uint8_t* data, std::size_t n_
     switch (type) {
       case TensorType::q8_0:
       case TensorType::q4_0:
+      case TensorType::q5_0:
+      case TensorType::iq4_nl:
         std::memcpy(blk, &d, 2);
         break;
+      case TensorType::q4_1:
+      case TensorType::q5_1: {
+        const std::uint16_t m = float_to_half(u(rng) * 8.0f);  // about the weights' range (d * 15 or 31)
+        std::memcpy(blk, &d, 2);
+        std::memcpy(blk + 2, &m, 2);
+        break;
+      }
       case TensorType::q4_k:
       case TensorType::q5_k:
         std::memcpy(blk, &d, 2);
@@ -85,7 +123,7 @@ inline void randomize_scales(TensorType type, std::uint8_t* data, std::size_t n_
 inline Problem make_problem(TensorType type, std::int64_t n, int rows, int cols, bool random_bits, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> gauss(0.0f, 1.0f);
-  Problem p{type, n, rows, cols, *tensor_bytes(type, n), *tensor_bytes(activation_type(type), n), {}, {}, {}, {}};
+  Problem p{type, n, rows, cols, *tensor_bytes(type, n), *tensor_bytes(activation_type(type), n), {}, {}, {}, {}, {}, {}};
   p.weights.resize(p.row_bytes * rows);
   p.activations.resize(p.act_row_bytes * cols);
   std::vector<float> x(n);
@@ -110,6 +148,21 @@ inline Problem make_problem(TensorType type, std::int64_t n, int rows, int cols,
   p.a.resize(n * cols);
   for (int r = 0; r < rows; ++r) dequantize_row(type, p.weight_row(r), p.w.data() + r * n, n);
   for (int c = 0; c < cols; ++c) dequantize_row(activation_type(type), p.activation_row(c), p.a.data() + c * n, n);
+  if (activation_type(type) == TensorType::q8_1) {
+    // m at byte 2 of a Q4_1/Q5_1 block, s at byte 2 of a Q8_1 block (quant_blocks.hpp).
+    const auto half_at = [](const std::uint8_t* block) {
+      std::uint16_t h;
+      std::memcpy(&h, block + 2, 2);
+      return half_to_float(h);
+    };
+    const std::int64_t nb = n / 32;
+    for (int r = 0; r < rows; ++r) {
+      for (std::int64_t b = 0; b < nb; ++b) p.w_min.push_back(half_at(p.weight_row(r) + b * traits(type).block_bytes));
+    }
+    for (int c = 0; c < cols; ++c) {
+      for (std::int64_t b = 0; b < nb; ++b) p.a_s.push_back(half_at(p.activation_row(c) + b * 36));
+    }
+  }
   return p;
 }
 

@@ -69,6 +69,30 @@ double ref_q4_0(const std::uint8_t* blk, int i) {
   const int nibble = bits(blk + 2, 8 * (i % 16) + 4 * (i / 16), 4);
   return (nibble - 8) * static_cast<double>(f16_at(blk));
 }
+// Q4_1, Q5_0, Q5_1, IQ4_NL: `qs_at` is the byte offset of the nibbles, `qh_at` that of the fifth bits (a
+// 32-bit little-endian field, bit i for value i) or 0 for 4-bit types.
+int ref_small_level(const std::uint8_t* blk, int i, int qs_at, int qh_at) {
+  int q = bits(blk + qs_at, 8 * (i % 16) + 4 * (i / 16), 4);
+  if (qh_at != 0) q |= bits(blk + qh_at, i, 1) << 4;
+  return q;
+}
+double ref_q4_1(const std::uint8_t* blk, int i) {
+  return ref_small_level(blk, i, 4, 0) * static_cast<double>(f16_at(blk)) + f16_at(blk + 2);
+}
+double ref_q5_0(const std::uint8_t* blk, int i) {
+  return (ref_small_level(blk, i, 6, 2) - 16) * static_cast<double>(f16_at(blk));
+}
+double ref_q5_1(const std::uint8_t* blk, int i) {
+  return ref_small_level(blk, i, 8, 4) * static_cast<double>(f16_at(blk)) + f16_at(blk + 2);
+}
+double ref_iq4_nl(const std::uint8_t* blk, int i) {
+  // The format's 16 levels, written out here again rather than taken from the header under test.
+  static constexpr int kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  return kLevels[ref_small_level(blk, i, 2, 0)] * static_cast<double>(f16_at(blk));
+}
+double ref_q8_1(const std::uint8_t* blk, int i) {
+  return static_cast<std::int8_t>(blk[4 + i]) * static_cast<double>(f16_at(blk));
+}
 double ref_k_affine(const std::uint8_t* blk, int i, bool fifth_bit) {
   const std::uint8_t* scales = blk + 4;
   const std::uint8_t* qh = blk + 16;
@@ -173,8 +197,10 @@ INSTANTIATE_TEST_SUITE_P(
         RefCase{TensorType::q4_k, [](const std::uint8_t* b, int i) { return ref_k_affine(b, i, false); }, fix_d_dmin},
         RefCase{TensorType::q5_k, [](const std::uint8_t* b, int i) { return ref_k_affine(b, i, true); }, fix_d_dmin},
         RefCase{TensorType::q6_k, ref_q6_k, fix_q6_k}, RefCase{TensorType::q8_k, ref_q8_k, fix_q8_k},
-        RefCase{TensorType::q2_k, ref_q2_k, fix_q2_k}, RefCase{TensorType::q3_k, ref_q3_k, fix_q3_k},
-        RefCase{TensorType::iq4_xs, ref_iq4_xs, fix_d_first}),
+        RefCase{TensorType::q4_1, ref_q4_1, fix_d_dmin}, RefCase{TensorType::q5_0, ref_q5_0, fix_d_first},
+        RefCase{TensorType::q5_1, ref_q5_1, fix_d_dmin}, RefCase{TensorType::iq4_nl, ref_iq4_nl, fix_d_first},
+        RefCase{TensorType::q8_1, ref_q8_1, fix_d_dmin}, RefCase{TensorType::q2_k, ref_q2_k, fix_q2_k},
+        RefCase{TensorType::q3_k, ref_q3_k, fix_q3_k}, RefCase{TensorType::iq4_xs, ref_iq4_xs, fix_d_first}),
     [](const ::testing::TestParamInfo<RefCase>& case_info) { return std::string(name(case_info.param.type)); });
 
 TEST(QuantBlocks, SizesMatchTensorTypeTraits) {
@@ -184,6 +210,28 @@ TEST(QuantBlocks, SizesMatchTensorTypeTraits) {
   EXPECT_EQ(sizeof(BlockQ5_K), traits(TensorType::q5_k).block_bytes);
   EXPECT_EQ(sizeof(BlockQ6_K), traits(TensorType::q6_k).block_bytes);
   EXPECT_EQ(sizeof(BlockQ8_K), traits(TensorType::q8_k).block_bytes);
+  EXPECT_EQ(sizeof(BlockQ4_1), traits(TensorType::q4_1).block_bytes);
+  EXPECT_EQ(sizeof(BlockQ5_0), traits(TensorType::q5_0).block_bytes);
+  EXPECT_EQ(sizeof(BlockQ5_1), traits(TensorType::q5_1).block_bytes);
+  EXPECT_EQ(sizeof(BlockIQ4_NL), traits(TensorType::iq4_nl).block_bytes);
+  EXPECT_EQ(sizeof(BlockQ8_1), traits(TensorType::q8_1).block_bytes);
+  // The GGML sizes, from the format (not from the structs): d, m, qh, qs.
+  EXPECT_EQ(traits(TensorType::q4_1).block_bytes, 2u + 2 + 16);
+  EXPECT_EQ(traits(TensorType::q5_0).block_bytes, 2u + 4 + 16);
+  EXPECT_EQ(traits(TensorType::q5_1).block_bytes, 2u + 2 + 4 + 16);
+  EXPECT_EQ(traits(TensorType::iq4_nl).block_bytes, 2u + 16);
+  EXPECT_EQ(traits(TensorType::q8_1).block_bytes, 2u + 2 + 32);
+  for (TensorType t : {TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl, TensorType::q8_1}) {
+    EXPECT_EQ(traits(t).block_elements, 32u) << name(t);
+    EXPECT_TRUE(traits(t).computable) << name(t);
+  }
+  ASSERT_NE(find_tensor_type(20), nullptr);  // IQ4_NL's GGML id
+  EXPECT_EQ(find_tensor_type(20)->type, TensorType::iq4_nl);
+  EXPECT_EQ(find_tensor_type(20)->name, "iq4_nl");
+  EXPECT_EQ(offsetof(BlockQ5_0, qs), 6u);
+  EXPECT_EQ(offsetof(BlockQ5_1, qh), 4u);
+  EXPECT_EQ(offsetof(BlockQ5_1, qs), 8u);
+  EXPECT_EQ(offsetof(BlockQ8_1, qs), 4u);
   EXPECT_EQ(sizeof(BlockQ2_K), traits(TensorType::q2_k).block_bytes);
   EXPECT_EQ(sizeof(BlockQ3_K), traits(TensorType::q3_k).block_bytes);
   EXPECT_EQ(sizeof(BlockIQ4_XS), traits(TensorType::iq4_xs).block_bytes);
@@ -280,7 +328,8 @@ TEST(Dequantize, RejectsPartialBlocksAndUnsupportedTypes) {
   EXPECT_THROW(dequantize_row(TensorType::q2_k, src.data(), dst.data(), 128), std::invalid_argument);
   EXPECT_THROW(dequantize_row(TensorType::iq4_xs, src.data(), dst.data(), 32), std::invalid_argument);
   EXPECT_THROW(dequantize_row(TensorType::q8_0, src.data(), dst.data(), -32), std::invalid_argument);
-  EXPECT_THROW(dequantize_row(TensorType::q4_1, src.data(), dst.data(), 32), std::invalid_argument);
+  EXPECT_THROW(dequantize_row(TensorType::i16, src.data(), dst.data(), 32), std::invalid_argument);
+  EXPECT_THROW(dequantize_row(TensorType::q5_1, src.data(), dst.data(), 48), std::invalid_argument);
   EXPECT_THROW(dequantize_row(static_cast<TensorType>(99), src.data(), dst.data(), 32), std::invalid_argument);
   try {
     dequantize_row(TensorType::i16, src.data(), dst.data(), 256);
@@ -296,7 +345,8 @@ TEST(Quantize, RejectsPartialBlocksAndUnsupportedTypes) {
   std::vector<std::uint8_t> dst(4096);
   EXPECT_THROW(quantize_row(TensorType::q8_0, src.data(), dst.data(), 31), std::invalid_argument);
   EXPECT_THROW(quantize_row(TensorType::q8_k, src.data(), dst.data(), 32), std::invalid_argument);
-  EXPECT_THROW(quantize_row(TensorType::q5_1, src.data(), dst.data(), 32), std::invalid_argument);
+  EXPECT_THROW(quantize_row(TensorType::i16, src.data(), dst.data(), 32), std::invalid_argument);
+  EXPECT_THROW(quantize_row(TensorType::iq4_nl, src.data(), dst.data(), 16), std::invalid_argument);
 }
 
 // Round trip of Gaussian data: the error relative to the data's RMS, and per-value bounds where the format
@@ -342,6 +392,17 @@ TEST_P(QuantizeRoundTrip, ErrorWithinFormatBounds) {
     if (c.type == TensorType::q8_0) bound = (0.5 + 127.0 / 2048) * amax / 127 * 1.001;
     if (c.type == TensorType::q8_k) bound = 0.5 * amax / 127 * 1.0001;
     if (c.type == TensorType::q4_0) bound = amax / 8 * 1.002;
+    if (c.type == TensorType::q5_0) bound = amax / 16 * 1.002;  // as Q4_0 with twice the levels
+    if (c.type == TensorType::q8_1) bound = (0.5 + 127.0 / 2048) * amax / 127 * 1.001;
+    if (c.type == TensorType::q4_1 || c.type == TensorType::q5_1) {
+      // Half a step of the block's range (d and m are f16: a little more).
+      double lo = x[b * be], hi = x[b * be];
+      for (std::size_t i = 0; i < be; ++i) {
+        lo = std::min(lo, static_cast<double>(x[b * be + i]));
+        hi = std::max(hi, static_cast<double>(x[b * be + i]));
+      }
+      bound = 0.5 * (hi - lo) / (c.type == TensorType::q4_1 ? 15 : 31) * 1.01 + amax / 1024;
+    }
     if (bound == 0) continue;
     for (std::size_t i = 0; i < be; ++i) {
       ASSERT_LE(std::fabs(x[b * be + i] - y[b * be + i]), bound + 1e-9)
@@ -356,8 +417,10 @@ INSTANTIATE_TEST_SUITE_P(
                       RoundTripCase{TensorType::q8_0, 0.01}, RoundTripCase{TensorType::q8_k, 0.012},
                       RoundTripCase{TensorType::q4_0, 0.12}, RoundTripCase{TensorType::q4_k, 0.10},
                       RoundTripCase{TensorType::q5_k, 0.05}, RoundTripCase{TensorType::q6_k, 0.025},
-                      RoundTripCase{TensorType::q2_k, 0.30}, RoundTripCase{TensorType::q3_k, 0.17},
-                      RoundTripCase{TensorType::iq4_xs, 0.09}),
+                      RoundTripCase{TensorType::q4_1, 0.12}, RoundTripCase{TensorType::q5_0, 0.06},
+                      RoundTripCase{TensorType::q5_1, 0.06}, RoundTripCase{TensorType::iq4_nl, 0.11},
+                      RoundTripCase{TensorType::q8_1, 0.01}, RoundTripCase{TensorType::q2_k, 0.30},
+                      RoundTripCase{TensorType::q3_k, 0.17}, RoundTripCase{TensorType::iq4_xs, 0.09}),
     [](const ::testing::TestParamInfo<RoundTripCase>& case_info) { return std::string(name(case_info.param.type)); });
 
 TEST(Quantize, Q8KBsumsAreSubBlockSums) {
@@ -379,9 +442,34 @@ TEST(Quantize, Q8KBsumsAreSubBlockSums) {
   }
 }
 
+// Q8_1 activations: q as Q8_0 (127 / amax, never -128) and s = d * sum(q) with d = amax / 127 before its
+// rounding to f16 (the reference's s, which carries Q4_1/Q5_1's min term).
+TEST(Quantize, Q8_1CarriesTheScaledSum) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::vector<float> x(256);
+  for (auto& v : x) v = gauss(rng) + 0.3f;
+  std::vector<BlockQ8_1> q(8);
+  std::vector<BlockQ8_0> q0(8);
+  quantize_row(TensorType::q8_1, x.data(), q.data(), 256);
+  quantize_row(TensorType::q8_0, x.data(), q0.data(), 256);
+  for (int b = 0; b < 8; ++b) {
+    float amax = 0;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      amax = std::max(amax, std::fabs(x[32 * b + i]));
+      sum += q[b].qs[i];
+      ASSERT_EQ(q[b].qs[i], q0[b].qs[i]) << "block " << b << " value " << i;
+    }
+    EXPECT_EQ(q[b].d, q0[b].d);
+    EXPECT_EQ(q[b].s, float_to_half(amax / 127.0f * static_cast<float>(sum))) << "block " << b;
+  }
+}
+
 TEST(Quantize, ZerosAndConstantsAreExact) {
   for (TensorType type :
        {TensorType::q8_0, TensorType::q4_0, TensorType::q4_k, TensorType::q5_k, TensorType::q6_k, TensorType::q8_k,
+        TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl, TensorType::q8_1,
         TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs}) {
     for (float value : {0.0f, 0.5f, -0.25f}) {
       std::vector<float> x(512, value), y(512, 42.0f);

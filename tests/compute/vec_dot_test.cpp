@@ -30,6 +30,7 @@ using testing::Problem;
 
 constexpr TensorType kWeightTypes[] = {TensorType::f32,  TensorType::f16,  TensorType::bf16, TensorType::q8_0,
                                        TensorType::q4_0, TensorType::q4_k, TensorType::q5_k, TensorType::q6_k,
+                                       TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl,
                                        TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs};
 
 std::vector<std::int64_t> lengths_for(TensorType type) {
@@ -184,6 +185,54 @@ TEST_P(VecDotTypes, Avx512GivesTheAvx2PathsBits) {
   }
 }
 
+// Q4_1/Q5_1 kernels take the min term from the activations' s (an f16 of d * sum(q)), not from the
+// dequantized activations: against the plain double dot of the dequantized rows they differ by that
+// rounding at most (relative 2^-11 of each block's |m * s|, plus d's), on every path.
+TEST_P(VecDotTypes, MinTypesMatchThePlainDequantizedDot) {
+  const TensorType type = GetParam();
+  if (activation_type(type) != TensorType::q8_1) GTEST_SKIP() << name(type) << " has no min term";
+  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2, KernelPath::avx512}) {
+    if (!kernel_path_supported(path)) continue;
+    const VecDotKernel kernel = vec_dot_kernel(type, path);
+    for (std::int64_t n : lengths_for(type)) {
+      const Problem p = make_problem(type, n, 9, 3, false, static_cast<unsigned>(n) + 17);
+      for (int r = 0; r < p.rows; ++r) {
+        for (int c = 0; c < p.cols; ++c) {
+          double min_terms = 0;  // sum over blocks of |m * s|
+          for (std::int64_t b = 0; b < n / 32; ++b) min_terms += std::fabs(p.w_min[r * n / 32 + b] * p.a_s[c * n / 32 + b]);
+          const float got = kernel.dot(p.weight_row(r), p.activation_row(c), n);
+          ASSERT_NEAR(got, p.dequantized_dot(r, c), 1e-5 * p.dequantized_magnitude(r, c) + 2e-3 * min_terms)
+              << name(type) << " on " << name(path) << " n=" << n << " row " << r << " col " << c;
+        }
+      }
+    }
+  }
+}
+
+// The 32-value types' SIMD kernels keep the scalar kernels' order (small_blocks.hpp): the same bits on every
+// path, for one column and for every column-group and row-tile remainder.
+TEST_P(VecDotTypes, SmallBlockTypesGiveTheScalarBits) {
+  const TensorType type = GetParam();
+  if (type != TensorType::q4_1 && type != TensorType::q5_0 && type != TensorType::q5_1 && type != TensorType::iq4_nl) {
+    GTEST_SKIP() << name(type) << " keeps another order on its SIMD paths";
+  }
+  for (KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
+    if (!kernel_path_supported(path)) continue;
+    for (bool random_bits : {false, true}) {
+      for (std::int64_t n : lengths_for(type)) {
+        for (int cols : {1, 2, 3, 4, 5, 9}) {
+          const int rows = 13;
+          const Problem p = make_problem(type, n, rows, cols, random_bits, static_cast<unsigned>(n * 5 + cols) + random_bits);
+          EXPECT_TRUE(testing::same_outputs(testing::rows_cols_on(type, path, p, n, rows, cols, 15),
+                                            testing::rows_cols_on(type, KernelPath::scalar, p, n, rows, cols, 15), rows,
+                                            cols, 15))
+              << name(type) << " on " << name(path) << " n=" << n << " cols=" << cols;
+        }
+      }
+    }
+  }
+}
+
 // Q2_K, Q3_K and IQ4_XS: the scalar kernels spell out the SIMD kernels' lanes and float order (the
 // reference's), so every path gives the same bits, one column or several.
 class LowBitKTypes : public ::testing::TestWithParam<TensorType> {};
@@ -226,7 +275,8 @@ INSTANTIATE_TEST_SUITE_P(VecDot, VecDotTypes, ::testing::ValuesIn(kWeightTypes),
 // Q3_K and IQ4_XS to the 256-bit ones); lengths around those limits take every branch.
 TEST(VecDot, LongRowsMatchScalarOnEverySimdPath) {
   for (TensorType type : {TensorType::q8_0, TensorType::q4_0, TensorType::q4_k, TensorType::q6_k, TensorType::f16,
-                          TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs}) {
+                          TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl, TensorType::q2_k,
+                          TensorType::q3_k, TensorType::iq4_xs}) {
     for (std::int64_t blocks : {1500, 2048, 4096, 4100}) {
       const std::int64_t n = blocks * 32;
       if (n % static_cast<std::int64_t>(traits(type).block_elements) != 0) continue;
@@ -284,11 +334,17 @@ TEST(VecDot, ActivationTypes) {
   EXPECT_EQ(activation_type(TensorType::q4_k), TensorType::q8_k);
   EXPECT_EQ(activation_type(TensorType::q5_k), TensorType::q8_k);
   EXPECT_EQ(activation_type(TensorType::q6_k), TensorType::q8_k);
+  // The reference's pairings: symmetric 32-value types with Q8_0, those with a min with Q8_1 (its s).
+  EXPECT_EQ(activation_type(TensorType::q5_0), TensorType::q8_0);
+  EXPECT_EQ(activation_type(TensorType::iq4_nl), TensorType::q8_0);
+  EXPECT_EQ(activation_type(TensorType::q4_1), TensorType::q8_1);
+  EXPECT_EQ(activation_type(TensorType::q5_1), TensorType::q8_1);
   EXPECT_EQ(activation_type(TensorType::q2_k), TensorType::q8_k);
   EXPECT_EQ(activation_type(TensorType::q3_k), TensorType::q8_k);
   EXPECT_EQ(activation_type(TensorType::iq4_xs), TensorType::q8_k);
   EXPECT_THROW(activation_type(TensorType::q8_k), std::invalid_argument);
-  EXPECT_THROW(activation_type(TensorType::q4_1), std::invalid_argument);
+  EXPECT_THROW(activation_type(TensorType::q8_1), std::invalid_argument);
+  EXPECT_THROW(activation_type(TensorType::i8), std::invalid_argument);
 }
 
 TEST(VecDot, RejectsBadArguments) {
@@ -349,6 +405,33 @@ TEST(VecDot, ExtremeQuantsDoNotOverflow) {
     for (auto& s : a6.bsums) s = 16 * 127;
     EXPECT_EQ(vec_dot_kernel(TensorType::q6_k, path).dot(w6.data(), &a6, 256), 256.0f * 31 * 127 * 127) << name(path);
 
+    // IQ4_NL's largest level, -127, against -127 activations (AVX2 pairs: 2 * 127 * 127 fits int16 only
+    // through the sign trick), and Q5_0's and Q5_1's largest level, 31 (15 and 31 after their offsets).
+    std::vector<BlockIQ4_NL> wn(2);
+    std::vector<BlockQ8_0> an(2);
+    for (int b = 0; b < 2; ++b) {
+      wn[b].d = an[b].d = float_to_half(1.0f);
+      std::memset(wn[b].qs, 0x00, sizeof wn[b].qs);  // nibble 0: level -127
+      for (auto& q : an[b].qs) q = -127;
+    }
+    EXPECT_EQ(vec_dot_kernel(TensorType::iq4_nl, path).dot(wn.data(), an.data(), 64), 64.0f * 127 * 127) << name(path);
+    std::vector<BlockQ5_0> w5(2);
+    std::vector<BlockQ8_0> a5(2);
+    std::vector<BlockQ5_1> w51(2);
+    std::vector<BlockQ8_1> a51(2);
+    for (int b = 0; b < 2; ++b) {
+      w5[b].d = a5[b].d = w51[b].d = a51[b].d = float_to_half(1.0f);
+      w51[b].m = 0;
+      a51[b].s = float_to_half(32.0f * 127);
+      std::memset(w5[b].qs, 0xFF, sizeof w5[b].qs);
+      std::memset(w5[b].qh, 0xFF, sizeof w5[b].qh);
+      std::memset(w51[b].qs, 0xFF, sizeof w51[b].qs);
+      std::memset(w51[b].qh, 0xFF, sizeof w51[b].qh);
+      for (auto& q : a5[b].qs) q = 127;
+      for (auto& q : a51[b].qs) q = 127;
+    }
+    EXPECT_EQ(vec_dot_kernel(TensorType::q5_0, path).dot(w5.data(), a5.data(), 64), 64.0f * 15 * 127) << name(path);
+    EXPECT_EQ(vec_dot_kernel(TensorType::q5_1, path).dot(w51.data(), a51.data(), 64), 64.0f * 31 * 127) << name(path);
     // IQ4_XS: every nibble 0 (value -127) with scale -32 against -127 everywhere (a maddubs pair of
     // 2 * 127 * 127 is the largest that fits int16); Q3_K: every q = -4 with scale -32.
     BlockIQ4_XS wx{};

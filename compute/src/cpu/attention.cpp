@@ -49,18 +49,19 @@ float sum_16_lanes(const float* x) {
 
 // The vector_dot order (attention.hpp) of term(0..n-1): four 16-lane accumulators over the first
 // n - n % 64 terms, folded and summed, then the rest in double.
+// Terms before `from` (a multiple of 64: a sliding window's base) are zero and not asked for.
 template <class Term>
-float vector_dot(Term term, std::int64_t n) {
+float vector_dot(Term term, std::int64_t n, std::int64_t from = 0) {
   const std::int64_t whole = n / 64 * 64;
   float acc[4][16] = {};
-  for (std::int64_t i = 0; i < whole; ++i) {
+  for (std::int64_t i = from; i < whole; ++i) {
     const auto [a, b] = term(i);
     acc[(i / 16) % 4][i % 16] = std::fma(a, b, acc[(i / 16) % 4][i % 16]);
   }
   float x[16];
   for (int l = 0; l < 16; ++l) x[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
   double sum = sum_16_lanes(x);
-  for (std::int64_t i = whole; i < n; ++i) {
+  for (std::int64_t i = std::max(whole, from); i < n; ++i) {
     const auto [a, b] = term(i);
     sum += static_cast<double>(a * b);
   }
@@ -69,9 +70,9 @@ float vector_dot(Term term, std::int64_t n) {
 
 // The tiled order: one 16-lane accumulator (n a multiple of 16 for the reference; here any n).
 template <class Term>
-float tiled_dot(Term term, std::int64_t n) {
+float tiled_dot(Term term, std::int64_t n, std::int64_t from = 0) {
   float acc[16] = {};
-  for (std::int64_t i = 0; i < n; ++i) {
+  for (std::int64_t i = from; i < n; ++i) {
     const auto [a, b] = term(i);
     acc[i % 16] = std::fma(a, b, acc[i % 16]);
   }
@@ -88,22 +89,25 @@ float score(const T* key, const float* q, std::int64_t n, bool tiled) {
   return tiled ? tiled_dot(term, n) : vector_dot(term, n);
 }
 
-// Output dimension d; positions from `positions` to the span have probability 0 and add nothing.
+// Output dimension d; positions from `positions` to the span, and before the window's first, have
+// probability 0 and add nothing (those before are not read).
 template <typename T>
 float weigh_values(const HeadAttention& h, const AttentionPlan& plan, const float* probabilities,
                    const std::uint64_t* value_offsets, std::int64_t d) {
   const T* v = static_cast<const T*>(h.values) + static_cast<std::size_t>(d) * value_dim_stride(h);
+  const std::int64_t first = window_start(h, h.positions);
   const auto term = [&](std::int64_t p) {
-    return p < h.positions ? Pair{load(v[value_offsets[p]]), probabilities[p]} : Pair{0.0f, 0.0f};
+    return p < h.positions && p >= first ? Pair{load(v[value_offsets[p]]), probabilities[p]} : Pair{0.0f, 0.0f};
   };
-  return plan.tiled_values ? tiled_dot(term, plan.span) : vector_dot(term, plan.span);
+  return plan.tiled_values ? tiled_dot(term, plan.span, plan.base) : vector_dot(term, plan.span, plan.base);
 }
 
 // Each position's key offset, found once through the block table and kept for the scores.
 std::uint64_t* find_key_offsets(const HeadAttention& h, float* q) {
   auto* offsets = reinterpret_cast<std::uint64_t*>(q + h.head_dim);
-  PositionRows rows(h, h.stride);
-  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
+  const std::int64_t first = window_start(h, h.positions);
+  PositionRows rows(h, h.stride, first);
+  for (std::int64_t p = first; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
   return offsets;
 }
 
@@ -117,14 +121,16 @@ void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
   for (std::int64_t d = 0; d < h.head_dim; ++d) q[d] = half_cache ? f16(h.query[d]) : h.query[d];
   std::uint64_t* offsets = find_key_offsets(h, q);
 
+  const std::int64_t first = window_start(h, h.positions);
   float max_score = -INFINITY;
-  for (std::int64_t p = 0; p < h.positions; ++p) {
-    scores[p] = score(keys + offsets[p], q, h.head_dim, plan.tiled_scores) * h.scale;
+  for (std::int64_t p = plan.base; p < first; ++p) scores[p] = -INFINITY;  // outside the window: masked
+  for (std::int64_t p = first; p < h.positions; ++p) {
+    scores[p] = soft_cap(score(keys + offsets[p], q, h.head_dim, plan.tiled_scores) * h.scale, h.softcap);
     max_score = std::max(max_score, scores[p]);
   }
   for (std::int64_t p = h.positions; p < plan.padded_scores; ++p) scores[p] = -INFINITY;
   double sum = 0.0;
-  std::int64_t p0 = 0;
+  std::int64_t p0 = plan.base;
   for (; p0 + 16 <= plan.span && p0 < h.positions; p0 += 16) {
     float lane[16];
     for (int l = 0; l < 16; ++l) scores[p0 + l] = lane[l] = vector_expf(scores[p0 + l] - max_score);
@@ -132,9 +138,9 @@ void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
   }
   for (std::int64_t p = p0; p < h.positions; ++p) sum += static_cast<double>(scores[p] = std::exp(scores[p] - max_score));
   const auto inverse = static_cast<float>(1.0 / sum);
-  for (std::int64_t p = 0; p < h.positions; ++p) scores[p] = half_cache ? f16(scores[p] * inverse) : scores[p] * inverse;
+  for (std::int64_t p = plan.base; p < h.positions; ++p) scores[p] = half_cache ? f16(scores[p] * inverse) : scores[p] * inverse;
 
-  if (h.values_transposed) find_value_offsets(h, offsets);  // rows: the keys' offsets
+  if (h.values_transposed) find_value_offsets(h, offsets, first);  // rows: the keys' offsets
   for (std::int64_t d = 0; d < h.head_dim; ++d) h.out[d] = weigh_values<T>(h, plan, scores, offsets, d);
 }
 
@@ -146,9 +152,9 @@ void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
 
 }  // namespace
 
-void find_value_offsets(const HeadAttention& h, std::uint64_t* offsets) {
-  PositionRows rows(h, h.values_transposed ? 1 : h.stride);
-  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
+void find_value_offsets(const HeadAttention& h, std::uint64_t* offsets, std::int64_t first) {
+  PositionRows rows(h, h.values_transposed ? 1 : h.stride, first);
+  for (std::int64_t p = first; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
 }
 
 float weigh_values_one_dim(const HeadAttention& h, const AttentionPlan& plan, const float* probabilities,
@@ -183,6 +189,10 @@ AttentionPlan plan_attention(const HeadAttention& h) {
   plan.tiled_scores = h.order == SumOrder::tiled && h.head_dim % 16 == 0 && plan.span % 4 == 0;
   plan.tiled_values = h.order == SumOrder::tiled && plan.span % 16 == 0 && h.head_dim % 4 == 0;
   plan.f32_cache = h.kv_type == TensorType::f32;
+  if (h.window < 0) throw std::invalid_argument("attend: a negative window");
+  if (!(h.softcap >= 0.0f)) throw std::invalid_argument("attend: the soft-cap must be 0 (none) or positive");
+  plan.first = window_start(h, h.positions);
+  plan.base = plan.first / 64 * 64;
   return plan;
 }
 

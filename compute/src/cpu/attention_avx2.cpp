@@ -76,21 +76,28 @@ void score_vector_dot4(const T* const* key, const float* q, std::int64_t n, floa
 // summed per output as the lanes of the orders in attention.hpp: 16 slots are one 16-lane accumulator, 64
 // are four, folded first. partial has slots * dims floats. Vectorised across outputs, so every output gets
 // the same float operations as attention.cpp's one-output loops.
+// A sliding window (plan.base, plan.first): the loop starts at base, a multiple of 64, so each position keeps
+// its slot; positions before first are not read (their slots start at zero).
 template <typename T>
-void sum_in_slots(const HeadAttention& h, const float* p, const std::uint64_t* offsets, std::int64_t count,
-                  int slots, std::int64_t dims, float* partial, float* out) {
+void sum_in_slots(const HeadAttention& h, const AttentionPlan& plan, const float* p, const std::uint64_t* offsets,
+                  std::int64_t count, int slots, std::int64_t dims, float* partial, float* out) {
   const T* v = static_cast<const T*>(h.values);
-  for (std::int64_t i = 0; i < count; ++i) {
-    const T* row = v + offsets[i];
+  const std::int64_t from = plan.base;
+  for (std::int64_t i = from; i < count; ++i) {
     float* slot = partial + (i % slots) * dims;
+    const bool first = i < from + slots;
+    if (i < plan.first) {
+      if (first) std::fill_n(slot, dims, 0.0f);
+      continue;
+    }
+    const T* row = v + offsets[i];
     const __m256 weight = _mm256_set1_ps(p[i]);
-    const bool first = i < slots;
     for (std::int64_t d = 0; d < dims; d += 8) {
       const __m256 before = first ? _mm256_setzero_ps() : _mm256_loadu_ps(slot + d);
       _mm256_storeu_ps(slot + d, _mm256_fmadd_ps(load8(row + d), weight, before));
     }
   }
-  for (std::int64_t i = count; i < slots; ++i) std::fill_n(partial + i * dims, dims, 0.0f);
+  for (std::int64_t i = std::max(count, from); i < from + slots; ++i) std::fill_n(partial + (i % slots) * dims, dims, 0.0f);
   for (std::int64_t d = 0; d < dims; d += 8) {
     const auto slot = [&](int k) { return _mm256_loadu_ps(partial + k * dims + d); };
     __m256 x[16];
@@ -119,7 +126,7 @@ void add_rest_in_double(const HeadAttention& h, const float* p, const std::uint6
     acc[2 * g] = _mm256_cvtps_pd(_mm256_castps256_ps128(start));
     acc[2 * g + 1] = _mm256_cvtps_pd(_mm256_extractf128_ps(start, 1));
   }
-  for (std::int64_t i = first; i < h.positions; ++i) {
+  for (std::int64_t i = std::max(first, window_start(h, h.positions)); i < h.positions; ++i) {
     const T* row = v + offsets[i];
     const __m256 weight = _mm256_set1_ps(p[i]);
     for (int g = 0; g < Groups; ++g) {
@@ -136,17 +143,34 @@ void add_rest_in_double(const HeadAttention& h, const float* p, const std::uint6
 // ---- Values stored transposed (HeadAttention::values_transposed): output d of positions q..q+7 is a run ----
 
 // Positions q..q+7 of one output's values (v: the values plus that output's dimension offset), zero from
-// `count` on. One load when they are a run within a block (the block size a multiple of 8: q is), else one by
-// one (odd block sizes, the last group).
+// `count` on, one by one: for block sizes that are not a multiple of 8, where q..q+7 may span two blocks
+// (values8() picks one load where they cannot), and for the group that holds a sliding window's first
+// position: those before `from` are zeros too, and not read.
 template <typename T>
-__attribute__((noinline)) __m256 gather_values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count) {
+__attribute__((noinline)) __m256 gather_values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count,
+                                                std::int64_t from = 0) {
   alignas(32) float lanes[8] = {};
-  for (int j = 0; j < 8 && q + j < count; ++j) lanes[j] = load1(v[offsets[q + j]]);
+  for (int j = 0; j < 8 && q + j < count; ++j) {
+    if (q + j >= from) lanes[j] = load1(v[offsets[q + j]]);
+  }
   return _mm256_load_ps(lanes);
 }
+// The same when the block size is a multiple of 8, so that slots q..q+7 lie in one block's run even past
+// the last position (q is a multiple of 8): one load, then the lanes from `count` on zeroed, since slots
+// not yet written may hold anything (a NaN times a zero probability would still be a NaN).
+template <typename T>
+inline __m256 run_values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count) {
+  const __m256 x = load8(v + offsets[q]);
+  if (q + 8 <= count) return x;
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count - q)), lanes)));
+}
 template <typename T, bool Checked>
-inline __m256 values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count) {
-  if constexpr (Checked) return gather_values8(v, offsets, q, count);
+inline __m256 values8(const T* v, const std::uint64_t* offsets, std::int64_t q, std::int64_t count, bool runs_of_8,
+                      std::int64_t from) {
+  if constexpr (Checked) {
+    return runs_of_8 && q >= from ? run_values8(v, offsets, q, count) : gather_values8(v, offsets, q, count, from);
+  }
   return load8(v + offsets[q]);
 }
 template <bool Checked>
@@ -193,9 +217,11 @@ void prefetch_values(const HeadAttention& h, const std::uint64_t* value_offsets,
 // chunk's runs, and wait in the scratch's partial sums (dims * Slots floats a head) between chunks. A chunk's
 // values come from memory once (the next chunk's asked for meanwhile, a slice per group of outputs) and stay
 // in the second-level cache for the other heads.
+// A sliding window: chunks start at plan.base (each position keeps its lane); positions before plan.first are
+// not read (a cycle across it takes the checked path; their probabilities are 0).
 template <typename T, int Slots>
-void weigh_transposed(const HeadAttention& h, const AttentionScratch& scratch, std::int64_t count, std::int64_t dims,
-                      float* out) {
+void weigh_transposed(const HeadAttention& h, const AttentionPlan& plan, const AttentionScratch& scratch,
+                      std::int64_t count, std::int64_t dims, float* out) {
   constexpr int kRegs = Slots / 8;     // registers per output
   constexpr int kOutputs = 8 / kRegs;  // outputs per group
   constexpr std::int64_t kChunk = 512;
@@ -207,10 +233,12 @@ void weigh_transposed(const HeadAttention& h, const AttentionScratch& scratch, s
   const std::int64_t slice = (kChunk / groups + 15) / 16 * 16;  // of the next chunk, per group
   const auto partial = [&](std::int64_t g) { return scratch.partial + g * dims * Slots; };
   std::fill_n(partial(0), h.query_heads * dims * Slots, 0.0f);
-  prefetch_values<T>(h, offsets, 0, std::min(count, kChunk));
-  for (std::int64_t c0 = 0; c0 < count; c0 += kChunk) {
+  const std::int64_t from = plan.first;
+  if (from < count) prefetch_values<T>(h, offsets, from, std::min(count, plan.base + kChunk));
+  for (std::int64_t c0 = plan.base; c0 < count; c0 += kChunk) {
     const std::int64_t c1 = std::min(count, c0 + kChunk);
     const std::int64_t unchecked = runs_of_8 ? c0 + (c1 - c0) / Slots * Slots : c0;  // whole cycles of runs
+    const std::int64_t clean = std::max(c0, (from + Slots - 1) / Slots * Slots);  // cycles from here hold no masked position
     for (std::int64_t head = 0; head < h.query_heads; ++head) {
       const float* p = scratch.scores(head);
       for (std::int64_t g = 0; g < groups; ++g) {
@@ -229,14 +257,18 @@ void weigh_transposed(const HeadAttention& h, const AttentionScratch& scratch, s
           for (int r = 0; r < kRegs; ++r) {
             const std::int64_t q = q0 + 8 * r;
             if (Checked && q >= count) break;
+            if (Checked && q + 8 <= from) continue;
             const __m256 weight = probabilities8<Checked>(p, q, count);
 #pragma GCC unroll 8
             for (int j = 0; j < kOutputs; ++j) {
-              acc[j][r] = _mm256_fmadd_ps(values8<T, Checked>(v[j], offsets, q, count), weight, acc[j][r]);
+              acc[j][r] = _mm256_fmadd_ps(values8<T, Checked>(v[j], offsets, q, count, runs_of_8, from), weight, acc[j][r]);
             }
           }
         };
         std::int64_t q0 = c0;
+        for (; q0 < std::min(clean, c1); q0 += Slots) {
+          if (q0 + Slots > from) cycle.template operator()<true>(q0);
+        }
         for (; q0 < unchecked; q0 += Slots) cycle.template operator()<false>(q0);
         for (; q0 < c1; q0 += Slots) cycle.template operator()<true>(q0);
         for (int j = 0; j < kOutputs; ++j) {
@@ -275,24 +307,26 @@ inline void transpose8(const __m256* r, __m256* c) {
 }
 
 // add_rest_in_double() for transposed values: positions [first, positions) (first a multiple of 8), each
-// float(value * probability) added in double in position order, eight outputs at a time.
+// float(value * probability) added in double in position order, eight outputs at a time; those before `from`
+// (a sliding window's first) neither read nor added.
 template <typename T>
 void add_rest_transposed(const HeadAttention& h, const float* p, const std::uint64_t* offsets, std::int64_t first,
-                         std::int64_t dims, float* out) {
+                         std::int64_t from, std::int64_t dims, float* out) {
   const T* values = static_cast<const T*>(h.values);
   const auto dim_stride = static_cast<std::size_t>(h.block_size);
+  const bool runs_of_8 = h.block_size % 8 == 0;
   for (std::int64_t d0 = 0; d0 < dims; d0 += 8) {
     const __m256 start = _mm256_loadu_ps(out + d0);
     __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(start)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(start, 1));
-    for (std::int64_t q = first; q < h.positions; q += 8) {
+    for (std::int64_t q = std::max(first, from / 8 * 8); q < h.positions; q += 8) {
       __m256 r[8], c[8];
-      const bool run = h.block_size % 8 == 0 && q + 8 <= h.positions;
       for (int j = 0; j < 8; ++j) {
         const T* v = values + static_cast<std::size_t>(d0 + j) * dim_stride;
-        r[j] = run ? values8<T, false>(v, offsets, q, h.positions) : gather_values8(v, offsets, q, h.positions);
+        r[j] = values8<T, true>(v, offsets, q, h.positions, runs_of_8, from);
       }
       transpose8(r, c);
       for (int i = 0; i < 8 && q + i < h.positions; ++i) {
+        if (q + i < from) continue;
         const __m256 product = _mm256_mul_ps(c[i], _mm256_set1_ps(p[q + i]));
         lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(product)));
         hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(product, 1)));
@@ -312,9 +346,9 @@ template <typename T>
 class Prefetcher {
  public:
   static constexpr std::int64_t kAhead = 128;
-  Prefetcher(const HeadAttention& h, const std::uint64_t* key_offsets)
+  Prefetcher(const HeadAttention& h, const std::uint64_t* key_offsets, std::int64_t first)
       : h_(h), keys_(static_cast<const char*>(h.keys)), values_(static_cast<const char*>(h.values)),
-        key_offsets_(key_offsets), row_bytes_(static_cast<std::size_t>(h.head_dim) * sizeof(T)) {}
+        key_offsets_(key_offsets), row_bytes_(static_cast<std::size_t>(h.head_dim) * sizeof(T)), next_(first) {}
   // Positions up to `until` (exclusive) have been asked for.
   void ask_until(std::int64_t until) {
     until = std::min(until, h_.positions);
@@ -333,7 +367,7 @@ class Prefetcher {
   const char* values_;
   const std::uint64_t* key_offsets_;
   std::size_t row_bytes_;
-  std::int64_t next_ = 0;
+  std::int64_t next_;  // positions before it have been asked for (or lie before the window)
 };
 
 // The weighted values of every query head: the tiled order is 16 slots over every position; the vector_dot
@@ -344,11 +378,15 @@ void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const Atten
   const std::int64_t in_slots = plan.tiled_values ? h.positions : std::min(h.positions, plan.span / 64 * 64);
   if (dims > 0 && h.values_transposed) {
     if (plan.tiled_values) {
-      weigh_transposed<T, 16>(h, scratch, in_slots, dims, h.out);
+      weigh_transposed<T, 16>(h, plan, scratch, in_slots, dims, h.out);
     } else {
-      weigh_transposed<T, 64>(h, scratch, in_slots, dims, h.out);
+      if (in_slots > 0) {
+        weigh_transposed<T, 64>(h, plan, scratch, in_slots, dims, h.out);
+      } else {  // a short span: all in double; the 64 lanes' fold of nothing would give these zeros
+        for (std::int64_t g = 0; g < h.query_heads; ++g) std::fill_n(h.out + g * h.head_dim, dims, 0.0f);
+      }
       for (std::int64_t g = 0; g < h.query_heads; ++g) {
-        add_rest_transposed<T>(h, scratch.scores(g), scratch.offsets, in_slots, dims, h.out + g * h.head_dim);
+        add_rest_transposed<T>(h, scratch.scores(g), scratch.offsets, in_slots, plan.first, dims, h.out + g * h.head_dim);
       }
     }
   }
@@ -357,10 +395,10 @@ void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const Atten
     float* out = h.out + g * h.head_dim;
     if (dims > 0 && !h.values_transposed) {
       if (plan.tiled_values) {
-        sum_in_slots<T>(h, p, scratch.offsets, h.positions, 16, dims, scratch.partial, out);
+        sum_in_slots<T>(h, plan, p, scratch.offsets, h.positions, 16, dims, scratch.partial, out);
       } else {
         if (in_slots > 0) {
-          sum_in_slots<T>(h, p, scratch.offsets, in_slots, 64, dims, scratch.partial, out);
+          sum_in_slots<T>(h, plan, p, scratch.offsets, in_slots, 64, dims, scratch.partial, out);
         } else {
           std::fill_n(out, dims, 0.0f);
         }
@@ -395,12 +433,13 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   }
 
   // Each position's key offset, found once through the block table.
+  // A sliding window's positions before plan.first are skipped: neither their table entries nor their keys.
   std::uint64_t* offsets = scratch.offsets;
-  PositionRows rows(h, h.stride);
-  for (std::int64_t p = 0; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
-  Prefetcher<T> prefetcher(h, offsets);
-  prefetcher.ask_until(Prefetcher<T>::kAhead);
-  std::int64_t scored = 0;
+  PositionRows rows(h, h.stride, plan.first);
+  for (std::int64_t p = plan.first; p < h.positions; ++p, rows.next()) offsets[p] = rows.offset();
+  Prefetcher<T> prefetcher(h, offsets, plan.first);
+  prefetcher.ask_until(plan.first + Prefetcher<T>::kAhead);
+  std::int64_t scored = plan.first;
   if (!plan.tiled_scores && h.head_dim % 8 == 0) {
     for (; scored + 4 <= h.positions; scored += 4) {
       prefetcher.ask_until(scored + 4 + Prefetcher<T>::kAhead);
@@ -417,9 +456,9 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
       scratch.scores(g)[scored] = plan.tiled_scores ? score_tiled(key, q, h.head_dim) : score_vector_dot(key, q, h.head_dim);
     }
   }
-  for (std::int64_t g = 0; g < heads; ++g) softmax<half_cache>(h, plan, scratch.scores(g));
+  for (std::int64_t g = 0; g < heads; ++g) softmax<half_cache>(h, plan, scratch.scores(g), plan.first);
 
-  if (h.values_transposed) find_value_offsets(h, offsets);  // rows: the keys' offsets
+  if (h.values_transposed) find_value_offsets(h, offsets, plan.first);  // rows: the keys' offsets
   weigh_values<T>(h, plan, scratch);
 }
 

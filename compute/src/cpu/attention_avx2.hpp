@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -66,19 +67,24 @@ inline __m256 exp8(__m256 x) {
 // with lane l of the high one, then as sum_lanes().
 inline float sum_16_lanes(__m256 lo, __m256 hi) { return sum_lanes(_mm256_add_ps(hi, lo)); }
 
-// Scores to probabilities in place: scale, the maximum, exp in 16-lane groups (the rest by the C library's
-// expf), the sum per 16 in float and across in double, times its reciprocal (rounded to F16 for an F16 cache).
+// Scores to probabilities in place: scale (and soft-cap), the maximum, exp in 16-lane groups (the rest by the
+// C library's expf), the sum per 16 in float and across in double, times its reciprocal (rounded to F16 for an
+// F16 cache). Positions before `first` (the query's window start) are masked: probability 0 from plan.base on,
+// their scores neither read nor needed; the 16-position groups stay where they are without a window.
 template <bool HalfCache>
-void softmax(const HeadAttention& h, const AttentionPlan& plan, float* scores) {
+void softmax(const HeadAttention& h, const AttentionPlan& plan, float* scores, std::int64_t first) {
   float max_score = -INFINITY;
-  for (std::int64_t p = 0; p < h.positions; ++p) {
-    scores[p] *= h.scale;
+  for (std::int64_t p = first; p < h.positions; ++p) {
+    scores[p] = soft_cap(scores[p] * h.scale, h.softcap);
     max_score = scores[p] > max_score ? scores[p] : max_score;
   }
+  const std::int64_t group = first / 16 * 16;
+  std::fill(scores + plan.base, scores + group, 0.0f);
+  std::fill(scores + group, scores + first, -INFINITY);
   for (std::int64_t p = h.positions; p < plan.padded_scores; ++p) scores[p] = -INFINITY;
   const __m256 max8 = _mm256_set1_ps(max_score);
   double sum = 0.0;
-  std::int64_t p0 = 0;
+  std::int64_t p0 = group;
   for (; p0 + 16 <= plan.span && p0 < h.positions; p0 += 16) {
     const __m256 lo = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p0), max8));
     const __m256 hi = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p0 + 8), max8));
@@ -88,7 +94,7 @@ void softmax(const HeadAttention& h, const AttentionPlan& plan, float* scores) {
   }
   for (std::int64_t p = p0; p < h.positions; ++p) sum += static_cast<double>(scores[p] = std::exp(scores[p] - max_score));
   const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / sum));
-  for (std::int64_t p = 0; p < h.positions; p += 8) {
+  for (std::int64_t p = group; p < h.positions; p += 8) {
     const __m256 probability = _mm256_mul_ps(_mm256_loadu_ps(scores + p), inverse);
     _mm256_storeu_ps(scores + p, HalfCache ? round_to_f16(probability) : probability);
   }

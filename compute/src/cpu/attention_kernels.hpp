@@ -2,7 +2,9 @@
 // (defined in attention_avx2.cpp, compiled for AVX2 + FMA + F16C).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 
 #include "loom/compute/cpu/attention.hpp"
@@ -18,11 +20,13 @@ namespace {
 // is HeadAttention::stride, transposed values' 1).
 class PositionRows {
  public:
-  PositionRows(const HeadAttention& h, std::size_t slot_stride)
+  // Starting at position `start` (a sliding window's first), the table entries before it never read.
+  PositionRows(const HeadAttention& h, std::size_t slot_stride, std::int64_t start = 0)
       : table_(h.block_table != nullptr ? h.block_table : &kNoTable),
         block_size_(h.block_table != nullptr ? h.block_size : h.positions),
         slot_stride_(slot_stride),
-        block_stride_(h.block_stride != 0 ? h.block_stride : static_cast<std::size_t>(block_size_) * h.stride) {}
+        block_stride_(h.block_stride != 0 ? h.block_stride : static_cast<std::size_t>(block_size_) * h.stride),
+        block_(start / block_size_), slot_(start % block_size_) {}
   std::size_t offset() const noexcept {
     return static_cast<std::size_t>(table_[block_]) * block_stride_ + static_cast<std::size_t>(slot_) * slot_stride_;
   }
@@ -39,9 +43,12 @@ class PositionRows {
   std::int64_t block_size_;
   std::size_t slot_stride_;
   std::size_t block_stride_;
-  std::int64_t block_ = 0;
-  std::int64_t slot_ = 0;
+  std::int64_t block_;
+  std::int64_t slot_;
 };
+
+// A scaled score soft-capped as the reference does it (times 1/cap, tanhf, times cap); cap 0: as it is.
+inline float soft_cap(float score, float cap) { return cap > 0.0f ? cap * std::tanh(score * (1.0f / cap)) : score; }
 
 }  // namespace
 
@@ -52,6 +59,11 @@ struct AttentionPlan {
   bool tiled_values = false;          // weighted values in SumOrder::tiled (else vector_dot)
   bool f32_cache = false;             // keys and values are F32 (else F16)
   std::int64_t last = 0;              // the last query's positions (HeadAttention::queries)
+  // Sliding window: the first position any query sees (the first query's window start), and that rounded
+  // down to 64, where loops over positions begin so that each position keeps its lane (both orders' lane
+  // counts divide 64). Without a window both are 0.
+  std::int64_t first = 0;
+  std::int64_t base = 0;
 };
 
 AttentionPlan plan_attention(const HeadAttention& head);  // validates the arguments
@@ -77,7 +89,8 @@ struct AttentionScratch {
 
 // Position p's value offsets (PositionRows with the values' slot stride) into `offsets`: element d of its value
 // is at values + offsets[p] + d * value_dim_stride(head).
-void find_value_offsets(const HeadAttention& head, std::uint64_t* offsets);
+// Positions from `first` on (a sliding window's first; before it nothing is read).
+void find_value_offsets(const HeadAttention& head, std::uint64_t* offsets, std::int64_t first);
 inline std::size_t value_dim_stride(const HeadAttention& head) {
   return head.values_transposed ? static_cast<std::size_t>(head.block_size) : 1;
 }

@@ -38,8 +38,9 @@ struct TileScratch {
   float* values;   // output d of a chunk's position i at values + d * kTileValueChunk + i
 };
 
-// Row r's positions: its query's (causal).
+// Row r's positions: its query's (causal); and the first it sees (its sliding window's start, else 0).
 inline std::int64_t row_positions(const HeadAttention& h, std::int64_t r) { return h.positions + r / h.query_heads; }
+inline std::int64_t row_first(const HeadAttention& h, std::int64_t r) { return window_start(h, row_positions(h, r)); }
 
 // Eight dots' 8-lane sums x[k] (the 16 lanes' two halves already added, as sum_16_lanes() does first), each
 // summed as sum_lanes() does, (x0+x4 + x2+x6) + (x1+x5 + x3+x7), side by side: result lane k is dot k.
@@ -55,13 +56,14 @@ inline __m256 sum_lanes8(const __m256* x) {
   return _mm256_add_ps(_mm256_add_ps(c0, c2), _mm256_add_ps(c1, c3));
 }
 
-// Positions p0..p0+7's keys as floats into the scratch (zeros past the last position).
+// Positions p0..p0+7's keys as floats into the scratch (zeros past the last position, and before the tile's
+// first under a sliding window: those are not read).
 template <typename T>
-void load_keys8(const HeadAttention& h, const TileScratch& s, std::int64_t p0, std::int64_t last) {
+void load_keys8(const HeadAttention& h, const TileScratch& s, std::int64_t p0, std::int64_t first, std::int64_t last) {
   const T* keys = static_cast<const T*>(h.keys);
   for (std::int64_t k = 0; k < 8; ++k) {
     float* row = s.keys + k * h.head_dim;
-    if (p0 + k >= last) {
+    if (p0 + k >= last || p0 + k < first) {
       std::fill_n(row, h.head_dim, 0.0f);
       continue;
     }
@@ -90,25 +92,31 @@ inline void score8(const float* keys, const float* q, std::int64_t head_dim, flo
   _mm256_storeu_ps(out, sum_lanes8(x));
 }
 
-// Every row's scores, eight positions at a time; a row past its own positions scores too (its softmax then
-// sets those to -inf), which keeps the loop branch-free up to the row's last group of eight.
+// Every row's scores, eight positions at a time; a row past its own positions, or before its window, scores
+// too within a group of eight it partly sees (its softmax then masks those), which keeps the loop branch-free.
+// Under a sliding window the walk starts at the first query's window (plan.first), each row scoring only
+// the groups that reach its own window.
 template <typename T>
 void score_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScratch& s) {
-  for (std::int64_t p0 = 0; p0 < plan.last; p0 += 8) {
-    load_keys8<T>(h, s, p0, plan.last);
+  for (std::int64_t p0 = plan.first / 8 * 8; p0 < plan.last; p0 += 8) {
+    load_keys8<T>(h, s, p0, plan.first, plan.last);
     for (std::int64_t r = 0; r < s.rows; ++r) {
-      if (p0 < row_positions(h, r)) score8(s.keys, s.query(r), h.head_dim, s.scores(r) + p0);
+      if (p0 < row_positions(h, r) && p0 + 8 > row_first(h, r)) score8(s.keys, s.query(r), h.head_dim, s.scores(r) + p0);
     }
   }
 }
 
-// Positions [c0, c1)'s values as floats, output after output, zeros from `valid` on. value_offsets[p] is
-// p's block start + slot; a block's slots are a run of each output's values.
+// Positions [c0, c1)'s values as floats, output after output, zeros from `valid` on and before `first` (a
+// sliding window's; those are not read). value_offsets[p] is p's block start + slot; a block's slots are a
+// run of each output's values.
 template <typename T>
-void load_value_chunk(const HeadAttention& h, const TileScratch& s, std::int64_t c0, std::int64_t c1, std::int64_t valid) {
+void load_value_chunk(const HeadAttention& h, const TileScratch& s, std::int64_t c0, std::int64_t c1, std::int64_t first,
+                      std::int64_t valid) {
   const T* values = static_cast<const T*>(h.values);
   const auto dim_stride = static_cast<std::size_t>(h.block_size);
-  for (std::int64_t p = c0; p < valid;) {
+  const std::int64_t from = std::min(std::max(c0, first), valid);
+  for (std::int64_t d = 0; d < h.head_dim; ++d) std::fill(s.values + d * kTileValueChunk, s.values + d * kTileValueChunk + (from - c0), 0.0f);
+  for (std::int64_t p = from; p < valid;) {
     const std::int64_t end = std::min(valid, p - p % h.block_size + h.block_size);
     for (std::int64_t d = 0; d < h.head_dim; ++d) {
       const T* run = values + s.offsets[p] + static_cast<std::size_t>(d) * dim_stride;
@@ -126,13 +134,14 @@ void load_value_chunk(const HeadAttention& h, const TileScratch& s, std::int64_t
 // time, each output's 16 lanes (position i in lane i % 16, as weigh_transposed<T, 16>) in two registers.
 // Positions past the row's own weigh 0: a (finite) value times 0 adds a zero to a lane that is never -0,
 // which leaves it as the one-query kernel's skipped or zeroed lanes do.
-inline void weigh_chunk(const TileScratch& s, std::int64_t head_dim, std::int64_t r, std::int64_t c0, std::int64_t end) {
+inline void weigh_chunk(const TileScratch& s, std::int64_t head_dim, std::int64_t r, std::int64_t c0, std::int64_t from,
+                        std::int64_t end) {
   const float* p = s.scores(r);
   for (std::int64_t d0 = 0; d0 < head_dim; d0 += 4) {
     float* sums = s.partial + (r * head_dim + d0) * 16;
     __m256 acc[4][2];
     for (int j = 0; j < 4; ++j) acc[j][0] = _mm256_loadu_ps(sums + 16 * j), acc[j][1] = _mm256_loadu_ps(sums + 16 * j + 8);
-    for (std::int64_t q = c0; q < end; q += 16) {
+    for (std::int64_t q = from; q < end; q += 16) {
       const __m256 w0 = _mm256_loadu_ps(p + q), w1 = _mm256_loadu_ps(p + q + 8);
       for (int j = 0; j < 4; ++j) {
         const float* v = s.values + (d0 + j) * kTileValueChunk + (q - c0);
@@ -145,16 +154,18 @@ inline void weigh_chunk(const TileScratch& s, std::int64_t head_dim, std::int64_
 }
 
 // Every row's weighted values, chunk after chunk, then each output's 16 lanes summed as sum_16_lanes() does.
+// Under a sliding window the chunks start at plan.base and each row at its own window's 16-position cycle.
 template <typename T>
 void weigh_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScratch& s) {
   std::fill_n(s.partial, s.rows * h.head_dim * 16, 0.0f);
   const std::int64_t cycles_end = (plan.last + 15) / 16 * 16;
-  for (std::int64_t c0 = 0; c0 < cycles_end; c0 += kTileValueChunk) {
+  for (std::int64_t c0 = plan.base; c0 < cycles_end; c0 += kTileValueChunk) {
     const std::int64_t c1 = std::min(cycles_end, c0 + kTileValueChunk);
-    load_value_chunk<T>(h, s, c0, c1, std::min(c1, plan.last));
+    load_value_chunk<T>(h, s, c0, c1, plan.first, std::min(c1, plan.last));
     for (std::int64_t r = 0; r < s.rows; ++r) {
+      const std::int64_t from = std::max(c0, row_first(h, r) / 16 * 16);
       const std::int64_t end = std::min(c1, (row_positions(h, r) + 15) / 16 * 16);
-      if (end > c0) weigh_chunk(s, h.head_dim, r, c0, end);
+      if (end > from) weigh_chunk(s, h.head_dim, r, c0, from, end);
     }
   }
   for (std::int64_t r = 0; r < s.rows; ++r) {
@@ -185,16 +196,16 @@ void attend_tile(const HeadAttention& h, const AttentionPlan& plan) {
   }
   HeadAttention all = h;  // the last query's positions: every position the tile reads
   all.positions = plan.last;
-  PositionRows rows(all, h.stride);
-  for (std::int64_t p = 0; p < plan.last; ++p, rows.next()) s.offsets[p] = rows.offset();
+  PositionRows rows(all, h.stride, plan.first);
+  for (std::int64_t p = plan.first; p < plan.last; ++p, rows.next()) s.offsets[p] = rows.offset();
   score_tile<T>(h, plan, s);
   for (std::int64_t r = 0; r < s.rows; ++r) {
     HeadAttention one = h;
     one.positions = row_positions(h, r);
-    softmax<half_cache>(one, plan, s.scores(r));
+    softmax<half_cache>(one, plan, s.scores(r), row_first(h, r));
     std::fill(s.scores(r) + one.positions, s.scores(r) + (one.positions + 15) / 16 * 16, 0.0f);
   }
-  find_value_offsets(all, s.offsets);
+  find_value_offsets(all, s.offsets, plan.first);
   weigh_tile<T>(h, plan, s);
 }
 

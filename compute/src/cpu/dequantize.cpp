@@ -6,6 +6,7 @@
 
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/quant_blocks.hpp"
+#include "small_blocks.hpp"
 
 namespace loom::compute {
 namespace {
@@ -122,8 +123,8 @@ void dequantize_iq4_xs(const BlockIQ4_XS* blocks, float* dst, std::int64_t n_blo
       const float scale = d * static_cast<float>(iq4_xs_scale(block, s) - 32);
       const std::uint8_t* q = block.qs + 16 * s;
       for (int l = 0; l < 16; ++l) {
-        dst[l] = scale * static_cast<float>(kIq4Values[q[l] & 0x0F]);
-        dst[l + 16] = scale * static_cast<float>(kIq4Values[q[l] >> 4]);
+        dst[l] = scale * static_cast<float>(kIQ4NLValues[q[l] & 0x0F]);
+        dst[l + 16] = scale * static_cast<float>(kIQ4NLValues[q[l] >> 4]);
       }
     }
   }
@@ -171,6 +172,16 @@ void dequantize_row(TensorType type, const void* src, float* dst, std::int64_t n
       return dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n_blocks);
     case TensorType::q8_k:
       return dequantize_q8_k(static_cast<const BlockQ8_K*>(src), dst, n_blocks);
+    case TensorType::q4_1:
+      return detail::dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, n_blocks);
+    case TensorType::q5_0:
+      return detail::dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, n_blocks);
+    case TensorType::q5_1:
+      return detail::dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, n_blocks);
+    case TensorType::iq4_nl:
+      return detail::dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n_blocks);
+    case TensorType::q8_1:
+      return detail::dequantize_q8_1(static_cast<const BlockQ8_1*>(src), dst, n_blocks);
     default:
       break;
   }

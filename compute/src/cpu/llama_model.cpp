@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
+#include "loom/compute/cpu/activations.hpp"
 #include "loom/compute/cpu/attention.hpp"
 #include "loom/compute/cpu/dequantize.hpp"
 #include "loom/compute/cpu/rotary.hpp"
@@ -22,6 +24,24 @@ void rms_norm(const float* x, const float* weight, float* out, std::int64_t n, f
   const auto mean = static_cast<float>(sum / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + epsilon);
   for (std::int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+// An F16 weight meets its activations rounded to F16, as the reference's F16 dot products convert them (its
+// vec_dot type for F16 is F16): each product is then the reference's exactly (two F16 values multiply exactly
+// in F32). Measured on ../shared's F16 files: synth11M-f16 0.0014 -> 0.0008 from the reference, gemma's
+// prefill from 0.008 to print precision. Eight at a time through F16C on the AVX2 path. Only when every
+// weight the activations meet is F16 (a product of several shares them): the other types quantize them their
+// own way from F32.
+void round_for_f16_weight(float* x, std::int64_t n, std::initializer_list<const TensorView*> weights, KernelPath path) {
+  for (const TensorView* weight : weights) {
+    if (weight->type != TensorType::f16) return;
+  }
+  std::uint16_t halves[256];
+  for (std::int64_t i = 0; i < n; i += 256) {
+    const std::int64_t count = std::min<std::int64_t>(256, n - i);
+    store_as_f16(x + i, halves, count, path);
+    dequantize_row(TensorType::f16, halves, x + i, count);
+  }
 }
 
 void add_bias(float* rows, const TensorView* bias, std::int64_t n, std::int64_t width) {
@@ -49,7 +69,9 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
     for (std::int64_t i = 0; i < pairs; ++i) frequency_factor_[static_cast<std::size_t>(i)] = f32(weights_.rope_freqs)[i];
   }
   position_scale_ = 1.0f / c.rope_scale;
-
+  if (c.rope_freq_base_swa > 0.0f && c.has_sliding_window()) {
+    theta_step_swa_ = std::pow(c.rope_freq_base_swa, -2.0f / static_cast<float>(c.head_dim));
+  }
 
   const auto b = static_cast<std::size_t>(max_batch_);
   x_.resize(b * c.dim);
@@ -67,6 +89,7 @@ LlamaModel::LlamaModel(ModelConfig config, ModelWeights weights, ThreadPool& poo
   matmul_scratch_.reserve(max_batch_, std::max({c.dim, c.ffn_dim, c.q_dim()}));
   position_.resize(b);
   rotation_.resize(b * static_cast<std::size_t>(c.head_dim));
+  if (theta_step_swa_ > 0.0f) rotation_swa_.resize(rotation_.size());
   sequence_of_.resize(b);
   staged_logits_.resize(static_cast<std::size_t>(std::min(kLogitRows, max_batch_) * c.vocab_size));
 }
@@ -156,13 +179,18 @@ void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cach
       dequantize_row(embd.type, embd.row(steps[s].tokens[i]), &x_[n * c.dim], c.dim);
     }
   }
+  if (c.embedding_scale != 1.0f) {
+    for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] *= c.embedding_scale;
+  }
 
-  rotation_angles(n);
+  rotation_angles(n, theta_step_, position_scale_, rotation_.data());
+  if (theta_step_swa_ > 0.0f) rotation_angles(n, theta_step_swa_, 1.0f, rotation_swa_.data());
 
   for (std::int64_t layer = 0; layer < c.layers; ++layer) {
     const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
 
     for (std::int64_t t = 0; t < n; ++t) rms_norm(&x_[t * c.dim], f32(w.attn_norm), &xn_[t * c.dim], c.dim, c.rms_epsilon);
+    round_for_f16_weight(xn_.data(), n * c.dim, {w.wq, w.wk, w.wv}, kernel_path_);
     matmul_many({{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}}, xn_.data(), n, pool_, matmul_scratch_);
     add_bias(q_.data(), w.bq, n, c.q_dim());
     add_bias(k_.data(), w.bk, n, c.kv_dim());
@@ -175,20 +203,43 @@ void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cach
         rms_norm(&k_[h * c.head_dim], f32(w.k_norm), &k_[h * c.head_dim], c.head_dim, c.rms_epsilon);
       }
     }
-    rope(q_.data(), c.heads, n);
-    rope(k_.data(), c.kv_heads, n);
+    // Sliding-window layers may rotate with their own base (gemma3's local layers).
+    const float* rotation = theta_step_swa_ > 0.0f && c.window(layer) > 0 ? rotation_swa_.data() : rotation_.data();
+    rope(q_.data(), c.heads, n, rotation);
+    rope(k_.data(), c.kv_heads, n, rotation);
+    if (c.query_scale > 0.0f) {  // gemma: the query is scaled, not the scores (ModelConfig::query_scale)
+      for (std::int64_t i = 0; i < n * c.q_dim(); ++i) q_[i] *= c.query_scale;
+    }
     store_keys_values(layer, n, steps, cache);
     attention(layer, n, steps, cache);
+    round_for_f16_weight(attn_.data(), n * c.q_dim(), {w.wo}, kernel_path_);
     matmul(*w.wo, attn_.data(), n, xn_.data(), pool_, matmul_scratch_);
+    post_norm(w.post_attn_norm, n);
     for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
 
     for (std::int64_t t = 0; t < n; ++t) rms_norm(&x_[t * c.dim], f32(w.ffn_norm), &xn_[t * c.dim], c.dim, c.rms_epsilon);
+    round_for_f16_weight(xn_.data(), n * c.dim, {w.gate, w.up}, kernel_path_);
     matmul_many({{w.gate, gate_.data()}, {w.up, up_.data()}}, xn_.data(), n, pool_, matmul_scratch_);
-    for (std::int64_t t = 0; t < n; ++t) swiglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
+    for (std::int64_t t = 0; t < n; ++t) {
+      if (c.ffn_activation == FfnActivation::gelu_tanh) {
+        geglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
+      } else {
+        swiglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
+      }
+    }
+    round_for_f16_weight(gate_.data(), n * c.ffn_dim, {w.down}, kernel_path_);
     matmul(*w.down, gate_.data(), n, xn_.data(), pool_, matmul_scratch_);
+    post_norm(w.post_ffn_norm, n);
     for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
   }
   output_logits(steps);
+}
+
+// Gemma2/3 normalise a sublayer's output (in xn_) before it joins the residual stream; others have no such norm.
+void LlamaModel::post_norm(const TensorView* weight, std::int64_t n) {
+  if (weight == nullptr) return;
+  const std::int64_t dim = config_.dim;
+  for (std::int64_t t = 0; t < n; ++t) rms_norm(&xn_[t * dim], f32(weight), &xn_[t * dim], dim, config_.rms_epsilon);
 }
 
 // The final norm of the tokens that want logits, gathered into xn_ in step order, then the output product:
@@ -209,9 +260,13 @@ void LlamaModel::output_logits(std::span<const SequenceStep> steps) {
     t += count;
   }
   if (rows == 0) return;
+  round_for_f16_weight(xn_.data(), rows * c.dim, {weights_.output}, kernel_path_);
   if (wanting == 1) {
     for (const SequenceStep& step : steps) {
-      if (step.mode != Logits::none) matmul(*weights_.output, xn_.data(), rows, step.logits, pool_, matmul_scratch_);
+      if (step.mode != Logits::none) {
+        matmul(*weights_.output, xn_.data(), rows, step.logits, pool_, matmul_scratch_);
+        soft_cap(step.logits, rows * c.vocab_size, c.final_softcap);
+      }
     }
     return;
   }
@@ -225,6 +280,7 @@ void LlamaModel::output_logits(std::span<const SequenceStep> steps) {
   for (std::int64_t done = 0; done < rows; done += group) {
     const std::int64_t m = std::min(group, rows - done);
     matmul(*weights_.output, &xn_[done * c.dim], m, staged_logits_.data(), pool_, matmul_scratch_);
+    soft_cap(staged_logits_.data(), m * c.vocab_size, c.final_softcap);
     for (std::int64_t r = 0; r < m; ++r) {
       while (row_in_sequence == rows_of(steps[s])) {
         ++s;
@@ -237,29 +293,28 @@ void LlamaModel::output_logits(std::span<const SequenceStep> steps) {
   }
 }
 
-void LlamaModel::rotation_angles(std::int64_t n) {
+void LlamaModel::rotation_angles(std::int64_t n, float theta_step, float position_scale, float* out) {
   const std::int64_t pairs = config_.head_dim / 2;
   for (std::int64_t t = 0; t < n; ++t) {
     // The angle of pair i is position * base^(-2i/head_dim), built by repeated multiplication in float
     // as the reference implementation does, so positions far into the context agree with it to the last
     // bits; then linear scaling and the optional per-pair frequency factors.
     float theta = static_cast<float>(position_[static_cast<std::size_t>(t)]);
-    float* rotation = &rotation_[static_cast<std::size_t>(t * pairs * 2)];
+    float* rotation = out + t * pairs * 2;
     for (std::int64_t i = 0; i < pairs; ++i) {
-      const float angle = position_scale_ * (theta / frequency_factor_[static_cast<std::size_t>(i)]);
-      theta *= theta_step_;
+      const float angle = position_scale * (theta / frequency_factor_[static_cast<std::size_t>(i)]);
+      theta *= theta_step;
       rotation[2 * i] = std::cos(angle);
       rotation[2 * i + 1] = std::sin(angle);
     }
   }
 }
 
-void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n) {
+void LlamaModel::rope(float* vectors, std::int64_t heads, std::int64_t n, const float* rotation) {
   const auto& c = config_;
   const bool adjacent = c.rope_style == RopeStyle::adjacent_pairs;  // llama; qwen2/qwen3 rotate the halves
   for (std::int64_t t = 0; t < n; ++t) {
-    rotate_pairs(vectors + t * heads * c.head_dim, heads, c.head_dim, &rotation_[static_cast<std::size_t>(t * c.head_dim)],
-                 adjacent, kernel_path_);
+    rotate_pairs(vectors + t * heads * c.head_dim, heads, c.head_dim, rotation + t * c.head_dim, adjacent, kernel_path_);
   }
 }
 
@@ -328,7 +383,9 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
                            PagedKvCache& cache) {
   const auto& c = config_;
   const std::int64_t group = c.heads / c.kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  // Gemma scales its queries instead (forward()); the scores then take a scale of 1.
+  const float scale = c.query_scale > 0.0f ? 1.0f : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const std::int64_t window = c.window(layer);
   const std::int64_t tile_queries = attention_tile_queries(group);
   const std::size_t scratch = attention_scratch_floats(c.context_length, c.head_dim, group, tile_queries);
   const std::int64_t tiles = find_tiles(n, tile_queries);
@@ -371,6 +428,8 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
     head.positions = position_[static_cast<std::size_t>(t)] + 1;  // causal: positions 0..p (the tile's first)
     head.head_dim = c.head_dim;
     head.scale = scale;
+    head.window = window;  // each query of the tile gets its own window start (attention.hpp)
+    head.softcap = c.attn_softcap;
     head.order = step.tokens.size() == 1 ? SumOrder::vector_dot : SumOrder::tiled;
     // The reference's view covers the whole step (its last token's position), padded (attention.hpp).
     head.span = reference_span(step.start + static_cast<std::int64_t>(step.tokens.size()), c.context_length);

@@ -38,8 +38,9 @@ struct Prepared {
 }  // namespace
 
 void MatmulScratch::reserve(std::int64_t max_tokens, std::int64_t max_cols) {
-  // Room for two converted activation types side by side (a product group may mix Q8_0 and Q8_K
-  // weights); each takes at most ~1.14 bytes per value, so 4 bytes per value is plenty.
+  // Room for three converted activation types side by side (a product group may mix Q8_0, Q8_1 and Q8_K
+  // weights, as the K-quant recipes' fallbacks to Q5_0/Q5_1/IQ4_NL do); each takes at most ~1.14 bytes per
+  // value, so 4 bytes per value is plenty.
   const auto bytes = static_cast<std::size_t>(max_tokens * max_cols) * sizeof(float);
   if (buffer_.size() < bytes) buffer_.resize(bytes);
 }
@@ -51,8 +52,8 @@ void matmul_many(std::initializer_list<MatmulProduct> products, const float* x, 
   }
   const std::int64_t cols = products.begin()->weight->cols();
   std::array<Prepared, kMaxProducts> prepared;
-  std::array<TensorType, 2> converted_types{};
-  std::array<const std::byte*, 2> converted{};
+  std::array<TensorType, 3> converted_types{};
+  std::array<const std::byte*, 3> converted{};
   std::size_t n_converted = 0;
   std::size_t scratch_used = 0;
   std::int64_t tasks = 0;
@@ -75,7 +76,7 @@ void matmul_many(std::initializer_list<MatmulProduct> products, const float* x, 
       std::size_t k = 0;
       while (k < n_converted && converted_types[k] != act_type) ++k;
       if (k == n_converted) {
-        if (n_converted == converted.size()) throw std::logic_error("matmul_many: more than two activation types");
+        if (n_converted == converted.size()) throw std::logic_error("matmul_many: more than three activation types");
         const std::uint64_t bytes = p.activation_bytes * static_cast<std::uint64_t>(tokens);
         if (scratch_used + bytes > scratch.size()) throw std::logic_error("matmul: scratch too small for " + w.name);
         std::byte* out = scratch.data() + scratch_used;

@@ -8,6 +8,7 @@
 
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/quant_blocks.hpp"
+#include "small_blocks.hpp"
 #include "vec_dot_kernels.hpp"
 
 namespace loom::compute {
@@ -277,7 +278,7 @@ void quantize_q2_k(const float* x, BlockQ2_K* blocks, std::int64_t n_blocks) {
   }
 }
 
-// The symmetric formats with a per-sub-block scale (Q3_K: levels -4..3, IQ4_XS: the kIq4Values grid): the
+// The symmetric formats with a per-sub-block scale (Q3_K: levels -4..3, IQ4_XS: the kIQ4NLValues grid): the
 // scale that maps the value of largest magnitude to one of a few extreme levels, whichever gives the least
 // squared error. `levels` is sorted; `nearest` gives the level index nearest to a scaled value.
 template <class Nearest>
@@ -425,6 +426,16 @@ void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n, 
       return quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n_blocks);
     case TensorType::q8_k:
       return quantize_q8_k(src, static_cast<BlockQ8_K*>(dst), n_blocks);
+    case TensorType::q4_1:
+      return detail::quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), n_blocks);
+    case TensorType::q5_0:
+      return detail::quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), n_blocks);
+    case TensorType::q5_1:
+      return detail::quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), n_blocks);
+    case TensorType::iq4_nl:
+      return detail::quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n_blocks);
+    case TensorType::q8_1:
+      return detail::quantize_q8_1(src, static_cast<BlockQ8_1*>(dst), n_blocks);
     default:
       break;
   }

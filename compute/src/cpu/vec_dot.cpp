@@ -7,6 +7,7 @@
 
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/quant_blocks.hpp"
+#include "small_blocks.hpp"
 #include "vec_dot_kernels.hpp"
 
 namespace loom::compute {
@@ -253,8 +254,8 @@ float dot_iq4_xs(const BlockIQ4_XS* w, const BlockQ8_K* a, std::int64_t nb) {
     for (int s = 0; s < 8; ++s) {
       int q[32];
       for (int l = 0; l < 16; ++l) {
-        q[l] = kIq4Values[block.qs[16 * s + l] & 0x0F];
-        q[l + 16] = kIq4Values[block.qs[16 * s + l] >> 4];
+        q[l] = kIQ4NLValues[block.qs[16 * s + l] & 0x0F];
+        q[l + 16] = kIQ4NLValues[block.qs[16 * s + l] >> 4];
       }
       const int scale = iq4_xs_scale(block, s) - 32;
       add_group(lanes, q, a[b].qs + 32 * s, scale, scale);
@@ -288,6 +289,10 @@ constexpr VecDotTable kScalarTable{
     .q4_k = scalar_rows_cols<BlockQ4_K, BlockQ8_K, dot_k_affine<false, BlockQ4_K>, 256>,
     .q5_k = scalar_rows_cols<BlockQ5_K, BlockQ8_K, dot_k_affine<true, BlockQ5_K>, 256>,
     .q6_k = scalar_rows_cols<BlockQ6_K, BlockQ8_K, dot_q6_k, 256>,
+    .q4_1 = q4_1_rows_cols_scalar,
+    .q5_0 = q5_0_rows_cols_scalar,
+    .q5_1 = q5_1_rows_cols_scalar,
+    .iq4_nl = iq4_nl_rows_cols_scalar,
     .q2_k = scalar_rows_cols<BlockQ2_K, BlockQ8_K, dot_q2_k, 256>,
     .q3_k = scalar_rows_cols<BlockQ3_K, BlockQ8_K, dot_q3_k, 256>,
     .iq4_xs = scalar_rows_cols<BlockIQ4_XS, BlockQ8_K, dot_iq4_xs, 256>,
@@ -311,6 +316,14 @@ VecDotFn table_entry(const VecDotTable& table, TensorType type) {
       return table.q5_k;
     case TensorType::q6_k:
       return table.q6_k;
+    case TensorType::q4_1:
+      return table.q4_1;
+    case TensorType::q5_0:
+      return table.q5_0;
+    case TensorType::q5_1:
+      return table.q5_1;
+    case TensorType::iq4_nl:
+      return table.iq4_nl;
     case TensorType::q2_k:
       return table.q2_k;
     case TensorType::q3_k:
@@ -341,7 +354,12 @@ TensorType activation_type(TensorType weight_type) {
       return TensorType::f32;
     case TensorType::q8_0:
     case TensorType::q4_0:
+    case TensorType::q5_0:  // the reference's pairings: symmetric types with Q8_0, those with a min with Q8_1
+    case TensorType::iq4_nl:
       return TensorType::q8_0;
+    case TensorType::q4_1:
+    case TensorType::q5_1:
+      return TensorType::q8_1;
     case TensorType::q4_k:
     case TensorType::q5_k:
     case TensorType::q6_k:

@@ -20,6 +20,10 @@ struct VecDotTable {
   VecDotFn q4_k = nullptr;
   VecDotFn q5_k = nullptr;
   VecDotFn q6_k = nullptr;
+  VecDotFn q4_1 = nullptr;
+  VecDotFn q5_0 = nullptr;
+  VecDotFn q5_1 = nullptr;
+  VecDotFn iq4_nl = nullptr;
   VecDotFn q2_k = nullptr;
   VecDotFn q3_k = nullptr;
   VecDotFn iq4_xs = nullptr;
@@ -51,6 +55,22 @@ void q5_k_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row
 void q6_k_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
                             const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
                             std::int64_t n, float* out, std::size_t out_col_stride);
+
+// The same for Q4_1, Q5_0, Q5_1 and IQ4_NL (gemm_small_blocks_avx512.cpp), for rows that
+// small_block_panel_gemm_fits().
+bool small_block_panel_gemm_fits(std::int64_t n) noexcept;
+void q4_1_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+void q5_0_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+void q5_1_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                            const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                            std::int64_t n, float* out, std::size_t out_col_stride);
+void iq4_nl_panel_gemm_avx512(const std::byte* weight_rows, std::size_t weight_row_bytes, int n_rows,
+                              const std::byte* activation_rows, std::size_t activation_row_bytes, int n_cols,
+                              std::int64_t n, float* out, std::size_t out_col_stride);
 
 // The register-blocked float GEMMs (gemm_float.inc): VecDotFn's contract in the batch order, for n a
 // multiple of 16 (F32) or 8 (F16, BF16); the x86 tables send batches there.

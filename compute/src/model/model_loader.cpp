@@ -1,5 +1,7 @@
 #include "loom/compute/model/model_loader.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -14,25 +16,100 @@ std::int64_t positive(const GgufFile& file, const std::string& key, std::int64_t
   return value;
 }
 
+bool is_gemma(Architecture a) { return a == Architecture::gemma || a == Architecture::gemma2 || a == Architecture::gemma3; }
+
+// `llama.attention.sliding_window`: a Mistral-style llama slides on every layer. Only llama: a Qwen2 file may
+// carry a window its model does not use (use_sliding_window false), phi3's reader sets its own, and
+// gemma2/gemma3 place theirs in read_gemma_keys().
+void read_sliding_window(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  if (c.architecture != Architecture::llama) return;
+  const auto window = file.find_u64(p + "attention.sliding_window");
+  if (!window || *window == 0) return;
+  // A window at least as long as the context never hides a key: full attention, with nothing to skip.
+  if (static_cast<std::int64_t>(*window) >= c.context_length) return;
+  c.layer_window.assign(static_cast<std::size_t>(c.layers), static_cast<std::int64_t>(*window));
+}
+
+// Gemma's departures from Llama (compute/README.md, "Gemma"): GeGLU, embeddings times sqrt(dim), NeoX rope,
+// queries scaled before attention; gemma2 adds post-norms, soft-caps and a window on even layers; gemma3
+// post-norms, Q/K norms, a window on five layers of six and its own rope base on those.
+void read_gemma_keys(const GgufFile& file, const std::string& p, ModelConfig& c) {
+  if (!is_gemma(c.architecture)) return;
+  c.rope_style = RopeStyle::split_halves;
+  c.ffn_activation = FfnActivation::gelu_tanh;
+  c.embedding_scale = std::sqrt(static_cast<float>(c.dim));  // rounded as a float, as the reference does
+  // The reference scales queries by 1/sqrt(key_length), except for the 27B shapes (gemma2 46 layers, gemma3
+  // 62), whose query_pre_attn_scalar is dim/heads and which it recognises by their layer count; a file that
+  // states the scalar is taken at its word.
+  const bool big = (c.architecture == Architecture::gemma2 && c.layers == 46) ||
+                   (c.architecture == Architecture::gemma3 && c.layers == 62);
+  float scalar = static_cast<float>(big ? c.dim / c.heads : c.head_dim);
+  if (auto stated = file.find_u64(p + "attention.query_pre_attn_scalar"); stated && *stated > 0) scalar = static_cast<float>(*stated);
+  c.query_scale = 1.0f / std::sqrt(scalar);
+  if (c.architecture == Architecture::gemma) return;
+
+  c.post_norms = true;
+  const auto window = static_cast<std::int64_t>(file.find_u64(p + "attention.sliding_window").value_or(0));
+  if (c.architecture == Architecture::gemma2) {
+    c.attn_softcap = file.find_f32(p + "attn_logit_softcapping").value_or(0.0f);
+    c.final_softcap = file.find_f32(p + "final_logit_softcapping").value_or(0.0f);
+    c.layer_window.assign(static_cast<std::size_t>(c.layers), 0);
+    for (std::int64_t l = 0; l < c.layers; l += 2) c.layer_window[static_cast<std::size_t>(l)] = window;
+    return;
+  }
+  c.qk_norm = true;
+  // Every sixth layer (1-based) attends fully. Newer files may say which in a pattern key: a count (every
+  // n-th layer is full) or one flag per layer (true: sliding).
+  std::int64_t pattern = 6;
+  std::vector<bool> sliding;
+  const std::string pattern_key = p + "attention.sliding_window_pattern";
+  if (const GgufValue* value = file.find(pattern_key); value != nullptr) {
+    if (const GgufArray* flags = value->array(); flags != nullptr) {
+      const auto* bools = flags->get_if<bool>();
+      if (bools == nullptr || static_cast<std::int64_t>(bools->size()) != c.layers) {
+        throw ModelFileError(file.path(), std::nullopt, pattern_key, "expected a count or one bool per layer");
+      }
+      sliding = *bools;
+    } else {
+      pattern = static_cast<std::int64_t>(file.get_u64(pattern_key));
+    }
+  }
+  c.layer_window.assign(static_cast<std::size_t>(c.layers), 0);
+  for (std::int64_t l = 0; l < c.layers; ++l) {
+    const bool slides = sliding.empty() ? pattern <= 0 || (l + 1) % pattern != 0 : sliding[static_cast<std::size_t>(l)];
+    if (slides) c.layer_window[static_cast<std::size_t>(l)] = window;
+  }
+  c.rope_freq_base_swa = file.find_f32(p + "rope.freq_base_swa").value_or(10000.0f);
+}
+
 }  // namespace
 
 ModelConfig read_model_config(const GgufFile& file) {
   const std::string arch = file.get_string("general.architecture");
   ModelConfig c;
-  if (arch == "llama") {
-    c.architecture = Architecture::llama;
-    c.rope_style = RopeStyle::adjacent_pairs;
-  } else if (arch == "qwen2") {
-    c.architecture = Architecture::qwen2;
-    c.rope_style = RopeStyle::split_halves;
-    c.qkv_bias = true;
-  } else if (arch == "qwen3") {
-    c.architecture = Architecture::qwen3;
-    c.rope_style = RopeStyle::split_halves;
-    c.qk_norm = true;
-  } else {
+  const auto& known = supported_architectures();
+  const auto found = std::find_if(known.begin(), known.end(), [&](const auto& a) { return a.name == arch; });
+  if (found == known.end()) {
     throw ModelFileError(file.path(), std::nullopt, "general.architecture",
-                         "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3)");
+                         "unsupported architecture '" + arch + "' (supported: " + supported_architecture_list() + ")");
+  }
+  c.architecture = found->architecture;
+  switch (c.architecture) {
+    case Architecture::llama:
+      c.rope_style = RopeStyle::adjacent_pairs;
+      break;
+    case Architecture::qwen2:
+      c.rope_style = RopeStyle::split_halves;
+      c.qkv_bias = true;
+      break;
+    case Architecture::qwen3:
+      c.rope_style = RopeStyle::split_halves;
+      c.qk_norm = true;
+      break;
+    case Architecture::gemma:
+    case Architecture::gemma2:
+    case Architecture::gemma3:
+      break;  // read_gemma_keys(), once the shape is known
   }
   const std::string p = arch + ".";
   c.dim = positive(file, p + "embedding_length", file.get_u64(p + "embedding_length"));
@@ -66,6 +143,8 @@ ModelConfig read_model_config(const GgufFile& file) {
       throw ModelFileError(file.path(), std::nullopt, p + "rope.scaling.factor", "expected a positive factor");
     }
   }
+  read_sliding_window(file, p, c);
+  read_gemma_keys(file, p, c);
   const TensorView& embd = file.get_tensor("token_embd.weight");
   c.vocab_size = embd.dims.size() == 2 ? embd.dims[1] : 0;
   if (c.vocab_size <= 0) {

@@ -76,6 +76,10 @@ ModelWeights bind_weights(const ModelConfig& c, const TensorLookup& find) {
     l.gate = b.required(p + "ffn_gate.weight", {c.dim, c.ffn_dim});
     l.up = b.required(p + "ffn_up.weight", {c.dim, c.ffn_dim});
     l.down = b.required(p + "ffn_down.weight", {c.ffn_dim, c.dim});
+    if (c.post_norms) {
+      l.post_attn_norm = b.f32_vector(p + "post_attention_norm.weight", c.dim, true);
+      l.post_ffn_norm = b.f32_vector(p + "post_ffw_norm.weight", c.dim, true);
+    }
     w.layers.push_back(l);
   }
   return w;

@@ -1,5 +1,6 @@
 // Synthetic models: random-weight GGUF files of any Llama-family shape, deterministic per seed. Tests use
-// them for architectures and shapes that ../shared does not provide (qwen2, qwen3, odd head counts), and
+// them for architectures, features and shapes that ../shared does not provide (qwen2, qwen3, the gemma
+// family with windows shorter than a test's prompt, odd head counts), and
 // benchmarks for realistic sizes (`loom synth`).
 #pragma once
 
@@ -29,6 +30,12 @@ struct SynthSpec {
   std::uint64_t seed = 1;
   float rope_freq_base = 10000.0f;
   float rms_epsilon = 1e-5f;
+  // Shape and features beyond Llama's (the gemma family, sliding windows):
+  std::int64_t head_dim = 0;        // 0: dim / heads; else written as attention.key_length / value_length
+  std::int64_t sliding_window = 0;  // > 0: attention.sliding_window (gemma2/gemma3 place it; llama: every layer)
+  float attn_softcap = 0.0f;        // gemma2: attn_logit_softcapping (written when > 0)
+  float final_softcap = 0.0f;       // gemma2: final_logit_softcapping (written when > 0)
+  float rope_freq_base_swa = 0.0f;  // gemma3: rope.freq_base_swa (written when > 0; the loader's default 10000)
 };
 
 // Writes the model to `path`; throws std::invalid_argument for an impossible shape (naming the field)

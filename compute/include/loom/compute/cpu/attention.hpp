@@ -1,5 +1,6 @@
-// Attention of one query head over the keys and values of positions [0, positions): scores, softmax, the
-// weighted sum of values. Also the SwiGLU activation, whose exponential shares this file's exp().
+// Attention of one query head over the keys and values of positions [0, positions) (or the last ones, its
+// sliding window): scores, softmax, the weighted sum of values. Also the SwiGLU activation, whose
+// exponential shares this file's exp().
 //
 // Keys and values are read through a block table (the paged KV cache, paged_kv_cache.hpp): position p lives
 // in slot p % block_size of block block_table[p / block_size] of the storage. Within a block, keys are rows
@@ -49,6 +50,11 @@
 // each row's 16 lanes per output running along them; positions a row does not see weigh 0 and add +0.
 // Otherwise (the scalar path, the vector_dot order, values in rows) a tile is its queries one at a time.
 //
+// A sliding window (HeadAttention::window) and soft-capped scores (HeadAttention::softcap, applied to each
+// score after the scale, before the softmax) change which positions count and what a score is, never an
+// order: a window's loops start at its first position rounded down to 64, so every position keeps its lane,
+// and the positions before the window are neither read nor summed (the masked reference adds zeros there).
+//
 // F32 keys and values (a KV cache stored in F32) take the same orders without the F16 roundings (of the
 // query, the keys, the values and the probabilities): close to the F16 results, not equal to them.
 #pragma once
@@ -91,11 +97,23 @@ struct HeadAttention {
   std::int64_t queries = 1;
   std::size_t query_stride = 0;         // floats from one query's rows to the next's
   std::size_t out_stride = 0;           // floats from one query's outputs to the next's
+  // Sliding window (0: none): a query that sees positions [0, n) attends only its last `window` of them,
+  // [n - window, n); so in a tile each query has its own window start. Positions before the first query's
+  // window start are never read (neither keys nor values, nor their block-table entries), and every
+  // position keeps the lane it has without a window, so the result is full attention's with those positions
+  // masked out (probability 0), bit for bit.
+  std::int64_t window = 0;
+  float softcap = 0.0f;                 // > 0: each scaled score s becomes softcap * tanh(s / softcap) (gemma2)
   SumOrder order = SumOrder::vector_dot;
   std::int64_t span = 0;                // cells of the reference's KV view, >= the last query's positions; 0: those
   float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim, query_heads, queries)
   float* out = nullptr;                 // head_dim values for each query head
 };
+
+// The first position a query that sees positions [0, n) attends under the head's window.
+constexpr std::int64_t window_start(const HeadAttention& head, std::int64_t n) noexcept {
+  return head.window > 0 && n > head.window ? n - head.window : 0;
+}
 
 // The reference's KV view for a sequence whose last position is used - 1: used rounded up to a multiple of
 // 32 cells, at most its cache's `capacity` cells (the model's context), never fewer than used.

@@ -1,5 +1,7 @@
-// LlamaModel: the forward pass of the Llama family (llama, qwen2, qwen3) on the CPU: RMSNorm, rotary
-// embeddings, grouped-query causal attention, SwiGLU, over a batch of steps of several sequences, each of
+// LlamaModel: the forward pass of the Llama family (llama, qwen2, qwen3, and gemma, gemma2, gemma3 text) on
+// the CPU: RMSNorm, rotary embeddings, grouped-query causal attention (with a sliding window on the layers
+// whose ModelConfig::layer_window says so, and soft-capped scores), SwiGLU or GeGLU, gemma's scaled
+// embeddings, post-norms and final soft-cap (ModelConfig says which), over a batch of steps of several sequences, each of
 // consecutive positions (a prompt's prefill, or one decode token), with keys and values in a PagedKvCache
 // read through each sequence's block table. Activations are F32; weights are used in their stored type
 // through matmul(). All tokens of all sequences go through the matrix products together (one pass over
@@ -72,8 +74,9 @@ class LlamaModel {
   void store_keys_values(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps, PagedKvCache& cache);
   void attention(std::int64_t layer, std::int64_t n, std::span<const SequenceStep> steps, PagedKvCache& cache);
   std::int64_t find_tiles(std::int64_t n, std::int64_t queries);
-  void rotation_angles(std::int64_t n);
-  void rope(float* vectors, std::int64_t heads, std::int64_t n);
+  void rotation_angles(std::int64_t n, float theta_step, float position_scale, float* out);
+  void rope(float* vectors, std::int64_t heads, std::int64_t n, const float* rotation);
+  void post_norm(const TensorView* weight, std::int64_t n);
   void output_logits(std::span<const SequenceStep> steps);
 
   ModelConfig config_;
@@ -83,6 +86,7 @@ class LlamaModel {
   std::uint64_t positions_computed_ = 0;
   float theta_step_ = 1.0f;         // base^(-2/head_dim): the ratio of consecutive pairs' frequencies
   float position_scale_ = 1.0f;          // 1 / rope_scale (linear scaling)
+  float theta_step_swa_ = 0.0f;          // > 0: the sliding-window layers' own ratio (rope_freq_base_swa), unscaled
   std::vector<float> frequency_factor_;  // per pair: llama3-style divisor of the angle, else 1
 
   // Scratch, [max_batch][width] each.
@@ -96,6 +100,7 @@ class LlamaModel {
   // Per token of the step, the cosine and sine of each rotary pair's angle: [max_batch][head_dim / 2][2].
   // They depend on the position alone, so a step computes them once for every layer, queries and keys.
   std::vector<float> rotation_;
+  std::vector<float> rotation_swa_;  // the same with the sliding-window layers' base, when they have their own
   // Logits of several sequences are computed together into this buffer, kLogitRows rows at a time, then
   // copied to each sequence's own buffer.
   static constexpr std::int64_t kLogitRows = 64;

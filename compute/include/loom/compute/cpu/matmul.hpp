@@ -1,6 +1,6 @@
 // Matrix products of stored weights with F32 activations: y[t] = W · x[t] for each of `tokens` rows of x.
 // W stays in its stored type; the activations are converted once per call to the type the weight's dot
-// kernel wants (vec_dot.hpp: F32 for float weights, Q8_0 / Q8_K for quantized ones) and the weight rows
+// kernel wants (vec_dot.hpp: F32 for float weights, Q8_0 / Q8_1 / Q8_K for quantized ones) and the weight rows
 // are split among the pool's threads. For a batch of tokens each chunk of weight rows is dotted with every
 // token while it is hot in cache, so prefill reads the weights once per chunk, not once per token.
 //

@@ -26,8 +26,9 @@
 // The AVX-512 kernels are the AVX2 ones with VNNI's one-instruction integer multiply-adds (vpdpbusd,
 // vpdpwssd) and the same float order, so they give the AVX2 kernels' bits, faster.
 //
-// With several columns on AVX-512 VNNI, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K rows in whole groups of 16 go
-// through a panel GEMM (gemm_avx512.cpp, gemm_kquant_avx512.cpp, compute/README.md) that keeps the same
+// With several columns on AVX-512 VNNI, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K and Q6_K rows in
+// whole groups of 16 go through a panel GEMM (gemm_avx512.cpp, gemm_small_blocks_avx512.cpp,
+// gemm_kquant_avx512.cpp, compute/README.md) that keeps the same
 // orders and so the same bits (for the K-quants, those of the AVX2/AVX-512 kernels: their scalar kernels
 // keep a plainer float order, equal to a tolerance).
 //
@@ -38,13 +39,20 @@
 // AVX-512 a zmm holds F32's 16 lanes, or the 8 lanes of two F16/BF16 rows, one per half, the activations
 // broadcast to both halves). So a batch has the same bits as these kernels, at any batch size.
 //
+// Q4_1, Q5_0, Q5_1 and IQ4_NL (small_blocks.hpp, vec_dot_small_blocks.inc) take the reference's AVX2 orders
+// (its references for them come from an AVX2 machine without repacked weights): one 8-lane accumulator per
+// output as Q8_0, Q4_1/Q5_1's min terms (m_w times the Q8_1 activations' s) in a scalar sum added after the
+// lanes', IQ4_NL against one column in two accumulators (even and odd blocks). Their scalar, AVX2 and
+// AVX-512 kernels give the same bits.
+//
 // Q2_K, Q3_K and IQ4_XS (vec_dot_low_bit_k.inc) keep the reference's AVX2 order: per superblock 8 int32 lanes
 // (each 32-value group's scale times its 4-value dots) into an 8-lane float accumulator with one FMA (Q2_K
 // adds its mins the same way first); their scalar kernels spell out that order, so all paths give the same
 // bits. They have no panel GEMM: batches use the dot kernels' several-column rows on every path.
 //
-// Supported weight types: f32, f16, bf16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs. Every type has a
-// scalar kernel; AVX2 and AVX-512 kernels cover all of them too. `n` is the row length in values and must be a whole number of weight blocks.
+// Supported weight types: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k,
+// iq4_xs. Every type has a scalar kernel; AVX2 and AVX-512 kernels cover all of them too. `n` is the row length
+// in values and must be a whole number of weight blocks.
 #pragma once
 
 #include <cstddef>
@@ -56,8 +64,9 @@
 namespace loom::compute {
 
 // The type activations are quantized to before dotting with rows of `weight_type`: f32 for f32/f16/bf16,
-// q8_0 for q8_0 and q4_0, q8_k for q2_k, q3_k, q4_k, q5_k, q6_k and iq4_xs. Throws std::invalid_argument for
-// other types.
+// q8_0 for q8_0, q4_0, q5_0 and iq4_nl, q8_1 for q4_1 and q5_1 (its s carries their min term), q8_k for
+// q2_k, q3_k, q4_k, q5_k, q6_k and iq4_xs (the reference's pairings). Throws std::invalid_argument for other
+// types.
 TensorType activation_type(TensorType weight_type);
 
 namespace detail {

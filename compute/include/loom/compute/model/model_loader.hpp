@@ -1,5 +1,6 @@
 // LoadedModel: a model file opened, its hyperparameters read and its weights bound, ready for LlamaModel.
-// Accepts GGUF (llama, qwen2, qwen3) and llama2.c checkpoints, told apart by their first bytes. The file
+// Accepts GGUF (the architectures of supported_architectures(): llama, qwen2, qwen3, gemma, gemma2,
+// gemma3) and llama2.c checkpoints, told apart by their first bytes. The file
 // stays memory-mapped for the LoadedModel's lifetime: the weights are used in place, in their stored type.
 #pragma once
 

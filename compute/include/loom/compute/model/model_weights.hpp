@@ -27,6 +27,8 @@ struct LayerWeights {
   const TensorView* gate = nullptr;
   const TensorView* up = nullptr;
   const TensorView* down = nullptr;
+  const TensorView* post_attn_norm = nullptr;  // gemma2/gemma3 (ModelConfig::post_norms)
+  const TensorView* post_ffn_norm = nullptr;
 };
 
 struct ModelWeights {

@@ -1,11 +1,18 @@
 // The GGML block formats as bit-exact C++ structs, so that kernels read memory-mapped GGUF weights in place.
-// A quantized row is an array of blocks; each block holds `block_elements` values (32 for the *_0 formats,
-// 256 for the K-quants) as small integers plus one or two f16 scales (raw bits, see half.hpp).
+// A quantized row is an array of blocks; each block holds `block_elements` values (32 for the *_0, *_1 and
+// IQ4_NL formats, 256 for the K-quants) as small integers plus one or two f16 scales (raw bits, see half.hpp).
 //
 // Value layouts, index i counting from the start of the block:
 //   Q8_0: x[i] = qs[i] * d.
 //   Q4_0: x[i] = (nibble - 8) * d, the nibble of value i < 16 in the low half of qs[i], of value i + 16 in the
 //         high half of qs[i].
+//   Q4_1: x[i] = nibble * d + m, nibbles as Q4_0's (an unsigned nibble and an f16 min instead of the -8).
+//   Q5_0: x[i] = (q - 16) * d, q = Q4_0's nibble of value i | bit i of qh (a little-endian uint32) << 4.
+//   Q5_1: x[i] = q * d + m, q as Q5_0's.
+//   IQ4_NL: x[i] = kIQ4NLValues[nibble] * d, nibbles as Q4_0's: a fixed non-uniform 16-level table, denser
+//         near zero, in place of Q4_0's evenly spaced levels.
+//   Q8_1: activations only (the partner of Q4_1 and Q5_1): x[i] = qs[i] * d, and s = d * sum(qs) as f16, so
+//         the weights' min term m * sum(x) costs one multiply per block.
 //   Q4_K: 8 sub-blocks of 32, each with a 6-bit scale and 6-bit min (packed in `scales`, see
 //         k_scale_min()). Values come in 4 chunks of 64 sharing 32 bytes of qs: value 64c + l (l < 32) is the
 //         low nibble of qs[32c + l] in sub-block 2c, value 64c + 32 + l the high nibble, sub-block 2c + 1.
@@ -32,8 +39,8 @@
 //   IQ4_XS: 8 sub-blocks of 32 with 6-bit scales stored + 32: the low 4 bits of sub-block s's in nibble s % 2
 //         of scales_l[s / 2], the high 2 bits in bits 2s..2s+1 of scales_h. Sub-block s's 16 bytes qs[16s ..]
 //         hold value 32s + l (l < 16) in the low nibble of qs[16s + l] and value 32s + 16 + l in the high
-//         nibble; a nibble is an index into the non-linear table kIq4Values (IQ4_NL's).
-//         x = d * (scale_s - 32) * kIq4Values[nibble].
+//         nibble; a nibble is an index into IQ4_NL's non-linear table kIQ4NLValues.
+//         x = d * (scale_s - 32) * kIQ4NLValues[nibble].
 //   Q8_K: activations only (the partner of the K-quants in dot products): x[i] = qs[i] * d with an f32 d, and
 //         bsums[k] = sum of qs[16k .. 16k+15], precomputed so the K-quants' min/offset terms cost nothing.
 #pragma once
@@ -56,6 +63,40 @@ struct BlockQ4_0 {
   std::uint16_t d;  // f16
   std::uint8_t qs[16];
 };
+
+struct BlockQ4_1 {
+  std::uint16_t d;  // f16
+  std::uint16_t m;  // f16, added to every value
+  std::uint8_t qs[16];
+};
+
+struct BlockQ5_0 {
+  std::uint16_t d;  // f16
+  std::uint8_t qh[4];  // fifth bits, value i at bit i % 8 of qh[i / 8]
+  std::uint8_t qs[16];
+};
+
+struct BlockQ5_1 {
+  std::uint16_t d;  // f16
+  std::uint16_t m;  // f16
+  std::uint8_t qh[4];
+  std::uint8_t qs[16];
+};
+
+struct BlockIQ4_NL {
+  std::uint16_t d;  // f16
+  std::uint8_t qs[16];
+};
+
+struct BlockQ8_1 {
+  std::uint16_t d;  // f16
+  std::uint16_t s;  // f16: d * sum(qs), d before its rounding to f16
+  std::int8_t qs[32];
+};
+
+// IQ4_NL's 16 levels (a fact of the format), in nibble order.
+inline constexpr std::int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                 1,    13,   25,  38,  53,  69,  89,  113};
 
 struct BlockQ4_K {
   std::uint16_t d;     // f16, multiplies the 6-bit scales
@@ -100,10 +141,6 @@ struct BlockIQ4_XS {
   std::uint8_t qs[128];
 };
 
-// IQ4_NL's (and IQ4_XS's) 16 levels: a non-linear grid denser near zero, where weights cluster.
-inline constexpr std::int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                               1,    13,   25,  38,  53,  69,  89,  113};
-
 struct BlockQ8_K {
   float d;
   std::int8_t qs[256];
@@ -113,6 +150,11 @@ struct BlockQ8_K {
 // Sizes are facts of the file format (they match traits(type).block_bytes; a test checks that too).
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
@@ -122,8 +164,10 @@ static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockIQ4_XS) == 136);
 // Rows of blocks are only 2-byte aligned in files (34- and 18-byte blocks), so nothing may need more.
 static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ4_0) == 2 && alignof(BlockQ4_K) == 2 &&
-              alignof(BlockQ5_K) == 2 && alignof(BlockQ6_K) == 2 && alignof(BlockQ2_K) == 2 &&
-              alignof(BlockQ3_K) == 2 && alignof(BlockIQ4_XS) == 2);
+              alignof(BlockQ5_K) == 2 && alignof(BlockQ6_K) == 2 && alignof(BlockQ4_1) == 2 &&
+              alignof(BlockQ5_0) == 2 && alignof(BlockQ5_1) == 2 && alignof(BlockIQ4_NL) == 2 &&
+              alignof(BlockQ8_1) == 2 && alignof(BlockQ2_K) == 2 && alignof(BlockQ3_K) == 2 &&
+              alignof(BlockIQ4_XS) == 2);
 
 struct KScaleMin {
   std::uint8_t scale;
