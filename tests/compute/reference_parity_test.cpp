@@ -201,7 +201,8 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                                            ParityCase{"synthq256-q3_k_m.gguf", 1e-1f, 1e-1f, false},
                                            ParityCase{"synthq256-iq4_xs.gguf", 5e-2f, 5e-2f, false},
                                            // Their synthq320 forms, whose 320-value rows fall back to IQ4_NL,
-                                           // Q5_0 and Q5_1 (ffn_down keeps Q2_K/Q3_K/IQ4_XS).
+                                           // Q5_0 and Q5_1; ffn_down (rows of 512) keeps Q3_K in the Q2_K file,
+                                           // Q4_K in the Q3_K_M one (no Q3_K left there), IQ4_XS in its own.
                                            ParityCase{"synthq320-q2_k.gguf", 1e-1f, 1e-1f, false},
                                            ParityCase{"synthq320-q3_k_m.gguf", 1e-1f, 1e-1f, false},
                                            // IQ4_XS: prefill of both prompts and the "once" decode to print
