@@ -178,6 +178,9 @@ std::string model_path(const std::string& which, std::int64_t context_length = 1
                 : which == "q5_0" ? TensorType::q5_0
                 : which == "q5_1" ? TensorType::q5_1
                 : which == "iq4_nl" ? TensorType::iq4_nl
+                : which == "q2_k" ? TensorType::q2_k
+                : which == "q3_k" ? TensorType::q3_k
+                : which == "iq4_xs" ? TensorType::iq4_xs
                                   : TensorType::q4_0;
     write_synthetic_model(spec, path.string());
   }
@@ -558,7 +561,8 @@ bool register_gemm_benchmarks() {
   const std::pair<const char*, TensorType> types[] = {
       {"f32", TensorType::f32},   {"f16", TensorType::f16},   {"bf16", TensorType::bf16}, {"q8_0", TensorType::q8_0},
       {"q4_0", TensorType::q4_0}, {"q4_k", TensorType::q4_k}, {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k},
-      {"q4_1", TensorType::q4_1}, {"q5_0", TensorType::q5_0}, {"q5_1", TensorType::q5_1}, {"iq4_nl", TensorType::iq4_nl}};
+      {"q4_1", TensorType::q4_1}, {"q5_0", TensorType::q5_0}, {"q5_1", TensorType::q5_1}, {"iq4_nl", TensorType::iq4_nl},
+      {"q2_k", TensorType::q2_k}, {"q3_k", TensorType::q3_k}, {"iq4_xs", TensorType::iq4_xs}};
   const std::pair<std::int64_t, std::int64_t> shapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {2048, 2048}, {5632, 2048}};
   for (const auto& [type_name, type] : types) {
     for (const auto& [rows, cols] : shapes) {
@@ -582,6 +586,9 @@ BENCHMARK_CAPTURE(BM_Matvec, f16, TensorType::f16)->UseRealTime()->Unit(benchmar
 BENCHMARK_CAPTURE(BM_Matvec, q8_0, TensorType::q8_0)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matvec, q4_0, TensorType::q4_0)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matvec, q4_k, TensorType::q4_k)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matvec, q2_k, TensorType::q2_k)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matvec, q3_k, TensorType::q3_k)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Matvec, iq4_xs, TensorType::iq4_xs)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, q8_0_avx2, TensorType::q8_0, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, q8_0_avx512, TensorType::q8_0, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, q4_0_avx2, TensorType::q4_0, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -598,6 +605,12 @@ BENCHMARK_CAPTURE(BM_KernelPath, q5_1_avx2, TensorType::q5_1, KernelPath::avx2)-
 BENCHMARK_CAPTURE(BM_KernelPath, q5_1_avx512, TensorType::q5_1, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, iq4_nl_avx2, TensorType::iq4_nl, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_KernelPath, iq4_nl_avx512, TensorType::iq4_nl, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q2_k_avx2, TensorType::q2_k, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q2_k_avx512, TensorType::q2_k, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q3_k_avx2, TensorType::q3_k, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, q3_k_avx512, TensorType::q3_k, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, iq4_xs_avx2, TensorType::iq4_xs, KernelPath::avx2)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_KernelPath, iq4_xs_avx512, TensorType::iq4_xs, KernelPath::avx512)->Arg(1)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, f16_110M, "f16")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q8_0_110M, "q8_0")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q4_0_110M, "q4_0")->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -607,6 +620,11 @@ BENCHMARK_CAPTURE(BM_Decode, q4_1_110M, "q4_1")->UseRealTime()->Unit(benchmark::
 BENCHMARK_CAPTURE(BM_Decode, q5_0_110M, "q5_0")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, q5_1_110M, "q5_1")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Decode, iq4_nl_110M, "iq4_nl")->UseRealTime()->Unit(benchmark::kMillisecond);
+// The 256-value ones (vec_dot_low_bit_k.inc), and Q4_K at the same shape beside them.
+BENCHMARK_CAPTURE(BM_Decode, q4_k_110M, "q4_k")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, q2_k_110M, "q2_k")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, q3_k_110M, "q3_k")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Decode, iq4_xs_110M, "iq4_xs")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DecodeAtContext, q8_0_110M, "q8_0")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, f16_110M, "f16")->Arg(128)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Prefill, q8_0_110M, "q8_0")->Arg(128)->Arg(512)->Arg(2048)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -209,8 +209,9 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
   require(s.type == TensorType::f32 || s.type == TensorType::f16 || s.type == TensorType::bf16 ||
               s.type == TensorType::q8_0 || s.type == TensorType::q4_0 || s.type == TensorType::q4_k ||
               s.type == TensorType::q5_k || s.type == TensorType::q6_k || s.type == TensorType::q4_1 ||
-              s.type == TensorType::q5_0 || s.type == TensorType::q5_1 || s.type == TensorType::iq4_nl,
-          "type must be f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_K, q5_K or q6_K");
+              s.type == TensorType::q5_0 || s.type == TensorType::q5_1 || s.type == TensorType::iq4_nl ||
+              s.type == TensorType::q2_k || s.type == TensorType::q3_k || s.type == TensorType::iq4_xs,
+          "type must be f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K or iq4_xs");
 
   GgufWriter writer;
   std::int64_t vocab = s.vocab_size;

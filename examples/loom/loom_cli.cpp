@@ -51,7 +51,8 @@ Commands:
          or 'runs: no: ' and why) and the metadata.
   synth  --out FILE.gguf [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|qwen2moe|qwen3moe] [--dim D]
          [--ffn H] [--layers L] [--heads N] [--kv-heads K] [--head-dim D] [--context C]
-         [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|iq4_nl|q4_k|q5_k|q6_k] [--vocab-from VOCAB.gguf | --vocab V]
+         [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_xs]
+         [--vocab-from VOCAB.gguf | --vocab V]
          [--sliding-window W] [--attn-softcap C] [--final-softcap C] [--rope-base B] [--rope-base-swa B]
          [--experts E] [--experts-used K] [--expert-ffn H] [--shared-expert-ffn H]
          [--long-rope-context C] [--seed S]
@@ -81,8 +82,8 @@ A llama2.c checkpoint holds no vocabulary: give its tokenizer file with --tokeni
 vocabulary works there too).
 
 Models: GGUF (llama incl. Mistral-style sliding windows and Mixtral-style experts, qwen2, qwen3, qwen2moe,
-qwen3moe, gemma, gemma2, gemma3, phi3; f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_K, q5_K, q6_K)
-and llama2.c checkpoints.
+qwen3moe, gemma, gemma2, gemma3, phi3; f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_K, q3_K,
+q4_K, q5_K, q6_K, iq4_xs) and llama2.c checkpoints.
 )";
 
 }  // namespace

@@ -278,10 +278,13 @@ int run_synth(CommandLine& args) {
                                                 {"q4_0", TensorType::q4_0}, {"q4_k", TensorType::q4_k},
                                                 {"q5_k", TensorType::q5_k}, {"q6_k", TensorType::q6_k},
                                                 {"q4_1", TensorType::q4_1}, {"q5_0", TensorType::q5_0},
-                                                {"q5_1", TensorType::q5_1}, {"iq4_nl", TensorType::iq4_nl}};
+                                                {"q5_1", TensorType::q5_1}, {"iq4_nl", TensorType::iq4_nl},
+                                                {"q2_k", TensorType::q2_k}, {"q3_k", TensorType::q3_k},
+                                                {"iq4_xs", TensorType::iq4_xs}};
   if (!types.contains(type)) {
-    throw UsageError("option --type expects f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k, q5_k or q6_k, got '" +
-                     type + "'");
+    throw UsageError(
+        "option --type expects f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k or "
+        "iq4_xs, got '" + type + "'");
   }
   spec.type = types.at(type);
   spec.vocab_from = args.text("vocab-from", "");

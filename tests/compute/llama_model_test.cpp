@@ -245,7 +245,10 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ForwardVsDouble,
                                            // values: coarser than Q8_0's one per 32, about 2% here.
                                            ArchCase{Architecture::qwen2, TensorType::q4_k, 0.1, 256, 512},
                                            ArchCase{Architecture::llama, TensorType::q5_k, 0.1, 256, 512},
-                                           ArchCase{Architecture::qwen3, TensorType::q6_k, 0.1, 256, 512}),
+                                           ArchCase{Architecture::qwen3, TensorType::q6_k, 0.1, 256, 512},
+                                           ArchCase{Architecture::llama, TensorType::q2_k, 0.1, 256, 512},
+                                           ArchCase{Architecture::qwen2, TensorType::q3_k, 0.1, 256, 512},
+                                           ArchCase{Architecture::llama, TensorType::iq4_xs, 0.1, 256, 512}),
                          [](const auto& tested) {
                            return to_string(tested.param.arch) + "_" + std::string(name(tested.param.type));
                          });

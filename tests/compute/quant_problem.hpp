@@ -104,6 +104,16 @@ inline void randomize_scales(TensorType type, std::uint8_t* data, std::size_t n_
       case TensorType::q6_k:
         std::memcpy(blk + 208, &d, 2);
         break;
+      case TensorType::q2_k:
+        std::memcpy(blk + 80, &d, 2);
+        std::memcpy(blk + 82, &dmin, 2);
+        break;
+      case TensorType::q3_k:
+        std::memcpy(blk + 108, &d, 2);
+        break;
+      case TensorType::iq4_xs:
+        std::memcpy(blk, &d, 2);
+        break;
       default:
         break;
     }

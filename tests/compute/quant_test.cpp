@@ -112,6 +112,32 @@ double ref_q6_k(const std::uint8_t* blk, int i) {
   const int high = bits(qh, 8 * (32 * half + l) + 2 * group, 2);
   return static_cast<double>(f16_at(blk + 208)) * scales[i / 16] * ((low | (high << 4)) - 32);
 }
+// Q2_K and Q3_K: value i = 128h + 32j + l takes the bit pair 2j of byte 32h + l of qs, sub-block i / 16.
+int k_low2(const std::uint8_t* qs, int i) {
+  const int half = i / 128, j = (i % 128) / 32, l = i % 32;
+  return bits(qs, 8 * (32 * half + l) + 2 * j, 2);
+}
+double ref_q2_k(const std::uint8_t* blk, int i) {
+  const int scale = bits(blk, 8 * (i / 16), 4), min = bits(blk, 8 * (i / 16) + 4, 4);
+  return static_cast<double>(f16_at(blk + 80)) * scale * k_low2(blk + 16, i) -
+         static_cast<double>(f16_at(blk + 82)) * min;
+}
+// Q3_K's 6-bit scale s from the bit stream: low nibble in byte s % 8 (bits 0-3 for s < 8, 4-7 after), high
+// bit pair s / 4 of byte 8 + s % 4.
+int q3_field(const std::uint8_t* scales, int s) {
+  return bits(scales, 8 * (s % 8) + 4 * (s / 8), 4) | (bits(scales, 8 * (8 + s % 4) + 2 * (s / 4), 2) << 4);
+}
+double ref_q3_k(const std::uint8_t* blk, int i) {
+  const int group = i / 32, l = i % 32;  // the high bit: bit `group` of hmask[l]
+  const int q = k_low2(blk + 32, i) + 4 * bits(blk, 8 * l + group, 1) - 4;
+  return static_cast<double>(f16_at(blk + 108)) * (q3_field(blk + 96, i / 16) - 32) * q;
+}
+double ref_iq4_xs(const std::uint8_t* blk, int i) {
+  static constexpr int kGrid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  const int s = i / 32, l = i % 16, upper = (i % 32) / 16;
+  const int scale = bits(blk + 4, 4 * s, 4) | (bits(blk + 2, 2 * s, 2) << 4);
+  return static_cast<double>(f16_at(blk)) * (scale - 32) * kGrid[bits(blk + 8, 8 * (16 * s + l) + 4 * upper, 4)];
+}
 double ref_q8_k(const std::uint8_t* blk, int i) {
   float d;
   std::memcpy(&d, blk, 4);
@@ -130,6 +156,11 @@ void fix_d_dmin(std::uint8_t* blk, std::mt19937& rng) {
   put_u16(blk + 2, random_scale(rng));
 }
 void fix_q6_k(std::uint8_t* blk, std::mt19937& rng) { put_u16(blk + 208, random_scale(rng)); }
+void fix_q2_k(std::uint8_t* blk, std::mt19937& rng) {
+  put_u16(blk + 80, random_scale(rng));
+  put_u16(blk + 82, random_scale(rng));
+}
+void fix_q3_k(std::uint8_t* blk, std::mt19937& rng) { put_u16(blk + 108, random_scale(rng)); }
 void fix_q8_k(std::uint8_t* blk, std::mt19937& rng) {
   const float d = std::uniform_real_distribution<float>(-0.05f, 0.05f)(rng);
   std::memcpy(blk, &d, 4);
@@ -168,7 +199,8 @@ INSTANTIATE_TEST_SUITE_P(
         RefCase{TensorType::q6_k, ref_q6_k, fix_q6_k}, RefCase{TensorType::q8_k, ref_q8_k, fix_q8_k},
         RefCase{TensorType::q4_1, ref_q4_1, fix_d_dmin}, RefCase{TensorType::q5_0, ref_q5_0, fix_d_first},
         RefCase{TensorType::q5_1, ref_q5_1, fix_d_dmin}, RefCase{TensorType::iq4_nl, ref_iq4_nl, fix_d_first},
-        RefCase{TensorType::q8_1, ref_q8_1, fix_d_dmin}),
+        RefCase{TensorType::q8_1, ref_q8_1, fix_d_dmin}, RefCase{TensorType::q2_k, ref_q2_k, fix_q2_k},
+        RefCase{TensorType::q3_k, ref_q3_k, fix_q3_k}, RefCase{TensorType::iq4_xs, ref_iq4_xs, fix_d_first}),
     [](const ::testing::TestParamInfo<RefCase>& case_info) { return std::string(name(case_info.param.type)); });
 
 TEST(QuantBlocks, SizesMatchTensorTypeTraits) {
@@ -200,6 +232,19 @@ TEST(QuantBlocks, SizesMatchTensorTypeTraits) {
   EXPECT_EQ(offsetof(BlockQ5_1, qh), 4u);
   EXPECT_EQ(offsetof(BlockQ5_1, qs), 8u);
   EXPECT_EQ(offsetof(BlockQ8_1, qs), 4u);
+  EXPECT_EQ(sizeof(BlockQ2_K), traits(TensorType::q2_k).block_bytes);
+  EXPECT_EQ(sizeof(BlockQ3_K), traits(TensorType::q3_k).block_bytes);
+  EXPECT_EQ(sizeof(BlockIQ4_XS), traits(TensorType::iq4_xs).block_bytes);
+  for (TensorType type : {TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs}) {
+    EXPECT_EQ(kKBlockElements, traits(type).block_elements) << name(type);
+    EXPECT_TRUE(traits(type).computable) << name(type);
+  }
+  ASSERT_NE(find_tensor_type(23), nullptr);  // IQ4_XS's GGML id
+  EXPECT_EQ(find_tensor_type(23)->type, TensorType::iq4_xs);
+  EXPECT_EQ(name(TensorType::iq4_xs), "iq4_xs");
+  EXPECT_EQ(traits(TensorType::q2_k).block_bytes, 84u);
+  EXPECT_EQ(traits(TensorType::q3_k).block_bytes, 110u);
+  EXPECT_EQ(traits(TensorType::iq4_xs).block_bytes, 136u);
   EXPECT_EQ(kQ8_0BlockElements, traits(TensorType::q8_0).block_elements);
   EXPECT_EQ(kQ4_0BlockElements, traits(TensorType::q4_0).block_elements);
   EXPECT_EQ(kKBlockElements, traits(TensorType::q4_k).block_elements);
@@ -214,6 +259,29 @@ TEST(QuantBlocks, SizesMatchTensorTypeTraits) {
   EXPECT_EQ(offsetof(BlockQ6_K, d), 208u);
   EXPECT_EQ(offsetof(BlockQ8_K, qs), 4u);
   EXPECT_EQ(offsetof(BlockQ8_K, bsums), 260u);
+  EXPECT_EQ(offsetof(BlockQ2_K, qs), 16u);
+  EXPECT_EQ(offsetof(BlockQ2_K, d), 80u);
+  EXPECT_EQ(offsetof(BlockQ2_K, dmin), 82u);
+  EXPECT_EQ(offsetof(BlockQ3_K, qs), 32u);
+  EXPECT_EQ(offsetof(BlockQ3_K, scales), 96u);
+  EXPECT_EQ(offsetof(BlockQ3_K, d), 108u);
+  EXPECT_EQ(offsetof(BlockIQ4_XS, scales_h), 2u);
+  EXPECT_EQ(offsetof(BlockIQ4_XS, scales_l), 4u);
+  EXPECT_EQ(offsetof(BlockIQ4_XS, qs), 8u);
+}
+
+TEST(QuantBlocks, Q3KScalesUnpackWhatPackWrote) {
+  std::mt19937 rng(6);
+  std::uniform_int_distribution<int> six(0, 63);
+  for (int round = 0; round < 1000; ++round) {
+    std::uint8_t sc[16], packed[12];
+    for (auto& v : sc) v = static_cast<std::uint8_t>(six(rng));
+    pack_q3_k_scales(sc, packed);
+    for (int s = 0; s < 16; ++s) {
+      ASSERT_EQ(q3_k_scale(packed, s), sc[s]) << "sub-block " << s;
+      ASSERT_EQ(q3_field(packed, s), sc[s]) << "sub-block " << s;  // and the bit-stream reading agrees
+    }
+  }
 }
 
 TEST(QuantBlocks, KScaleMinUnpacksWhatPackWrote) {
@@ -257,15 +325,17 @@ TEST(Dequantize, RejectsPartialBlocksAndUnsupportedTypes) {
   std::vector<float> dst(512);
   EXPECT_THROW(dequantize_row(TensorType::q4_0, src.data(), dst.data(), 33), std::invalid_argument);
   EXPECT_THROW(dequantize_row(TensorType::q6_k, src.data(), dst.data(), 128), std::invalid_argument);
+  EXPECT_THROW(dequantize_row(TensorType::q2_k, src.data(), dst.data(), 128), std::invalid_argument);
+  EXPECT_THROW(dequantize_row(TensorType::iq4_xs, src.data(), dst.data(), 32), std::invalid_argument);
   EXPECT_THROW(dequantize_row(TensorType::q8_0, src.data(), dst.data(), -32), std::invalid_argument);
   EXPECT_THROW(dequantize_row(TensorType::i16, src.data(), dst.data(), 32), std::invalid_argument);
   EXPECT_THROW(dequantize_row(TensorType::q5_1, src.data(), dst.data(), 48), std::invalid_argument);
   EXPECT_THROW(dequantize_row(static_cast<TensorType>(99), src.data(), dst.data(), 32), std::invalid_argument);
   try {
-    dequantize_row(TensorType::q2_k, src.data(), dst.data(), 256);
-    FAIL() << "q2_K is not supported";
+    dequantize_row(TensorType::i16, src.data(), dst.data(), 256);
+    FAIL() << "i16 is not supported";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("q2_K"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("i16"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(dequantize_row(TensorType::q4_0, src.data(), dst.data(), 0));
 }
@@ -349,7 +419,8 @@ INSTANTIATE_TEST_SUITE_P(
                       RoundTripCase{TensorType::q5_k, 0.05}, RoundTripCase{TensorType::q6_k, 0.025},
                       RoundTripCase{TensorType::q4_1, 0.12}, RoundTripCase{TensorType::q5_0, 0.06},
                       RoundTripCase{TensorType::q5_1, 0.06}, RoundTripCase{TensorType::iq4_nl, 0.11},
-                      RoundTripCase{TensorType::q8_1, 0.01}),
+                      RoundTripCase{TensorType::q8_1, 0.01}, RoundTripCase{TensorType::q2_k, 0.30},
+                      RoundTripCase{TensorType::q3_k, 0.17}, RoundTripCase{TensorType::iq4_xs, 0.09}),
     [](const ::testing::TestParamInfo<RoundTripCase>& case_info) { return std::string(name(case_info.param.type)); });
 
 TEST(Quantize, Q8KBsumsAreSubBlockSums) {
@@ -398,7 +469,8 @@ TEST(Quantize, Q8_1CarriesTheScaledSum) {
 TEST(Quantize, ZerosAndConstantsAreExact) {
   for (TensorType type :
        {TensorType::q8_0, TensorType::q4_0, TensorType::q4_k, TensorType::q5_k, TensorType::q6_k, TensorType::q8_k,
-        TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl, TensorType::q8_1}) {
+        TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl, TensorType::q8_1,
+        TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs}) {
     for (float value : {0.0f, 0.5f, -0.25f}) {
       std::vector<float> x(512, value), y(512, 42.0f);
       std::vector<std::uint8_t> q(*tensor_bytes(type, 512));

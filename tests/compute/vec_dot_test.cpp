@@ -30,7 +30,8 @@ using testing::Problem;
 
 constexpr TensorType kWeightTypes[] = {TensorType::f32,  TensorType::f16,  TensorType::bf16, TensorType::q8_0,
                                        TensorType::q4_0, TensorType::q4_k, TensorType::q5_k, TensorType::q6_k,
-                                       TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl};
+                                       TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl,
+                                       TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs};
 
 std::vector<std::int64_t> lengths_for(TensorType type) {
   const auto block = static_cast<std::int64_t>(traits(type).block_elements);
@@ -232,17 +233,50 @@ TEST_P(VecDotTypes, SmallBlockTypesGiveTheScalarBits) {
   }
 }
 
+// Q2_K, Q3_K and IQ4_XS: the scalar kernels spell out the SIMD kernels' lanes and float order (the
+// reference's), so every path gives the same bits, one column or several.
+class LowBitKTypes : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(LowBitKTypes, EveryPathGivesTheScalarBits) {
+  const TensorType type = GetParam();
+  int paths_run = 0;
+  for (KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
+    if (!kernel_path_supported(path)) continue;
+    ASSERT_EQ(vec_dot_kernel(type, path).path(), path) << name(type) << " has no " << name(path) << " kernel";
+    ++paths_run;
+    for (bool random_bits : {false, true}) {
+      for (std::int64_t n : lengths_for(type)) {
+        for (int cols : {1, 2, 3, 4, 7}) {
+          const int rows = 9;
+          const Problem p = make_problem(type, n, rows, cols, random_bits, static_cast<unsigned>(n + cols) + random_bits);
+          const auto want = testing::rows_cols_on(type, KernelPath::scalar, p, n, rows, cols, rows + 2);
+          const auto got = testing::rows_cols_on(type, path, p, n, rows, cols, rows + 2);
+          ASSERT_TRUE(testing::same_outputs(got, want, rows, cols, rows + 2))
+              << name(type) << " on " << name(path) << " n=" << n << " cols=" << cols;
+        }
+      }
+    }
+  }
+  if (paths_run == 0) GTEST_SKIP() << "this CPU runs no SIMD path";
+}
+
+INSTANTIATE_TEST_SUITE_P(VecDot, LowBitKTypes, ::testing::Values(TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs),
+                         [](const ::testing::TestParamInfo<TensorType>& case_info) {
+                           return std::string(name(case_info.param));
+                         });
+
 INSTANTIATE_TEST_SUITE_P(VecDot, VecDotTypes, ::testing::ValuesIn(kWeightTypes),
                          [](const ::testing::TestParamInfo<TensorType>& case_info) {
                            return std::string(name(case_info.param));
                          });
 
 // Q8_0-activation kernels convert activation scales into a fixed stack buffer in column chunks, and fall
-// back to converting inline for rows longer than the buffer (Q6_K's one-column AVX-512 kernel to the 256-bit
-// one); lengths around those limits take every branch.
+// back to converting inline for rows longer than the buffer (the one-column AVX-512 kernels of Q6_K, Q2_K,
+// Q3_K and IQ4_XS to the 256-bit ones); lengths around those limits take every branch.
 TEST(VecDot, LongRowsMatchScalarOnEverySimdPath) {
   for (TensorType type : {TensorType::q8_0, TensorType::q4_0, TensorType::q4_k, TensorType::q6_k, TensorType::f16,
-                          TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl}) {
+                          TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl, TensorType::q2_k,
+                          TensorType::q3_k, TensorType::iq4_xs}) {
     for (std::int64_t blocks : {1500, 2048, 4096, 4100}) {
       const std::int64_t n = blocks * 32;
       if (n % static_cast<std::int64_t>(traits(type).block_elements) != 0) continue;
@@ -305,6 +339,9 @@ TEST(VecDot, ActivationTypes) {
   EXPECT_EQ(activation_type(TensorType::iq4_nl), TensorType::q8_0);
   EXPECT_EQ(activation_type(TensorType::q4_1), TensorType::q8_1);
   EXPECT_EQ(activation_type(TensorType::q5_1), TensorType::q8_1);
+  EXPECT_EQ(activation_type(TensorType::q2_k), TensorType::q8_k);
+  EXPECT_EQ(activation_type(TensorType::q3_k), TensorType::q8_k);
+  EXPECT_EQ(activation_type(TensorType::iq4_xs), TensorType::q8_k);
   EXPECT_THROW(activation_type(TensorType::q8_k), std::invalid_argument);
   EXPECT_THROW(activation_type(TensorType::q8_1), std::invalid_argument);
   EXPECT_THROW(activation_type(TensorType::i8), std::invalid_argument);
@@ -316,7 +353,8 @@ TEST(VecDot, RejectsBadArguments) {
   EXPECT_THROW(vec_dot(TensorType::q4_0, w.data(), a.data(), 48), std::invalid_argument);
   EXPECT_THROW(vec_dot(TensorType::q6_k, w.data(), a.data(), 128), std::invalid_argument);
   EXPECT_THROW(vec_dot(TensorType::q8_k, w.data(), a.data(), 256), std::invalid_argument);
-  EXPECT_THROW(vec_dot(TensorType::q2_k, w.data(), a.data(), 256), std::invalid_argument);
+  EXPECT_THROW(vec_dot(TensorType::i16, w.data(), a.data(), 256), std::invalid_argument);
+  EXPECT_THROW(vec_dot(TensorType::iq4_xs, w.data(), a.data(), 128), std::invalid_argument);
   EXPECT_THROW(vec_dot_rows(TensorType::q8_0, w.data(), 34, -1, a.data(), 32, out.data()), std::invalid_argument);
   EXPECT_THROW(VecDotKernel{}.dot(w.data(), a.data(), 32), std::invalid_argument);
   try {
@@ -394,6 +432,25 @@ TEST(VecDot, ExtremeQuantsDoNotOverflow) {
     }
     EXPECT_EQ(vec_dot_kernel(TensorType::q5_0, path).dot(w5.data(), a5.data(), 64), 64.0f * 15 * 127) << name(path);
     EXPECT_EQ(vec_dot_kernel(TensorType::q5_1, path).dot(w51.data(), a51.data(), 64), 64.0f * 31 * 127) << name(path);
+    // IQ4_XS: every nibble 0 (value -127) with scale -32 against -127 everywhere (a maddubs pair of
+    // 2 * 127 * 127 is the largest that fits int16); Q3_K: every q = -4 with scale -32.
+    BlockIQ4_XS wx{};
+    wx.d = float_to_half(1.0f);  // scales_l, scales_h and qs all 0: scale 0 - 32, value -127
+    BlockQ8_K am{};
+    am.d = 1.0f;
+    for (auto& q : am.qs) q = -127;
+    for (auto& s : am.bsums) s = -16 * 127;
+    EXPECT_EQ(vec_dot_kernel(TensorType::iq4_xs, path).dot(&wx, &am, 256), 256.0f * -32 * -127 * -127) << name(path);
+    BlockQ3_K w3{};
+    w3.d = float_to_half(1.0f);  // hmask 0 (q = low - 4), qs 0 (low 0), scales 0 (-32)
+    EXPECT_EQ(vec_dot_kernel(TensorType::q3_k, path).dot(&w3, &am, 256), 256.0f * -32 * -4 * -127) << name(path);
+    // Q2_K: every q = 3 with scale 15 and min 15.
+    BlockQ2_K w2{};
+    std::memset(w2.qs, 0xFF, sizeof w2.qs);
+    std::memset(w2.scales, 0xFF, sizeof w2.scales);
+    w2.d = float_to_half(1.0f);
+    w2.dmin = float_to_half(1.0f);
+    EXPECT_EQ(vec_dot_kernel(TensorType::q2_k, path).dot(&w2, &am, 256), 256.0f * (15 * 3 - 15) * -127) << name(path);
   }
 }
 

@@ -79,6 +79,57 @@ void dequantize_q6_k(const BlockQ6_K* blocks, float* dst, std::int64_t n_blocks)
   }
 }
 
+// Q2_K and Q3_K walk their values as the format stores them: two halves of 128, four 2-bit planes of 32
+// values in each half's 32 bytes of qs; value 128h + 32j + l belongs to sub-block 8h + 2j + l / 16.
+void dequantize_q2_k(const BlockQ2_K* blocks, float* dst, std::int64_t n_blocks) {
+  for (std::int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ2_K& block = blocks[b];
+    const float d = half_to_float(block.d);
+    const float dmin = half_to_float(block.dmin);
+    for (int half = 0; half < 2; ++half) {
+      for (int j = 0; j < 4; ++j, dst += 32) {
+        for (int l = 0; l < 32; ++l) {
+          const std::uint8_t sm = block.scales[8 * half + 2 * j + l / 16];
+          const int q = (block.qs[32 * half + l] >> (2 * j)) & 3;
+          dst[l] = d * static_cast<float>(sm & 0x0F) * static_cast<float>(q) - dmin * static_cast<float>(sm >> 4);
+        }
+      }
+    }
+  }
+}
+
+void dequantize_q3_k(const BlockQ3_K* blocks, float* dst, std::int64_t n_blocks) {
+  for (std::int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ3_K& block = blocks[b];
+    const float d = half_to_float(block.d);
+    for (int half = 0; half < 2; ++half) {
+      for (int j = 0; j < 4; ++j, dst += 32) {
+        for (int l = 0; l < 32; ++l) {
+          const int scale = q3_k_scale(block.scales, 8 * half + 2 * j + l / 16) - 32;
+          const int low = (block.qs[32 * half + l] >> (2 * j)) & 3;
+          const int q = low - (((block.hmask[l] >> (4 * half + j)) & 1) ? 0 : 4);
+          dst[l] = d * static_cast<float>(scale) * static_cast<float>(q);
+        }
+      }
+    }
+  }
+}
+
+void dequantize_iq4_xs(const BlockIQ4_XS* blocks, float* dst, std::int64_t n_blocks) {
+  for (std::int64_t b = 0; b < n_blocks; ++b) {
+    const BlockIQ4_XS& block = blocks[b];
+    const float d = half_to_float(block.d);
+    for (int s = 0; s < 8; ++s, dst += 32) {
+      const float scale = d * static_cast<float>(iq4_xs_scale(block, s) - 32);
+      const std::uint8_t* q = block.qs + 16 * s;
+      for (int l = 0; l < 16; ++l) {
+        dst[l] = scale * static_cast<float>(kIQ4NLValues[q[l] & 0x0F]);
+        dst[l + 16] = scale * static_cast<float>(kIQ4NLValues[q[l] >> 4]);
+      }
+    }
+  }
+}
+
 void dequantize_q8_k(const BlockQ8_K* blocks, float* dst, std::int64_t n_blocks) {
   for (std::int64_t b = 0; b < n_blocks; ++b, dst += 256) {
     for (int i = 0; i < 256; ++i) dst[i] = static_cast<float>(blocks[b].qs[i]) * blocks[b].d;
@@ -113,6 +164,12 @@ void dequantize_row(TensorType type, const void* src, float* dst, std::int64_t n
       return dequantize_k_affine<BlockQ5_K, true>(static_cast<const BlockQ5_K*>(src), dst, n_blocks);
     case TensorType::q6_k:
       return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
+    case TensorType::q2_k:
+      return dequantize_q2_k(static_cast<const BlockQ2_K*>(src), dst, n_blocks);
+    case TensorType::q3_k:
+      return dequantize_q3_k(static_cast<const BlockQ3_K*>(src), dst, n_blocks);
+    case TensorType::iq4_xs:
+      return dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n_blocks);
     case TensorType::q8_k:
       return dequantize_q8_k(static_cast<const BlockQ8_K*>(src), dst, n_blocks);
     case TensorType::q4_1:

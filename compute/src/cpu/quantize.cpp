@@ -242,6 +242,147 @@ void quantize_q6_k(const float* x, BlockQ6_K* blocks, std::int64_t n_blocks) {
   }
 }
 
+// Q2_K: per 16-value sub-block the affine fit with q in 0..3, then scales and mins quantized to 4 bits
+// against d and dmin (a min that rounds to 0 is fine: the fit only ever subtracts).
+void quantize_q2_k(const float* x, BlockQ2_K* blocks, std::int64_t n_blocks) {
+  for (std::int64_t b = 0; b < n_blocks; ++b, x += 256) {
+    BlockQ2_K& block = blocks[b];
+    AffineFit fits[16];
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (int s = 0; s < 16; ++s) {
+      fits[s] = fit_affine(x + 16 * s, 16, 3);
+      max_scale = std::max(max_scale, fits[s].scale);
+      max_min = std::max(max_min, fits[s].min);
+    }
+    block.d = float_to_half(max_scale / 15.0f);
+    block.dmin = float_to_half(max_min / 15.0f);
+    const float d = half_to_float(block.d), dmin = half_to_float(block.dmin);
+    std::uint8_t q[256];
+    for (int s = 0; s < 16; ++s) {
+      const int sc = d > 0 ? std::clamp(round_nearest(fits[s].scale / d), 0, 15) : 0;
+      const int mn = dmin > 0 ? std::clamp(round_nearest(fits[s].min / dmin), 0, 15) : 0;
+      block.scales[s] = static_cast<std::uint8_t>(sc | (mn << 4));
+      const float scale = d * static_cast<float>(sc), offset = dmin * static_cast<float>(mn);
+      const float inv = scale > 0 ? 1.0f / scale : 0.0f;
+      for (int i = 0; i < 16; ++i) {
+        q[16 * s + i] = static_cast<std::uint8_t>(std::clamp(round_nearest((x[16 * s + i] + offset) * inv), 0, 3));
+      }
+    }
+    // Value 128h + 32j + l goes to bits 2j..2j+1 of qs[32h + l].
+    for (int half = 0; half < 2; ++half) {
+      for (int l = 0; l < 32; ++l) {
+        const std::uint8_t* v = q + 128 * half + l;
+        block.qs[32 * half + l] = static_cast<std::uint8_t>(v[0] | (v[32] << 2) | (v[64] << 4) | (v[96] << 6));
+      }
+    }
+  }
+}
+
+// The symmetric formats with a per-sub-block scale (Q3_K: levels -4..3, IQ4_XS: the kIQ4NLValues grid): the
+// scale that maps the value of largest magnitude to one of a few extreme levels, whichever gives the least
+// squared error. `levels` is sorted; `nearest` gives the level index nearest to a scaled value.
+template <class Nearest>
+float best_symmetric_scale(const float* x, int n, const int* levels, int n_levels, Nearest nearest) {
+  const float max = signed_max_abs(x, n);
+  if (max == 0.0f) return 0.0f;
+  float best_scale = 0.0f, best_err = INFINITY;
+  // Largest magnitude onto the most negative level, or onto the most positive, or a little inside either.
+  const float targets[] = {static_cast<float>(levels[0]), static_cast<float>(levels[n_levels - 1]),
+                           0.9f * levels[0], 0.9f * levels[n_levels - 1], 0.8f * levels[0], 1.1f * levels[n_levels - 1]};
+  for (float target : targets) {
+    const float scale = max / target;
+    if (!(scale != 0.0f) || !std::isfinite(scale)) continue;
+    float err = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float diff = x[i] - scale * static_cast<float>(levels[nearest(x[i] / scale)]);
+      err += diff * diff;
+    }
+    if (err < best_err) {
+      best_err = err;
+      best_scale = scale;
+    }
+  }
+  return best_scale;
+}
+
+constexpr int kQ3Levels[8] = {-4, -3, -2, -1, 0, 1, 2, 3};
+int nearest_q3(float v) { return std::clamp(round_nearest(v), -4, 3) + 4; }
+
+constexpr int kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+int nearest_iq4(float v) {
+  // The grid is sorted: the first level above v or the one below it.
+  int hi = 0;
+  while (hi < 16 && static_cast<float>(kIq4Levels[hi]) < v) ++hi;
+  if (hi == 0) return 0;
+  if (hi == 16) return 15;
+  return v - static_cast<float>(kIq4Levels[hi - 1]) <= static_cast<float>(kIq4Levels[hi]) - v ? hi - 1 : hi;
+}
+
+// Sub-block scales to 6 bits (stored + 32, -32..31 after) against d = max |scale| / 31 (the positive side of
+// the range, so that no scale clips); writes the stored values.
+float quantize_sub_scales(const float* sub_scale, int n, std::uint8_t* stored) {
+  float max = 0.0f;
+  for (int s = 0; s < n; ++s) max = std::max(max, std::fabs(sub_scale[s]));
+  const float d = half_to_float(float_to_half(max / 31.0f));
+  for (int s = 0; s < n; ++s) {
+    stored[s] = static_cast<std::uint8_t>((d > 0 ? std::clamp(round_nearest(sub_scale[s] / d), -32, 31) : 0) + 32);
+  }
+  return d;
+}
+
+void quantize_q3_k(const float* x, BlockQ3_K* blocks, std::int64_t n_blocks) {
+  for (std::int64_t b = 0; b < n_blocks; ++b, x += 256) {
+    BlockQ3_K& block = blocks[b];
+    float sub_scale[16];
+    for (int s = 0; s < 16; ++s) sub_scale[s] = best_symmetric_scale(x + 16 * s, 16, kQ3Levels, 8, nearest_q3);
+    std::uint8_t stored[16];
+    const float d = quantize_sub_scales(sub_scale, 16, stored);
+    block.d = float_to_half(d);
+    pack_q3_k_scales(stored, block.scales);
+    std::uint8_t q[256];  // q + 4, 0..7
+    for (int s = 0; s < 16; ++s) {
+      const float scale = d * static_cast<float>(stored[s] - 32);
+      const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+      for (int i = 0; i < 16; ++i) q[16 * s + i] = static_cast<std::uint8_t>(nearest_q3(x[16 * s + i] * inv));
+    }
+    // Low 2 bits as Q2_K's; bit 2 of q + 4 (set: q >= 0) is bit 4h + j of hmask[l].
+    std::memset(block.hmask, 0, sizeof block.hmask);
+    for (int half = 0; half < 2; ++half) {
+      for (int l = 0; l < 32; ++l) {
+        const std::uint8_t* v = q + 128 * half + l;
+        block.qs[32 * half + l] =
+            static_cast<std::uint8_t>((v[0] & 3) | ((v[32] & 3) << 2) | ((v[64] & 3) << 4) | ((v[96] & 3) << 6));
+        for (int j = 0; j < 4; ++j) {
+          block.hmask[l] = static_cast<std::uint8_t>(block.hmask[l] | ((v[32 * j] >> 2) << (4 * half + j)));
+        }
+      }
+    }
+  }
+}
+
+void quantize_iq4_xs(const float* x, BlockIQ4_XS* blocks, std::int64_t n_blocks) {
+  for (std::int64_t b = 0; b < n_blocks; ++b, x += 256) {
+    BlockIQ4_XS& block = blocks[b];
+    float sub_scale[8];
+    for (int s = 0; s < 8; ++s) sub_scale[s] = best_symmetric_scale(x + 32 * s, 32, kIq4Levels, 16, nearest_iq4);
+    std::uint8_t stored[8];
+    const float d = quantize_sub_scales(sub_scale, 8, stored);
+    block.d = float_to_half(d);
+    block.scales_h = 0;
+    for (int s = 0; s < 8; ++s) {
+      if (s % 2 == 0) block.scales_l[s / 2] = 0;
+      block.scales_l[s / 2] = static_cast<std::uint8_t>(block.scales_l[s / 2] | ((stored[s] & 0x0F) << (4 * (s % 2))));
+      block.scales_h = static_cast<std::uint16_t>(block.scales_h | ((stored[s] >> 4) << (2 * s)));
+      const float scale = d * static_cast<float>(stored[s] - 32);
+      const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+      const float* v = x + 32 * s;
+      for (int l = 0; l < 16; ++l) {
+        block.qs[16 * s + l] = static_cast<std::uint8_t>(nearest_iq4(v[l] * inv) | (nearest_iq4(v[l + 16] * inv) << 4));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n) {
@@ -277,6 +418,12 @@ void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n, 
       return quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), n_blocks);
     case TensorType::q6_k:
       return quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), n_blocks);
+    case TensorType::q2_k:
+      return quantize_q2_k(src, static_cast<BlockQ2_K*>(dst), n_blocks);
+    case TensorType::q3_k:
+      return quantize_q3_k(src, static_cast<BlockQ3_K*>(dst), n_blocks);
+    case TensorType::iq4_xs:
+      return quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n_blocks);
     case TensorType::q8_k:
       return quantize_q8_k(src, static_cast<BlockQ8_K*>(dst), n_blocks);
     case TensorType::q4_1:

@@ -184,6 +184,87 @@ float dot_q6_k(const BlockQ6_K* w, const BlockQ8_K* a, std::int64_t nb) {
   return acc;
 }
 
+// Q2_K, Q3_K and IQ4_XS in the reference's (AVX2) order, which the SIMD kernels keep, so every path gives the
+// same bits: eight int32 lanes per superblock, lane k taking, from every 32-value group g of the block, its
+// scale times the exact dot of the group's values 4k..4k+3 (k < 4 in the group's first 16 values, k >= 4 in
+// its last 16: Q2_K/Q3_K's two sub-blocks); each superblock then adds float(lane) * d_w * d_a into an 8-lane
+// float accumulator with one fused multiply-add, Q2_K first adding its mins the same way (lane k: min[2k] *
+// bsums[2k] + min[2k + 1] * bsums[2k + 1], times -dmin_w * d_a); the lanes are summed as hsum() does.
+float sum_8_lanes(const float (&acc)[8]) {
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+// Adds scale * (the dot of 4 values at 4k) to lane k for the 8 quads of a 32-value group.
+void add_group(int (&lanes)[8], const int* q, const std::int8_t* a, int scale_lo, int scale_hi) {
+  for (int k = 0; k < 8; ++k) {
+    int dot = 0;
+    for (int i = 4 * k; i < 4 * k + 4; ++i) dot += q[i] * a[i];
+    lanes[k] += (k < 4 ? scale_lo : scale_hi) * dot;
+  }
+}
+
+float dot_q2_k(const BlockQ2_K* w, const BlockQ8_K* a, std::int64_t nb) {
+  float acc[8] = {};
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const BlockQ2_K& block = w[b];
+    const float d = a[b].d * half_to_float(block.d);
+    const float dmin = -a[b].d * half_to_float(block.dmin);
+    for (int k = 0; k < 8; ++k) {
+      const int mins = (block.scales[2 * k] >> 4) * a[b].bsums[2 * k] + (block.scales[2 * k + 1] >> 4) * a[b].bsums[2 * k + 1];
+      acc[k] = std::fma(dmin, static_cast<float>(mins), acc[k]);
+    }
+    int lanes[8] = {};
+    for (int g = 0; g < 8; ++g) {  // group g = 4 * half + j
+      const int half = g / 4, j = g % 4;
+      int q[32];
+      for (int l = 0; l < 32; ++l) q[l] = (block.qs[32 * half + l] >> (2 * j)) & 3;
+      add_group(lanes, q, a[b].qs + 32 * g, block.scales[2 * g] & 0x0F, block.scales[2 * g + 1] & 0x0F);
+    }
+    for (int k = 0; k < 8; ++k) acc[k] = std::fma(d, static_cast<float>(lanes[k]), acc[k]);
+  }
+  return sum_8_lanes(acc);
+}
+
+float dot_q3_k(const BlockQ3_K* w, const BlockQ8_K* a, std::int64_t nb) {
+  float acc[8] = {};
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const BlockQ3_K& block = w[b];
+    const float d = a[b].d * half_to_float(block.d);
+    int lanes[8] = {};
+    for (int g = 0; g < 8; ++g) {
+      const int half = g / 4, j = g % 4;
+      int q[32];
+      for (int l = 0; l < 32; ++l) {
+        q[l] = ((block.qs[32 * half + l] >> (2 * j)) & 3) - (((block.hmask[l] >> g) & 1) ? 0 : 4);
+      }
+      add_group(lanes, q, a[b].qs + 32 * g, q3_k_scale(block.scales, 2 * g) - 32,
+                q3_k_scale(block.scales, 2 * g + 1) - 32);
+    }
+    for (int k = 0; k < 8; ++k) acc[k] = std::fma(d, static_cast<float>(lanes[k]), acc[k]);
+  }
+  return sum_8_lanes(acc);
+}
+
+float dot_iq4_xs(const BlockIQ4_XS* w, const BlockQ8_K* a, std::int64_t nb) {
+  float acc[8] = {};
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XS& block = w[b];
+    const float d = half_to_float(block.d) * a[b].d;
+    int lanes[8] = {};
+    for (int s = 0; s < 8; ++s) {
+      int q[32];
+      for (int l = 0; l < 16; ++l) {
+        q[l] = kIQ4NLValues[block.qs[16 * s + l] & 0x0F];
+        q[l + 16] = kIQ4NLValues[block.qs[16 * s + l] >> 4];
+      }
+      const int scale = iq4_xs_scale(block, s) - 32;
+      add_group(lanes, q, a[b].qs + 32 * s, scale, scale);
+    }
+    for (int k = 0; k < 8; ++k) acc[k] = std::fma(d, static_cast<float>(lanes[k]), acc[k]);
+  }
+  return sum_8_lanes(acc);
+}
+
 // Adapts a one-row dot to the table's rows x columns signature. The scalar path gains nothing from reusing
 // a weight row across columns, so it simply loops.
 template <class W, class A, auto RowDot, std::int64_t kBlock>
@@ -212,6 +293,9 @@ constexpr VecDotTable kScalarTable{
     .q5_0 = q5_0_rows_cols_scalar,
     .q5_1 = q5_1_rows_cols_scalar,
     .iq4_nl = iq4_nl_rows_cols_scalar,
+    .q2_k = scalar_rows_cols<BlockQ2_K, BlockQ8_K, dot_q2_k, 256>,
+    .q3_k = scalar_rows_cols<BlockQ3_K, BlockQ8_K, dot_q3_k, 256>,
+    .iq4_xs = scalar_rows_cols<BlockIQ4_XS, BlockQ8_K, dot_iq4_xs, 256>,
 };
 
 VecDotFn table_entry(const VecDotTable& table, TensorType type) {
@@ -240,6 +324,12 @@ VecDotFn table_entry(const VecDotTable& table, TensorType type) {
       return table.q5_1;
     case TensorType::iq4_nl:
       return table.iq4_nl;
+    case TensorType::q2_k:
+      return table.q2_k;
+    case TensorType::q3_k:
+      return table.q3_k;
+    case TensorType::iq4_xs:
+      return table.iq4_xs;
     default:
       return nullptr;
   }
@@ -273,6 +363,9 @@ TensorType activation_type(TensorType weight_type) {
     case TensorType::q4_k:
     case TensorType::q5_k:
     case TensorType::q6_k:
+    case TensorType::q2_k:
+    case TensorType::q3_k:
+    case TensorType::iq4_xs:  // the reference dots IQ4_XS with Q8_K too (IQ4_NL with Q8_0)
       return TensorType::q8_k;
     default:
       break;

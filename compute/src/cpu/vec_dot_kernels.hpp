@@ -24,6 +24,9 @@ struct VecDotTable {
   VecDotFn q5_0 = nullptr;
   VecDotFn q5_1 = nullptr;
   VecDotFn iq4_nl = nullptr;
+  VecDotFn q2_k = nullptr;
+  VecDotFn q3_k = nullptr;
+  VecDotFn iq4_xs = nullptr;
 };
 
 // Activation quantizers with SIMD paths (quantize.hpp): the scalar code's bytes for finite input.

@@ -21,7 +21,7 @@ struct SynthSpec {
   std::int64_t kv_heads = 4;
   std::int64_t context_length = 256;
   std::int64_t vocab_size = 512;  // ignored when vocab_from is set: the vocabulary file decides
-  TensorType type = TensorType::f32;  // of the matrices and the embedding: f32 f16 bf16 q8_0 q4_0 q4_K q5_K q6_K
+  TensorType type = TensorType::f32;  // of the matrices and the embedding: f32 f16 bf16 q8_0 q4_0 q2_K q3_K q4_K q5_K q6_K iq4_xs
   std::string vocab_from;         // a GGUF whose tokenizer.* metadata is copied (e.g. ../shared/vocab/...)
   // Without vocab_from: true writes a small SentencePiece vocabulary of loom's own (byte fallback, ASCII
   // characters and common English words), so the model needs no other file to take and produce text (the

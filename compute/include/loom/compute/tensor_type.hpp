@@ -1,7 +1,7 @@
 // The element types a GGUF tensor can have, with their GGML type ids (the numbers stored in the file) and
 // block geometry: quantized types store blocks of `block_elements` values in `block_bytes` bytes.
-// loom computes with F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K and Q6_K weights (Q8_1
-// and Q8_K only as activations); the other ids are known so that an error can name them.
+// loom computes with F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and
+// IQ4_XS weights (Q8_1 and Q8_K only as activations); the other ids are known so that an error can name them.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +27,7 @@ enum class TensorType : std::uint32_t {
   q6_k = 14,
   q8_k = 15,
   iq4_nl = 20,
+  iq4_xs = 23,
   i8 = 24,
   i16 = 25,
   i32 = 26,

@@ -18,6 +18,10 @@
 //               then scales and mins quantized to 6 bits against the block's d and dmin.
 //   q6_k:       per 16-value sub-block the largest-magnitude value maps to -32; the sub-block scales are
 //               quantized to int8 against d = max|scale| / 127.
+//   q2_k:       per 16-value sub-block the affine fit of q4_k with q in 0..3, scales and mins to 4 bits.
+//   q3_k, iq4_xs: per sub-block (16 / 32 values) the scale that maps the largest magnitude to an extreme
+//               level (or a little inside), the best of a few by squared error; q the nearest level (-4..3,
+//               or the 16 IQ4 values); scales to 6 bits against d = max|scale| / 31.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +32,7 @@
 namespace loom::compute {
 
 // Writes `n` values from `src` to `dst` in `type`: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0,
-// q5_1, iq4_nl, q4_k, q5_k, q6_k, q8_1 or q8_k.
+// q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, q8_1 or q8_k.
 // `dst` must hold tensor_bytes(type, n) bytes. Throws std::invalid_argument naming the type when it is not
 // supported or when n is negative or not a whole number of blocks.
 void quantize_row(TensorType type, const float* src, void* dst, std::int64_t n);

@@ -45,8 +45,14 @@
 // lanes', IQ4_NL against one column in two accumulators (even and odd blocks). Their scalar, AVX2 and
 // AVX-512 kernels give the same bits.
 //
-// Supported weight types: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k, q5_k, q6_k. Every type
-// has a scalar kernel; AVX2 and AVX-512 kernels cover all of them too. `n` is the row length in values and must be a whole number of weight blocks.
+// Q2_K, Q3_K and IQ4_XS (vec_dot_low_bit_k.inc) keep the reference's AVX2 order: per superblock 8 int32 lanes
+// (each 32-value group's scale times its 4-value dots) into an 8-lane float accumulator with one FMA (Q2_K
+// adds its mins the same way first); their scalar kernels spell out that order, so all paths give the same
+// bits. They have no panel GEMM: batches use the dot kernels' several-column rows on every path.
+//
+// Supported weight types: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k,
+// iq4_xs. Every type has a scalar kernel; AVX2 and AVX-512 kernels cover all of them too. `n` is the row length
+// in values and must be a whole number of weight blocks.
 #pragma once
 
 #include <cstddef>
@@ -59,7 +65,8 @@ namespace loom::compute {
 
 // The type activations are quantized to before dotting with rows of `weight_type`: f32 for f32/f16/bf16,
 // q8_0 for q8_0, q4_0, q5_0 and iq4_nl, q8_1 for q4_1 and q5_1 (its s carries their min term), q8_k for
-// q4_k, q5_k and q6_k (the reference's pairings). Throws std::invalid_argument for other types.
+// q2_k, q3_k, q4_k, q5_k, q6_k and iq4_xs (the reference's pairings). Throws std::invalid_argument for other
+// types.
 TensorType activation_type(TensorType weight_type);
 
 namespace detail {

@@ -26,6 +26,21 @@
 //           value 128h + l + 64 = high nibble of ql[64h + l]      | bits 4-5 of qh[32h + l] << 4
 //           value 128h + l + 96 = high nibble of ql[64h + l + 32] | bits 6-7 of qh[32h + l] << 4
 //         x = d * scales[value / 16] * (q - 32).
+//   Q2_K: 16 sub-blocks of 16, each with a 4-bit scale (low nibble of scales[s]) and a 4-bit min (high
+//         nibble). Two halves of 128 values share 32 bytes of qs each: value 128h + 32j + l (j < 4, l < 32) is
+//         bits 2j..2j+1 of qs[32h + l], q in 0..3, in sub-block 8h + 2j + l / 16.
+//         x = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4).
+//   Q3_K: 16 sub-blocks of 16 with 6-bit scales stored + 32; q in -4..3. The low 2 bits of q sit where Q2_K's
+//         do (value 128h + 32j + l: bits 2j..2j+1 of qs[32h + l]); the third bit is bit 4h + j of hmask[l],
+//         and a CLEAR bit means q = low - 4 (a set bit: q = low). Scale s (0..15): low 4 bits in the low
+//         nibble of scales[s] (s < 8) or the high nibble of scales[s - 8] (s >= 8); high 2 bits in bits
+//         2 * (s / 4) .. 2 * (s / 4) + 1 of scales[8 + s % 4] (see q3_k_scale()).
+//         x = d * (scale_s - 32) * q.
+//   IQ4_XS: 8 sub-blocks of 32 with 6-bit scales stored + 32: the low 4 bits of sub-block s's in nibble s % 2
+//         of scales_l[s / 2], the high 2 bits in bits 2s..2s+1 of scales_h. Sub-block s's 16 bytes qs[16s ..]
+//         hold value 32s + l (l < 16) in the low nibble of qs[16s + l] and value 32s + 16 + l in the high
+//         nibble; a nibble is an index into IQ4_NL's non-linear table kIQ4NLValues.
+//         x = d * (scale_s - 32) * kIQ4NLValues[nibble].
 //   Q8_K: activations only (the partner of the K-quants in dot products): x[i] = qs[i] * d with an f32 d, and
 //         bsums[k] = sum of qs[16k .. 16k+15], precomputed so the K-quants' min/offset terms cost nothing.
 #pragma once
@@ -105,6 +120,27 @@ struct BlockQ6_K {
   std::uint16_t d;  // f16
 };
 
+struct BlockQ2_K {
+  std::uint8_t scales[16];  // per 16-value sub-block: scale in the low nibble, min in the high one
+  std::uint8_t qs[64];
+  std::uint16_t d;     // f16, multiplies the 4-bit scales
+  std::uint16_t dmin;  // f16, multiplies the 4-bit mins
+};
+
+struct BlockQ3_K {
+  std::uint8_t hmask[32];
+  std::uint8_t qs[64];
+  std::uint8_t scales[12];
+  std::uint16_t d;  // f16
+};
+
+struct BlockIQ4_XS {
+  std::uint16_t d;  // f16
+  std::uint16_t scales_h;
+  std::uint8_t scales_l[4];
+  std::uint8_t qs[128];
+};
+
 struct BlockQ8_K {
   float d;
   std::int8_t qs[256];
@@ -123,11 +159,15 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 // Rows of blocks are only 2-byte aligned in files (34- and 18-byte blocks), so nothing may need more.
 static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ4_0) == 2 && alignof(BlockQ4_K) == 2 &&
               alignof(BlockQ5_K) == 2 && alignof(BlockQ6_K) == 2 && alignof(BlockQ4_1) == 2 &&
               alignof(BlockQ5_0) == 2 && alignof(BlockQ5_1) == 2 && alignof(BlockIQ4_NL) == 2 &&
-              alignof(BlockQ8_1) == 2);
+              alignof(BlockQ8_1) == 2 && alignof(BlockQ2_K) == 2 && alignof(BlockQ3_K) == 2 &&
+              alignof(BlockIQ4_XS) == 2);
 
 struct KScaleMin {
   std::uint8_t scale;
@@ -152,6 +192,29 @@ constexpr void pack_k_scale_min(const std::uint8_t* scale, const std::uint8_t* m
     scales[j + 4] = static_cast<std::uint8_t>((min[j] & 63) | ((min[j + 4] >> 4) << 6));
     scales[j + 8] = static_cast<std::uint8_t>((scale[j + 4] & 0x0F) | ((min[j + 4] & 0x0F) << 4));
   }
+}
+
+// The 6-bit scale (0..63, stored + 32) of sub-block s (0..15) of a Q3_K block: the low 4 bits in a nibble
+// of scales[0..7] (the low nibbles for s < 8, the high ones for s >= 8), the high 2 bits in a bit pair of
+// scales[8..11] (pair s / 4 of byte 8 + s % 4).
+constexpr int q3_k_scale(const std::uint8_t* scales, int s) noexcept {
+  const int low = s < 8 ? scales[s] & 0x0F : scales[s - 8] >> 4;
+  const int high = (scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+  return low | (high << 4);
+}
+
+// The inverse over all 16 sub-blocks: pack 6-bit scales (each < 64) into 12 bytes.
+constexpr void pack_q3_k_scales(const std::uint8_t* scale, std::uint8_t* scales) noexcept {
+  for (int i = 0; i < 12; ++i) scales[i] = 0;
+  for (int s = 0; s < 16; ++s) {
+    scales[s % 8] = static_cast<std::uint8_t>(scales[s % 8] | ((scale[s] & 0x0F) << (s < 8 ? 0 : 4)));
+    scales[8 + s % 4] = static_cast<std::uint8_t>(scales[8 + s % 4] | ((scale[s] >> 4) << (2 * (s / 4))));
+  }
+}
+
+// The 6-bit scale (0..63, stored + 32) of sub-block s (0..7) of an IQ4_XS block.
+constexpr int iq4_xs_scale(const BlockIQ4_XS& block, int s) noexcept {
+  return ((block.scales_l[s / 2] >> (4 * (s % 2))) & 0x0F) | (((block.scales_h >> (2 * s)) & 3) << 4);
 }
 
 }  // namespace loom::compute
