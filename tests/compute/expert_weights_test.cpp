@@ -120,6 +120,30 @@ TEST(ExpertWeights, ARouterThatIsNotF32IsRefused) {
   }
 }
 
+// A weight of a type loom has no kernels for (here i16; q8_K, an activation type, likewise) is refused naming
+// the tensor, its type, and every weight type loom computes with, from the type table.
+TEST(ExpertWeights, AWeightOfAnUnsupportedTypeIsRefusedWithTheSupportedList) {
+  const ModelConfig c = moe_config();
+  for (const TensorType bad : {TensorType::i16, TensorType::q8_k}) {
+    FakeTensors t;
+    add_common(t, c);
+    t.add("blk.0.attn_q.weight", {c.dim, c.q_dim()});
+    t.add("blk.0.attn_k.weight", {c.dim, c.kv_dim()});
+    t.add("blk.0.attn_v.weight", {c.dim, c.kv_dim()});
+    add_experts(t, c, c.experts);
+    t.retype("blk.0.attn_k.weight", bad);
+    try {
+      (void)bind_weights(c, t.lookup());
+      ADD_FAILURE() << "expected an error for " << name(bad);
+    } catch (const std::runtime_error& e) {
+      const std::string expected = "tensor blk.0.attn_k.weight: type " + std::string(name(bad)) +
+                                   " is not supported (supported: f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, "
+                                   "q4_K, q5_K, q6_K, iq4_nl, iq4_xs, bf16)";
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ExpertWeights, AnExpertTensorOfTheWrongShapeIsRefusedByName) {
   const ModelConfig c = moe_config();
   FakeTensors t;

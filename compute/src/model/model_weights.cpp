@@ -12,6 +12,20 @@ std::string dims_text(const std::vector<std::int64_t>& dims) {
   return text + "]";
 }
 
+// The weight types loom computes with, from the type table (q8_1 and q8_K serve as activations only).
+bool is_weight_type(const TensorTypeTraits& t) {
+  return t.computable && t.type != TensorType::q8_1 && t.type != TensorType::q8_k;
+}
+
+std::string supported_weight_types() {
+  std::string list;
+  for (std::uint32_t id = 0; id < 64; ++id) {
+    const TensorTypeTraits* t = find_tensor_type(id);
+    if (t != nullptr && is_weight_type(*t)) list += (list.empty() ? "" : ", ") + std::string(t->name);
+  }
+  return list;
+}
+
 class Binder {
  public:
   explicit Binder(const TensorLookup& find) : find_(find) {}
@@ -22,9 +36,9 @@ class Binder {
       throw std::runtime_error("tensor " + name + ": expected dimensions " + dims_text(dims) + ", the file has " +
                                dims_text(t->dims));
     }
-    if (t != nullptr && !traits(t->type).computable) {
+    if (t != nullptr && !is_weight_type(traits(t->type))) {
       throw std::runtime_error("tensor " + name + ": type " + std::string(compute::name(t->type)) +
-                               " is not supported (supported: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K)");
+                               " is not supported (supported: " + supported_weight_types() + ")");
     }
     return t;
   }
