@@ -188,9 +188,11 @@ TEST_P(VecDotTypes, Avx512GivesTheAvx2PathsBits) {
 // Q4_1/Q5_1 kernels take the min term from the activations' s (an f16 of d * sum(q)), not from the
 // dequantized activations: against the plain double dot of the dequantized rows they differ by that
 // rounding at most (relative 2^-11 of each block's |m * s|, plus d's), on every path.
-TEST_P(VecDotTypes, MinTypesMatchThePlainDequantizedDot) {
+class MinTermTypes : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(MinTermTypes, MatchThePlainDequantizedDot) {
   const TensorType type = GetParam();
-  if (activation_type(type) != TensorType::q8_1) GTEST_SKIP() << name(type) << " has no min term";
+  ASSERT_EQ(activation_type(type), TensorType::q8_1) << name(type);
   for (KernelPath path : {KernelPath::scalar, KernelPath::avx2, KernelPath::avx512}) {
     if (!kernel_path_supported(path)) continue;
     const VecDotKernel kernel = vec_dot_kernel(type, path);
@@ -211,11 +213,10 @@ TEST_P(VecDotTypes, MinTypesMatchThePlainDequantizedDot) {
 
 // The 32-value types' SIMD kernels keep the scalar kernels' order (small_blocks.hpp): the same bits on every
 // path, for one column and for every column-group and row-tile remainder.
-TEST_P(VecDotTypes, SmallBlockTypesGiveTheScalarBits) {
+class SmallBlockTypes : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(SmallBlockTypes, GiveTheScalarBitsOnEveryPath) {
   const TensorType type = GetParam();
-  if (type != TensorType::q4_1 && type != TensorType::q5_0 && type != TensorType::q5_1 && type != TensorType::iq4_nl) {
-    GTEST_SKIP() << name(type) << " keeps another order on its SIMD paths";
-  }
   for (KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
     if (!kernel_path_supported(path)) continue;
     for (bool random_bits : {false, true}) {
@@ -261,6 +262,17 @@ TEST_P(LowBitKTypes, EveryPathGivesTheScalarBits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(VecDot, LowBitKTypes, ::testing::Values(TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs),
+                         [](const ::testing::TestParamInfo<TensorType>& case_info) {
+                           return std::string(name(case_info.param));
+                         });
+
+INSTANTIATE_TEST_SUITE_P(VecDot, MinTermTypes, ::testing::Values(TensorType::q4_1, TensorType::q5_1),
+                         [](const ::testing::TestParamInfo<TensorType>& case_info) {
+                           return std::string(name(case_info.param));
+                         });
+
+INSTANTIATE_TEST_SUITE_P(VecDot, SmallBlockTypes,
+                         ::testing::Values(TensorType::q4_1, TensorType::q5_0, TensorType::q5_1, TensorType::iq4_nl),
                          [](const ::testing::TestParamInfo<TensorType>& case_info) {
                            return std::string(name(case_info.param));
                          });
