@@ -1,0 +1,133 @@
+#include "loom/compute/grammar/token_mask.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "stack_arena.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+
+namespace loom::compute::grammar {
+
+std::shared_ptr<const TokenTrie> TokenTrie::build(const std::vector<std::string>& token_bytes,
+                                                  const std::vector<bool>& special) {
+  if (!special.empty() && special.size() != token_bytes.size()) {
+    throw std::invalid_argument("TokenTrie: " + std::to_string(special.size()) + " special flags for " +
+                                std::to_string(token_bytes.size()) + " tokens");
+  }
+  auto trie = std::make_shared<TokenTrie>();
+  trie->bytes_ = token_bytes;
+  trie->in_trie_.assign(token_bytes.size(), false);
+  std::vector<std::int32_t> order;
+  for (std::size_t id = 0; id < token_bytes.size(); ++id) {
+    if (token_bytes[id].empty() || (!special.empty() && special[id])) continue;
+    trie->in_trie_[id] = true;
+    order.push_back(static_cast<std::int32_t>(id));
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+    return token_bytes[static_cast<std::size_t>(a)] < token_bytes[static_cast<std::size_t>(b)];
+  });
+  // Breadth first, so that each node's children are consecutive. A node covers a run of `order` whose
+  // tokens share its bytes; the shortest (ending here) sort first.
+  struct Pending {
+    std::uint32_t node;
+    std::size_t begin;
+    std::size_t end;
+    std::size_t depth;
+  };
+  std::vector<Pending> queue{{0, 0, order.size(), 0}};
+  trie->nodes_.emplace_back();
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const Pending p = queue[q];
+    std::size_t i = p.begin;
+    auto length = [&](std::size_t k) { return token_bytes[static_cast<std::size_t>(order[k])].size(); };
+    auto byte_at = [&](std::size_t k) {
+      return static_cast<std::uint8_t>(token_bytes[static_cast<std::size_t>(order[k])][p.depth]);
+    };
+    Node& node = trie->nodes_[p.node];
+    node.tokens_begin = static_cast<std::uint32_t>(trie->token_ids_.size());
+    while (i < p.end && length(i) == p.depth) trie->token_ids_.push_back(order[i++]);
+    trie->nodes_[p.node].tokens_end = static_cast<std::uint32_t>(trie->token_ids_.size());
+    trie->nodes_[p.node].first_child = static_cast<std::uint32_t>(trie->nodes_.size());
+    while (i < p.end) {
+      const std::uint8_t b = byte_at(i);
+      std::size_t j = i;
+      while (j < p.end && byte_at(j) == b) ++j;
+      Node child;
+      child.byte = b;
+      queue.push_back(Pending{static_cast<std::uint32_t>(trie->nodes_.size()), i, j, p.depth + 1});
+      trie->nodes_.push_back(child);
+      ++trie->nodes_[p.node].child_count;
+      i = j;
+    }
+  }
+  return trie;
+}
+
+std::shared_ptr<const TokenTrie> TokenTrie::from_tokenizer(const Tokenizer& tokenizer) {
+  const Vocabulary& v = tokenizer.vocabulary();
+  std::vector<std::string> bytes(static_cast<std::size_t>(v.size()));
+  std::vector<bool> special(bytes.size(), false);
+  for (std::int32_t id = 0; id < v.size(); ++id) {
+    const TokenKind kind = v.kinds[static_cast<std::size_t>(id)];
+    special[static_cast<std::size_t>(id)] = kind == TokenKind::control || kind == TokenKind::unknown ||
+                                            kind == TokenKind::unused || kind == TokenKind::undefined;
+    bytes[static_cast<std::size_t>(id)] = tokenizer.piece(id);
+  }
+  return build(bytes, special);
+}
+
+void allowed_tokens(const GrammarState& state, const TokenTrie& trie, std::int32_t eos, std::vector<std::uint8_t>& mask) {
+  using detail::StackId;
+  mask.assign(static_cast<std::size_t>(trie.vocab_size()), 0);
+  if (eos >= 0 && eos < trie.vocab_size() && state.can_end()) mask[static_cast<std::size_t>(eos)] = 1;
+  if (!state.can_continue()) return;
+
+  detail::StackArena arena(state.grammar());
+  // sets[d]: the live stacks after the first d bytes of the current path.
+  thread_local std::vector<std::vector<StackId>> sets;
+  if (sets.empty()) sets.resize(1);
+  detail::load_stacks(state, arena, sets[0]);
+
+  struct Frame {
+    std::uint32_t node;
+    std::uint32_t next_child;
+    Utf8Decoder decoder;
+  };
+  thread_local std::vector<Frame> frames;
+  frames.clear();
+  const auto& nodes = trie.nodes();
+  const auto& ids = trie.token_ids();
+  frames.push_back(Frame{0, 0, state.partial()});
+  while (!frames.empty()) {
+    Frame& top = frames.back();
+    const TokenTrie::Node& parent = nodes[top.node];
+    if (top.next_child == parent.child_count) {
+      frames.pop_back();
+      continue;
+    }
+    const std::uint32_t child_index = parent.first_child + top.next_child++;
+    const TokenTrie::Node& child = nodes[child_index];
+    Utf8Decoder decoder = top.decoder;
+    const std::size_t depth = frames.size();
+    if (sets.size() <= depth) sets.resize(depth + 1);
+    const std::vector<StackId>& current = sets[depth - 1];
+    std::vector<StackId>& next = sets[depth];
+    switch (decoder.feed(child.byte)) {
+      case Utf8Decoder::Result::invalid:
+        continue;
+      case Utf8Decoder::Result::partial:
+        if (!arena.accepts_some(current, decoder.range_lo(), decoder.range_hi())) continue;
+        next = current;
+        break;
+      case Utf8Decoder::Result::complete:
+        arena.advance(current, decoder.value, next);
+        if (next.empty()) continue;
+        break;
+    }
+    for (std::uint32_t t = child.tokens_begin; t < child.tokens_end; ++t) mask[static_cast<std::size_t>(ids[t])] = 1;
+    if (child.child_count > 0) frames.push_back(Frame{child_index, 0, decoder});
+  }
+}
+
+}  // namespace loom::compute::grammar

@@ -1,0 +1,160 @@
+// Token masks: the trie walk gives exactly what trying each token alone gives (copy the state, accept the
+// token's bytes, see whether it stays viable), on a hand-made vocabulary and on real ones (the 32,000-token
+// Llama SentencePiece vocabulary, GPT-2's byte-level BPE one); EOS only where the grammar may end; special
+// tokens never.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "grammar_test_grammars.hpp"
+#include "loom/compute/grammar/grammar.hpp"
+#include "loom/compute/grammar/grammar_state.hpp"
+#include "loom/compute/grammar/token_mask.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+#include "test_files.hpp"
+
+namespace loom::compute::grammar {
+namespace {
+
+std::vector<std::uint8_t> brute_force(const GrammarState& state, const TokenTrie& trie, std::int32_t eos) {
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(trie.vocab_size()), 0);
+  for (std::int32_t id = 0; id < trie.vocab_size(); ++id) {
+    if (trie.in_trie(id)) mask[static_cast<std::size_t>(id)] = state.can_accept(trie.bytes(id)) ? 1 : 0;
+  }
+  if (eos >= 0) mask[static_cast<std::size_t>(eos)] = state.can_end() ? 1 : 0;
+  return mask;
+}
+
+std::string differences(const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& want,
+                        const TokenTrie& trie) {
+  std::string out;
+  int shown = 0;
+  for (std::size_t id = 0; id < got.size() && shown < 10; ++id) {
+    if (got[id] != want[id]) {
+      out += " id " + std::to_string(id) + " '" + trie.bytes(static_cast<std::int32_t>(id)) + "' got " +
+             std::to_string(got[id]) + ";";
+      ++shown;
+    }
+  }
+  return out;
+}
+
+// The states met along `text` at each of the given byte offsets.
+std::vector<GrammarState> states_along(const std::shared_ptr<const Grammar>& g, const std::string& text,
+                                       const std::vector<std::size_t>& offsets) {
+  std::vector<GrammarState> states;
+  for (const std::size_t n : offsets) {
+    GrammarState s(g);
+    EXPECT_TRUE(s.accept(text.substr(0, n))) << n;
+    states.push_back(s);
+  }
+  return states;
+}
+
+TEST(TokenMask, HandMadeVocabularyEqualsBruteForce) {
+  const std::vector<std::string> tokens = {
+      "<s>", "</s>", "{", "}", "\"", "\"a", "a", "ab", ":", " ", "1", "12", "\xc3", "\xa9", "\xc3\xa9", "true",
+      "tr", "ue", "\":", "\"}", "{\"", ", \"", ",", "\n", "  ", "-", "0.", "e+", "[", "]", "null", "\\", "\\u",
+      "00e9", "\xe2\x82", "\xac", "\"\xc3", "}\n", "", "a\"", "b\": 1}",
+  };
+  std::vector<bool> special(tokens.size(), false);
+  special[0] = special[1] = true;
+  const auto trie = TokenTrie::build(tokens, special);
+  EXPECT_FALSE(trie->in_trie(0));
+  EXPECT_FALSE(trie->in_trie(38));  // empty text
+  const std::int32_t eos = 1;
+
+  const auto g = parse_gbnf(testing::kJsonGrammar);
+  const std::string doc = "{\"ab\": [1, -0.5e+2, true, null, \"\xc3\xa9\\u00e9\xe2\x82\xac\"],\n  \"a\": {}}";
+  std::vector<std::size_t> offsets;
+  for (std::size_t n = 0; n <= doc.size(); ++n) offsets.push_back(n);
+  std::vector<std::uint8_t> mask;
+  int allowed_somewhere = 0;
+  for (const GrammarState& state : states_along(g, doc, offsets)) {
+    allowed_tokens(state, *trie, eos, mask);
+    const auto want = brute_force(state, *trie, eos);
+    ASSERT_EQ(mask, want) << differences(mask, want, *trie);
+    EXPECT_EQ(mask[0], 0);
+    allowed_somewhere += mask[5] + mask[14] + mask[35];
+  }
+  EXPECT_GT(allowed_somewhere, 3);  // the check is not vacuous: multi-element and split tokens get through
+  GrammarState done(g);
+  ASSERT_TRUE(done.accept(doc));
+  allowed_tokens(done, *trie, eos, mask);
+  EXPECT_EQ(mask[static_cast<std::size_t>(eos)], 1);
+  EXPECT_EQ(mask[9], 1);   // trailing whitespace is part of the grammar
+  EXPECT_EQ(mask[2], 0);
+}
+
+TEST(TokenMask, TokenAcrossSeveralElementsAndSplitCharacter) {
+  const auto g = parse_gbnf(R"g(root ::= "x" [é€]+ "y")g");
+  const std::vector<std::string> tokens = {"x\xc3", "\xa9", "\xa9y", "\xe2\x82\xac\xc3\xa9y", "x\xe2", "x\xc3\xa8", "y"};
+  const auto trie = TokenTrie::build(tokens, {});
+  GrammarState state(g);
+  std::vector<std::uint8_t> mask;
+  allowed_tokens(state, *trie, -1, mask);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{1, 0, 0, 0, 1, 0, 0}));
+  ASSERT_TRUE(state.accept(tokens[0]));
+  allowed_tokens(state, *trie, -1, mask);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 1, 1, 0, 0, 0, 0}));  // "\xa9y" finishes é and the whole
+  EXPECT_EQ(mask, brute_force(state, *trie, -1));
+  ASSERT_TRUE(state.accept(tokens[1]));
+  allowed_tokens(state, *trie, -1, mask);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 0, 0, 1, 0, 0, 1}));
+}
+
+void check_real_vocabulary(const std::string& path) {
+  REQUIRE_SHARED_FILE(path);
+  const Tokenizer tokenizer(Vocabulary::from_gguf(GgufFile::open(path)));
+  const auto trie = TokenTrie::from_tokenizer(tokenizer);
+  const Vocabulary& v = tokenizer.vocabulary();
+  for (std::int32_t id = 0; id < v.size(); ++id) {
+    if (v.kinds[static_cast<std::size_t>(id)] == TokenKind::control) {
+      EXPECT_FALSE(trie->in_trie(id)) << id;
+    }
+  }
+  const auto g = parse_gbnf(testing::kJsonGrammar);
+  const std::string doc = "{\"name\": \"caf\xc3\xa9 \\\"x\\\"\", \"list\": [1, 22.5, -3e4, true],\n \"obj\": {\"k\": null}}";
+  // Start, inside a key, after a colon, inside a string, inside a number, after a comma, at a newline, and
+  // a UTF-8 character cut after its first byte (inside "café").
+  const std::size_t cut = doc.find("\xc3") + 1;
+  const auto states = states_along(g, doc, {0, 1, 4, 8, 10, cut, cut + 1, 30, 33, 40, 52, doc.size() - 3, doc.size()});
+  std::vector<std::uint8_t> mask;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    allowed_tokens(states[i], *trie, v.eos, mask);
+    const auto want = brute_force(states[i], *trie, v.eos);
+    ASSERT_EQ(mask, want) << "state " << i << ":" << differences(mask, want, *trie);
+    int count = 0;
+    for (const auto m : mask) count += m;
+    EXPECT_GT(count, 0) << "state " << i;
+  }
+}
+
+TEST(TokenMask, LlamaVocabularyEqualsBruteForce) {
+  const std::string path = loom::compute::testing::shared_path("models/synth11M-q8_0.gguf");
+  check_real_vocabulary(path);
+  // SentencePiece specifics: U+2581 is a space, <0x0A> is a newline byte.
+  const Tokenizer tokenizer(Vocabulary::from_gguf(GgufFile::open(path)));
+  const auto trie = TokenTrie::from_tokenizer(tokenizer);
+  const Vocabulary& v = tokenizer.vocabulary();
+  int byte_tokens = 0;
+  for (std::int32_t id = 0; id < v.size(); ++id) {
+    if (v.tokens[static_cast<std::size_t>(id)] == "<0x0A>") {
+      EXPECT_EQ(trie->bytes(id), "\n");
+      ++byte_tokens;
+    }
+    if (v.tokens[static_cast<std::size_t>(id)] == "\xe2\x96\x81{") {
+      EXPECT_EQ(trie->bytes(id), " {");
+    }
+  }
+  EXPECT_EQ(byte_tokens, 1);
+}
+
+TEST(TokenMask, ByteLevelBpeVocabularyEqualsBruteForce) {
+  check_real_vocabulary(loom::compute::testing::shared_path("vocab/ggml-vocab-gpt-2.gguf"));
+}
+
+}  // namespace
+}  // namespace loom::compute::grammar
