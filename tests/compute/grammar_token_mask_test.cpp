@@ -11,6 +11,7 @@
 #include "loom/compute/grammar/grammar.hpp"
 #include "loom/compute/grammar/grammar_state.hpp"
 #include "loom/compute/grammar/token_mask.hpp"
+#include "loom/compute/grammar/token_masker.hpp"
 #include "loom/compute/model/gguf_file.hpp"
 #include "loom/compute/text/tokenizer.hpp"
 #include "test_files.hpp"
@@ -72,14 +73,22 @@ TEST(TokenMask, HandMadeVocabularyEqualsBruteForce) {
   for (std::size_t n = 0; n <= doc.size(); ++n) offsets.push_back(n);
   std::vector<std::uint8_t> mask;
   int allowed_somewhere = 0;
+  const TokenMasker masker(g, trie);
+  const TokenMasker uncached(g, trie, TokenMasker::Options{.max_contexts = 0});
   for (const GrammarState& state : states_along(g, doc, offsets)) {
     allowed_tokens(state, *trie, eos, mask);
     const auto want = brute_force(state, *trie, eos);
     ASSERT_EQ(mask, want) << differences(mask, want, *trie);
+    masker.fill(state, eos, mask);
+    ASSERT_EQ(mask, want) << "masker:" << differences(mask, want, *trie);
+    uncached.fill(state, eos, mask);
+    ASSERT_EQ(mask, want) << "uncached masker:" << differences(mask, want, *trie);
     EXPECT_EQ(mask[0], 0);
     allowed_somewhere += mask[5] + mask[14] + mask[35];
   }
   EXPECT_GT(allowed_somewhere, 3);  // the check is not vacuous: multi-element and split tokens get through
+  EXPECT_GT(masker.cached_contexts(), 3u);
+  EXPECT_EQ(uncached.cached_contexts(), 0u);
   GrammarState done(g);
   ASSERT_TRUE(done.accept(doc));
   allowed_tokens(done, *trie, eos, mask);
@@ -122,10 +131,13 @@ void check_real_vocabulary(const std::string& path) {
   const std::size_t cut = doc.find("\xc3") + 1;
   const auto states = states_along(g, doc, {0, 1, 4, 8, 10, cut, cut + 1, 30, 33, 40, 52, doc.size() - 3, doc.size()});
   std::vector<std::uint8_t> mask;
+  const TokenMasker masker(g, trie);
   for (std::size_t i = 0; i < states.size(); ++i) {
     allowed_tokens(states[i], *trie, v.eos, mask);
     const auto want = brute_force(states[i], *trie, v.eos);
     ASSERT_EQ(mask, want) << "state " << i << ":" << differences(mask, want, *trie);
+    masker.fill(states[i], v.eos, mask);
+    ASSERT_EQ(mask, want) << "masker, state " << i << ":" << differences(mask, want, *trie);
     int count = 0;
     for (const auto m : mask) count += m;
     EXPECT_GT(count, 0) << "state " << i;

@@ -221,12 +221,15 @@ std::shared_ptr<const Grammar> GrammarBuilder::finish() {
   grammar->rules_.reserve(rules_.size());
   for (PendingRule& r : rules_) {
     Rule rule;
+    rule.generated = r.name.find('#') != std::string::npos;
     rule.name = std::move(r.name);
+    const auto index = static_cast<std::uint32_t>(grammar->rules_.size());
     for (const Sequence& alt : r.alternatives) {
       rule.alternatives.push_back(static_cast<std::uint32_t>(grammar->elements_.size()));
       grammar->elements_.insert(grammar->elements_.end(), alt.begin(), alt.end());
       grammar->elements_.push_back(Element{ElementKind::end, 0});
     }
+    grammar->rule_of_element_.resize(grammar->elements_.size(), index);
     grammar->rules_.push_back(std::move(rule));
   }
   return grammar;

@@ -1,6 +1,7 @@
 #include "stack_arena.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 namespace loom::compute::grammar::detail {
@@ -30,6 +31,7 @@ StackArena::StackArena(const Grammar& grammar) : grammar_(&grammar) {
 
 void StackArena::clear() {
   nodes_.clear();
+  escape_node_ = kFree;
   std::fill(table_.begin(), table_.end(), kFree);
 }
 
@@ -43,6 +45,11 @@ void StackArena::grow() {
   }
   table_ = std::move(bigger);
   mask_ = mask;
+}
+
+StackId StackArena::escape_node() {
+  if (escape_node_ == kFree) escape_node_ = intern(UINT32_MAX, kEmptyStack);
+  return escape_node_;
 }
 
 StackId StackArena::intern(std::uint32_t position, StackId parent) {
@@ -85,7 +92,9 @@ void StackArena::expand(std::uint32_t position, StackId parent, std::vector<Stac
     const Element& e = elements[item.position];
     switch (e.kind) {
       case ElementKind::end:
-        if (item.parent == kEmptyStack) {
+        if (item.parent == escape_node_ && item.parent >= 0) {
+          out.push_back(kEscaped);
+        } else if (item.parent == kEmptyStack) {
           out.push_back(kEmptyStack);
         } else {
           const Node& n = node(item.parent);
@@ -116,7 +125,7 @@ void StackArena::initial(std::vector<StackId>& out) {
 void StackArena::advance(const std::vector<StackId>& from, char32_t cp, std::vector<StackId>& out) {
   out.clear();
   for (const StackId s : from) {
-    if (s == kEmptyStack) continue;
+    if (s < 0) continue;
     const Node n = node(s);
     if (grammar_->char_set_at(n.position).contains(cp)) expand(n.position + 1, n.parent, out);
   }
@@ -125,7 +134,7 @@ void StackArena::advance(const std::vector<StackId>& from, char32_t cp, std::vec
 
 bool StackArena::accepts_some(const std::vector<StackId>& set, char32_t lo, char32_t hi) const {
   for (const StackId s : set) {
-    if (s != kEmptyStack && grammar_->char_set_at(node(s).position).intersects(lo, hi)) return true;
+    if (s >= 0 && grammar_->char_set_at(node(s).position).intersects(lo, hi)) return true;
   }
   return false;
 }

@@ -15,6 +15,8 @@ namespace loom::compute::grammar::detail {
 
 using StackId = std::int32_t;
 constexpr StackId kEmptyStack = -1;
+// In a set: some alternative returned below the frames the arena was given (escape_node()); see token_masker.
+constexpr StackId kEscaped = -3;
 
 class StackArena {
  public:
@@ -29,6 +31,9 @@ class StackArena {
   void clear();
   const Node& node(StackId id) const { return nodes_[static_cast<std::size_t>(id)]; }
   StackId intern(std::uint32_t position, StackId parent);
+
+  // A node standing for "whatever is below": a stack built on it reports kEscaped when it returns into it.
+  StackId escape_node();
 
   // Adds to `out` every stack that `position` (with `parent` below it) expands to: rule references opened,
   // finished alternatives returned from, until each stack's top is a character set (or the stack is empty).
@@ -51,6 +56,7 @@ class StackArena {
   std::vector<Node> nodes_;
   std::vector<StackId> table_;  // open addressing over (position, parent); -2 = free
   std::size_t mask_ = 0;
+  StackId escape_node_ = -2;
 };
 
 // Loads a state's stacks into the arena (deduplicated ids).

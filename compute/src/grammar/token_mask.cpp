@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "stack_arena.hpp"
+#include "trie_walk.hpp"
 #include "loom/compute/text/tokenizer.hpp"
 
 namespace loom::compute::grammar {
@@ -61,6 +62,21 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const std::vector<std::string>
       i = j;
     }
   }
+  // Depth first: each subtree's tokens become one run of subtree_tokens_.
+  std::vector<std::pair<std::uint32_t, bool>> todo{{0, false}};
+  while (!todo.empty()) {
+    const auto [index, leaving] = todo.back();
+    todo.pop_back();
+    Node& node = trie->nodes_[index];
+    if (leaving) {
+      node.subtree_end = static_cast<std::uint32_t>(trie->subtree_tokens_.size());
+      continue;
+    }
+    node.subtree_begin = static_cast<std::uint32_t>(trie->subtree_tokens_.size());
+    for (std::uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) trie->subtree_tokens_.push_back(trie->token_ids_[t]);
+    todo.emplace_back(index, true);
+    for (std::uint32_t c = node.child_count; c-- > 0;) todo.emplace_back(node.first_child + c, false);
+  }
   return trie;
 }
 
@@ -84,50 +100,15 @@ void allowed_tokens(const GrammarState& state, const TokenTrie& trie, std::int32
   if (!state.can_continue()) return;
 
   detail::StackArena arena(state.grammar());
-  // sets[d]: the live stacks after the first d bytes of the current path.
-  thread_local std::vector<std::vector<StackId>> sets;
-  if (sets.empty()) sets.resize(1);
-  detail::load_stacks(state, arena, sets[0]);
-
-  struct Frame {
-    std::uint32_t node;
-    std::uint32_t next_child;
-    Utf8Decoder decoder;
-  };
-  thread_local std::vector<Frame> frames;
-  frames.clear();
+  std::vector<StackId> start;
+  detail::load_stacks(state, arena, start);
   const auto& nodes = trie.nodes();
   const auto& ids = trie.token_ids();
-  frames.push_back(Frame{0, 0, state.partial()});
-  while (!frames.empty()) {
-    Frame& top = frames.back();
-    const TokenTrie::Node& parent = nodes[top.node];
-    if (top.next_child == parent.child_count) {
-      frames.pop_back();
-      continue;
-    }
-    const std::uint32_t child_index = parent.first_child + top.next_child++;
-    const TokenTrie::Node& child = nodes[child_index];
-    Utf8Decoder decoder = top.decoder;
-    const std::size_t depth = frames.size();
-    if (sets.size() <= depth) sets.resize(depth + 1);
-    const std::vector<StackId>& current = sets[depth - 1];
-    std::vector<StackId>& next = sets[depth];
-    switch (decoder.feed(child.byte)) {
-      case Utf8Decoder::Result::invalid:
-        continue;
-      case Utf8Decoder::Result::partial:
-        if (!arena.accepts_some(current, decoder.range_lo(), decoder.range_hi())) continue;
-        next = current;
-        break;
-      case Utf8Decoder::Result::complete:
-        arena.advance(current, decoder.value, next);
-        if (next.empty()) continue;
-        break;
-    }
-    for (std::uint32_t t = child.tokens_begin; t < child.tokens_end; ++t) mask[static_cast<std::size_t>(ids[t])] = 1;
-    if (child.child_count > 0) frames.push_back(Frame{child_index, 0, decoder});
-  }
+  detail::walk_trie(arena, trie, start, state.partial(), [&](std::uint32_t index, std::size_t, std::vector<StackId>&) {
+    const TokenTrie::Node& node = nodes[index];
+    for (std::uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) mask[static_cast<std::size_t>(ids[t])] = 1;
+    return true;
+  });
 }
 
 }  // namespace loom::compute::grammar

@@ -87,6 +87,7 @@ struct CharSet {
 struct Rule {
   std::string name;                        // generated rules: "<rule>#<n>"
   std::vector<std::uint32_t> alternatives; // index of each alternative's first element
+  bool generated = false;                  // made for a group or repetition, not named in the text
 };
 
 class Grammar {
@@ -99,12 +100,15 @@ class Grammar {
   const CharSet& char_set_at(std::uint32_t position) const noexcept {
     return char_sets_[elements_[position].value];
   }
+  // The rule whose alternative holds the element at `position`.
+  std::uint32_t rule_at(std::uint32_t position) const noexcept { return rule_of_element_[position]; }
 
  private:
   friend class GrammarBuilder;
   std::vector<Element> elements_;
   std::vector<Rule> rules_;
   std::vector<CharSet> char_sets_;
+  std::vector<std::uint32_t> rule_of_element_;
   std::uint32_t root_ = 0;
   GrammarLimits limits_;
 };

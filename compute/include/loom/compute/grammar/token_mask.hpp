@@ -27,6 +27,8 @@ class TokenTrie {
     std::uint32_t child_count = 0;
     std::uint32_t tokens_begin = 0;  // tokens whose bytes end here: token_ids()[tokens_begin, tokens_end)
     std::uint32_t tokens_end = 0;
+    std::uint32_t subtree_begin = 0;  // every token at or below this node: subtree_tokens()[begin, end)
+    std::uint32_t subtree_end = 0;
     std::uint8_t byte = 0;  // the byte on the edge from the parent
   };
 
@@ -41,12 +43,15 @@ class TokenTrie {
   std::int32_t vocab_size() const noexcept { return static_cast<std::int32_t>(bytes_.size()); }
   const std::vector<Node>& nodes() const noexcept { return nodes_; }
   const std::vector<std::int32_t>& token_ids() const noexcept { return token_ids_; }
+  // The tokens in depth-first order, so that a subtree's tokens are one run.
+  const std::vector<std::int32_t>& subtree_tokens() const noexcept { return subtree_tokens_; }
   const std::string& bytes(std::int32_t id) const { return bytes_[static_cast<std::size_t>(id)]; }
   bool in_trie(std::int32_t id) const { return in_trie_[static_cast<std::size_t>(id)]; }
 
  private:
   std::vector<Node> nodes_;  // nodes_[0] is the root (no bytes)
   std::vector<std::int32_t> token_ids_;
+  std::vector<std::int32_t> subtree_tokens_;
   std::vector<std::string> bytes_;
   std::vector<bool> in_trie_;
 };
