@@ -4,7 +4,9 @@
 // tokens never.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "grammar_test_grammars.hpp"
@@ -166,6 +168,88 @@ TEST(TokenMask, LlamaVocabularyEqualsBruteForce) {
 
 TEST(TokenMask, ByteLevelBpeVocabularyEqualsBruteForce) {
   check_real_vocabulary(loom::compute::testing::shared_path("vocab/ggml-vocab-gpt-2.gguf"));
+}
+
+const Tokenizer& llama_tokenizer() {
+  static const Tokenizer tokenizer(
+      Vocabulary::from_gguf(GgufFile::open(loom::compute::testing::shared_path("models/synth11M-q8_0.gguf"))));
+  return tokenizer;
+}
+
+// Walks of random allowed tokens (half the time among the short ones, so that structure changes often):
+// the masker agrees with the plain walk at every step and with brute force every 16th.
+TEST(TokenMask, RandomWalksAgreeOnTheLlamaVocabulary) {
+  const auto trie = TokenTrie::from_tokenizer(llama_tokenizer());
+  const std::int32_t eos = llama_tokenizer().vocabulary().eos;
+  const auto g = parse_gbnf(testing::kJsonGrammar);
+  const TokenMasker masker(g, trie);
+  std::mt19937_64 rng(21);
+  std::vector<std::uint8_t> walked;
+  std::vector<std::uint8_t> masked;
+  int steps = 0;
+  int ended = 0;
+  for (int walk = 0; walk < 6; ++walk) {
+    GrammarState state(g);
+    for (int step = 0; step < 80; ++step, ++steps) {
+      allowed_tokens(state, *trie, eos, walked);
+      masker.fill(state, eos, masked);
+      ASSERT_EQ(masked, walked) << "walk " << walk << " step " << step << ":" << differences(masked, walked, *trie);
+      if (steps % 16 == 0) {
+        const auto want = brute_force(state, *trie, eos);
+        ASSERT_EQ(walked, want) << differences(walked, want, *trie);
+      }
+      std::vector<std::int32_t> choices;
+      std::vector<std::int32_t> short_choices;
+      for (std::int32_t id = 0; id < trie->vocab_size(); ++id) {
+        if (walked[static_cast<std::size_t>(id)] && id != eos) {
+          choices.push_back(id);
+          if (trie->bytes(id).size() <= 2) short_choices.push_back(id);
+        }
+      }
+      if (walked[static_cast<std::size_t>(eos)] && rng() % 8 == 0) {
+        ++ended;
+        break;
+      }
+      const auto& pool = !short_choices.empty() && rng() % 2 ? short_choices : choices;
+      ASSERT_FALSE(pool.empty()) << "a viable state with no allowed token";
+      const std::int32_t pick = pool[rng() % pool.size()];
+      ASSERT_TRUE(state.accept(trie->bytes(pick))) << pick;
+    }
+  }
+  EXPECT_GT(steps, 200);
+}
+
+TEST(TokenMask, OneMaskerSharedByThreads) {
+  const auto trie = TokenTrie::from_tokenizer(llama_tokenizer());
+  const auto g = parse_gbnf(testing::kJsonGrammar);
+  const std::string doc = R"({"a": [1, 2, {"b": "text here"}], "c": null, "d": "é"})";
+  std::vector<std::size_t> offsets;
+  for (std::size_t n = 0; n <= doc.size(); n += 2) offsets.push_back(n);
+  const auto states = states_along(g, doc, offsets);
+  std::vector<std::vector<std::uint8_t>> want(states.size());
+  for (std::size_t i = 0; i < states.size(); ++i) allowed_tokens(states[i], *trie, -1, want[i]);
+  const TokenMasker masker(g, trie);
+  std::vector<int> wrong(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::uint8_t> mask;
+      for (std::size_t k = 0; k < states.size(); ++k) {
+        const std::size_t i = (k + static_cast<std::size_t>(t) * 7) % states.size();  // meet contexts in another order
+        masker.fill(states[i], -1, mask);
+        wrong[static_cast<std::size_t>(t)] += mask != want[i];
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong, std::vector<int>(4, 0));
+}
+
+TEST(TokenMask, MaskerRefusesAStateOfAnotherGrammar) {
+  const auto trie = TokenTrie::build({"a", "b"}, {});
+  const TokenMasker masker(parse_gbnf("root ::= \"a\""), trie);
+  std::vector<std::uint8_t> mask;
+  EXPECT_THROW(masker.fill(GrammarState(parse_gbnf("root ::= \"a\"")), -1, mask), std::invalid_argument);
 }
 
 }  // namespace
