@@ -77,6 +77,7 @@ TEST(TokenMask, HandMadeVocabularyEqualsBruteForce) {
   int allowed_somewhere = 0;
   const TokenMasker masker(g, trie);
   const TokenMasker uncached(g, trie, TokenMasker::Options{.max_contexts = 0});
+  const TokenMasker tight(g, trie, TokenMasker::Options{.max_bytes = 4096});  // room for a few contexts only
   for (const GrammarState& state : states_along(g, doc, offsets)) {
     allowed_tokens(state, *trie, eos, mask);
     const auto want = brute_force(state, *trie, eos);
@@ -85,12 +86,15 @@ TEST(TokenMask, HandMadeVocabularyEqualsBruteForce) {
     ASSERT_EQ(mask, want) << "masker:" << differences(mask, want, *trie);
     uncached.fill(state, eos, mask);
     ASSERT_EQ(mask, want) << "uncached masker:" << differences(mask, want, *trie);
+    tight.fill(state, eos, mask);
+    ASSERT_EQ(mask, want) << "masker over its memory:" << differences(mask, want, *trie);
     EXPECT_EQ(mask[0], 0);
     allowed_somewhere += mask[5] + mask[14] + mask[35];
   }
   EXPECT_GT(allowed_somewhere, 3);  // the check is not vacuous: multi-element and split tokens get through
   EXPECT_GT(masker.cached_contexts(), 3u);
   EXPECT_EQ(uncached.cached_contexts(), 0u);
+  EXPECT_LT(tight.cached_contexts(), masker.cached_contexts());
   GrammarState done(g);
   ASSERT_TRUE(done.accept(doc));
   allowed_tokens(done, *trie, eos, mask);

@@ -17,9 +17,16 @@ using detail::StackId;
 // What a context does with the vocabulary (see the header).
 struct TokenMasker::Context {
   std::vector<std::uint64_t> accepted;         // one bit per token id
-  std::vector<std::string> leftovers;          // sorted, distinct: bytes left when returning below
+  // Sorted, distinct: the bytes left when returning below, viewed in the trie's token bytes (the trie is
+  // immutable and outlives the masker's contexts).
+  std::vector<std::string_view> leftovers;
   std::vector<std::uint32_t> leftover_begin;   // tokens of leftovers[i]: leftover_tokens[begin[i], begin[i + 1])
   std::vector<std::int32_t> leftover_tokens;
+
+  std::size_t bytes() const {
+    return sizeof(*this) + accepted.size() * sizeof(std::uint64_t) + leftovers.size() * sizeof(std::string_view) +
+           leftover_begin.size() * sizeof(std::uint32_t) + leftover_tokens.size() * sizeof(std::int32_t);
+  }
 };
 
 TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie)
@@ -48,7 +55,11 @@ std::shared_ptr<const TokenMasker::Context> TokenMasker::context_for(const std::
   auto context = build_context(top_first, whole);  // outside the lock: other sequences go on meanwhile
   const std::lock_guard lock(mutex_);
   if (auto it = contexts_.find(key); it != contexts_.end()) return it->second;
-  if (contexts_.size() < options_.max_contexts) contexts_.emplace(std::move(key), context);
+  const std::size_t size = context->bytes() + key.size();
+  if (contexts_.size() < options_.max_contexts && kept_bytes_ + size <= options_.max_bytes) {
+    contexts_.emplace(std::move(key), context);
+    kept_bytes_ += size;
+  }
   return context;
 }
 
@@ -87,7 +98,7 @@ std::shared_ptr<const TokenMasker::Context> TokenMasker::build_context(const std
   std::sort(leftovers.begin(), leftovers.end());
   for (std::size_t i = 0; i < leftovers.size(); ++i) {
     if (i == 0 || leftovers[i].first != leftovers[i - 1].first) {
-      context->leftovers.emplace_back(leftovers[i].first);
+      context->leftovers.push_back(leftovers[i].first);
       context->leftover_begin.push_back(static_cast<std::uint32_t>(context->leftover_tokens.size()));
     }
     if (context->leftover_tokens.empty() || i == 0 || leftovers[i] != leftovers[i - 1]) {
@@ -115,11 +126,11 @@ void check_leftovers(detail::StackArena& arena, StackId rest, const Context& con
   decoders.assign(1, Utf8Decoder{});
 
   const auto& leftovers = context.leftovers;
-  const std::string* previous = nullptr;
+  const std::string_view* previous = nullptr;
   std::size_t valid = 0;  // sets[0..valid] hold the stacks after that many bytes of *previous
   std::size_t i = 0;
   while (i < leftovers.size()) {
-    const std::string& s = leftovers[i];
+    const std::string_view s = leftovers[i];
     std::size_t depth = 0;
     if (previous != nullptr) {
       const std::size_t limit = std::min({valid, s.size(), previous->size()});
@@ -143,7 +154,7 @@ void check_leftovers(detail::StackArena& arena, StackId rest, const Context& con
       if (!alive) break;
       decoders[depth + 1] = decoder;
     }
-    previous = &s;
+    previous = &leftovers[i];
     if (alive) {
       valid = s.size();
       for (std::uint32_t t = context.leftover_begin[i]; t < context.leftover_begin[i + 1]; ++t) {
@@ -158,7 +169,7 @@ void check_leftovers(detail::StackArena& arena, StackId rest, const Context& con
     const std::string_view failed(s.data(), depth + 1);
     i = static_cast<std::size_t>(
         std::partition_point(leftovers.begin() + static_cast<std::ptrdiff_t>(i) + 1, leftovers.end(),
-                             [&](const std::string& x) { return std::string_view(x).substr(0, failed.size()) == failed; }) -
+                             [&](std::string_view x) { return x.substr(0, failed.size()) == failed; }) -
         leftovers.begin());
   }
 }

@@ -14,8 +14,9 @@
 //
 // One masker is shared by every sequence under the same grammar and vocabulary; fill() may be called from
 // many threads at once (the kept contexts sit behind a mutex: compute threads share them with no actor in
-// between, and a message round-trip per step would cost more than the lookup). At most
-// `max_contexts` are kept; past that, contexts are computed for the call and dropped, still correct.
+// between, and a message round-trip per step would cost more than the lookup). At most `max_contexts`
+// contexts and `max_bytes` of them are kept; past that, contexts are computed for the call and dropped,
+// still correct, only slower.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ class TokenMasker {
  public:
   struct Options {
     std::size_t max_contexts = 1024;
+    std::size_t max_bytes = std::size_t{256} << 20;  // memory the kept contexts may hold
   };
 
   TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
@@ -61,6 +63,7 @@ class TokenMasker {
   Options options_;
   mutable std::mutex mutex_;
   mutable std::unordered_map<std::string, std::shared_ptr<const Context>> contexts_;
+  mutable std::size_t kept_bytes_ = 0;
 };
 
 }  // namespace loom::compute::grammar
