@@ -115,6 +115,29 @@ TEST(GbnfParser, RefusesMalformedGrammarsWithPlaceAndExpectation) {
   }
 }
 
+TEST(GbnfParser, LongChainsOfRules) {
+  // 4,000 rules each starting with the next: deep for the left-recursion search, which must not recurse.
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 4000; ++i) {
+    chain.append("r").append(std::to_string(i)).append(" ::= r").append(std::to_string(i + 1)).append(" \"x\"\n");
+  }
+  GrammarLimits deep;
+  deep.max_stack_depth = 5000;  // the default 1,024 refuses this grammar's first step (tested elsewhere)
+  const auto g = parse_gbnf(chain + "r4000 ::= \"y\"\n", deep);
+  EXPECT_THROW(GrammarState{parse_gbnf(chain + "r4000 ::= \"y\"\n")}, GrammarLimitError);
+  GrammarState state(g);
+  EXPECT_TRUE(state.accept("y" + std::string(4000, 'x')));
+  EXPECT_TRUE(state.can_end());
+  try {
+    parse_gbnf(chain + "r4000 ::= r0\n");
+    FAIL() << "a left-recursive cycle of 4,001 rules accepted";
+  } catch (const GrammarError& e) {
+    EXPECT_NE(std::string(e.what()).find("is left-recursive: r0 -> r1 -> r2 -> r3 -> ... (3993 more) -> r3997 -> r3998 -> r3999 -> r4000 -> r0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GbnfParser, ErrorCarriesLineAndColumn) {
   try {
     parse_gbnf("root ::= a\n\na ::= \"x\" (\"y\" \"z\"");

@@ -1,7 +1,6 @@
 #include "grammar_builder.hpp"
 
 #include <algorithm>
-#include <functional>
 
 namespace loom::compute::grammar {
 
@@ -177,30 +176,49 @@ void GrammarBuilder::check_left_recursion() const {
       }
     }
   }
+  // Depth-first search for a cycle, with an explicit stack (a grammar may have thousands of rules).
   std::vector<std::uint8_t> color(rules_.size(), 0);  // 0 new, 1 on the path, 2 done
   std::vector<std::uint32_t> path;
-  std::function<void(std::uint32_t)> visit = [&](std::uint32_t r) {
-    color[r] = 1;
-    path.push_back(r);
-    for (const std::uint32_t s : left[r]) {
+  std::vector<std::size_t> next_edge;
+  for (std::uint32_t first = 0; first < rules_.size(); ++first) {
+    if (color[first] != 0) continue;
+    color[first] = 1;
+    path.assign(1, first);
+    next_edge.assign(1, 0);
+    while (!path.empty()) {
+      const std::uint32_t r = path.back();
+      if (next_edge.back() == left[r].size()) {
+        color[r] = 2;
+        path.pop_back();
+        next_edge.pop_back();
+        continue;
+      }
+      const std::uint32_t s = left[r][next_edge.back()++];
       if (color[s] == 1) {
         const auto from = std::find(path.begin(), path.end(), s);
+        // The cycle's rules, the middle left out past eight.
+        const auto length = static_cast<std::size_t>(path.end() - from);
         std::string cycle;
-        for (auto it = from; it != path.end(); ++it) cycle += rules_[*it].name + " -> ";
+        for (std::size_t k = 0; k < length; ++k) {
+          if (length > 8 && k == 4) {
+            cycle += "... (" + std::to_string(length - 8) + " more) -> ";
+            k = length - 4;
+          }
+          cycle += rules_[*(from + static_cast<std::ptrdiff_t>(k))].name + " -> ";
+        }
         cycle += rules_[s].name;
         const PendingRule& at = rules_[s];
         const bool generated = at.name.find('#') != std::string::npos;
         fail(at.defined_at, "rule '" + at.name + "' is left-recursive: " + cycle +
-                               " reaches itself without consuming input" +
-                               (generated ? " (a repetition of something that can match nothing?)" : ""));
+                                " reaches itself without consuming input" +
+                                (generated ? " (a repetition of something that can match nothing?)" : ""));
       }
-      if (color[s] == 0) visit(s);
+      if (color[s] == 0) {
+        color[s] = 1;
+        path.push_back(s);
+        next_edge.push_back(0);
+      }
     }
-    path.pop_back();
-    color[r] = 2;
-  };
-  for (std::uint32_t r = 0; r < rules_.size(); ++r) {
-    if (color[r] == 0) visit(r);
   }
 }
 
