@@ -104,7 +104,7 @@ void allowed_tokens(const GrammarState& state, const TokenTrie& trie, std::int32
   detail::load_stacks(state, arena, start);
   const auto& nodes = trie.nodes();
   const auto& ids = trie.token_ids();
-  detail::walk_trie(arena, trie, start, state.partial(), [&](std::uint32_t index, std::size_t, std::vector<StackId>&) {
+  detail::walk_trie(arena, trie, start, state.partial(), [&](std::uint32_t index, std::size_t, bool) {
     const TokenTrie::Node& node = nodes[index];
     for (std::uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) mask[static_cast<std::size_t>(ids[t])] = 1;
     return true;

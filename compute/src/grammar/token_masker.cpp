@@ -80,11 +80,10 @@ std::shared_ptr<const TokenMasker::Context> TokenMasker::build_context(const std
   auto accept = [&](std::int32_t token) {
     context->accepted[static_cast<std::size_t>(token) >> 6] |= std::uint64_t{1} << (token & 63);
   };
-  detail::walk_trie(arena, trie, start, Utf8Decoder{}, [&](std::uint32_t index, std::size_t depth, std::vector<StackId>& set) {
+  detail::walk_trie(arena, trie, start, Utf8Decoder{}, [&](std::uint32_t index, std::size_t depth, bool escaped) {
     const TokenTrie::Node& node = nodes[index];
-    if (set.front() == kEscaped) {  // sorted: kEscaped comes first
+    if (escaped) {
       // Returned below the context after `depth` bytes: longer tokens under this node go on in the rest.
-      set.erase(set.begin());
       const std::uint32_t own = node.tokens_end - node.tokens_begin;
       for (std::uint32_t t = node.subtree_begin + own; t < node.subtree_end; ++t) {
         leftovers.emplace_back(std::string_view(trie.bytes(subtree[t])).substr(depth), subtree[t]);
@@ -92,7 +91,7 @@ std::shared_ptr<const TokenMasker::Context> TokenMasker::build_context(const std
     }
     // Alive here (inside the context, or just returned from it, which the rest always allows).
     for (std::uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) accept(ids[t]);
-    return !set.empty();
+    return true;
   });
 
   std::sort(leftovers.begin(), leftovers.end());
