@@ -217,7 +217,7 @@ TEST(TokenMask, RandomWalksAgreeOnTheLlamaVocabulary) {
       const auto& pool = !short_choices.empty() && rng() % 2 ? short_choices : choices;
       ASSERT_FALSE(pool.empty()) << "a viable state with no allowed token";
       const std::int32_t pick = pool[rng() % pool.size()];
-      ASSERT_TRUE(state.accept(trie->bytes(pick))) << pick;
+      ASSERT_TRUE(accept_token(state, *trie, pick)) << pick;
     }
   }
   EXPECT_GT(steps, 200);
@@ -247,6 +247,30 @@ TEST(TokenMask, OneMaskerSharedByThreads) {
   }
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(wrong, std::vector<int>(4, 0));
+}
+
+TEST(TokenMask, EndTokensAndAcceptingASampledToken) {
+  // ids: 0 "a", 1 <eos> (special), 2 <eot> (special), 3 "b", 4 "ab"
+  const auto trie = TokenTrie::build({"a", "<eos>", "<eot>", "b", "ab"}, {false, true, true, false, false});
+  const auto g = parse_gbnf(R"g(root ::= "a" "b"?)g");
+  const TokenMasker masker(g, trie);
+  const std::vector<std::int32_t> ends = {1, 2, 99};  // an id outside the vocabulary is ignored
+  GrammarState state(g);
+  std::vector<std::uint8_t> mask;
+  masker.fill(state, ends, mask);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{1, 0, 0, 0, 1}));
+  EXPECT_FALSE(accept_token(state, *trie, 1));   // special: never through the grammar
+  EXPECT_FALSE(accept_token(state, *trie, 3));   // "b" before "a"
+  EXPECT_FALSE(accept_token(state, *trie, -1));
+  EXPECT_FALSE(accept_token(state, *trie, 5));
+  ASSERT_TRUE(accept_token(state, *trie, 0));
+  masker.fill(state, ends, mask);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 1, 1, 1, 0}));  // may end, or take "b"
+  allowed_tokens(state, *trie, ends, mask);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 1, 1, 1, 0}));
+  ASSERT_TRUE(accept_token(state, *trie, 3));
+  masker.fill(state, ends, mask);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 1, 1, 0, 0}));  // only the end is left
 }
 
 TEST(TokenMask, MaskerRefusesAStateOfAnotherGrammar) {

@@ -93,10 +93,24 @@ std::shared_ptr<const TokenTrie> TokenTrie::from_tokenizer(const Tokenizer& toke
   return build(bytes, special);
 }
 
+bool accept_token(GrammarState& state, const TokenTrie& trie, std::int32_t id) {
+  if (id < 0 || id >= trie.vocab_size() || !trie.in_trie(id)) return false;
+  return state.accept(trie.bytes(id));
+}
+
 void allowed_tokens(const GrammarState& state, const TokenTrie& trie, std::int32_t eos, std::vector<std::uint8_t>& mask) {
+  allowed_tokens(state, trie, std::span<const std::int32_t>(&eos, 1), mask);
+}
+
+void allowed_tokens(const GrammarState& state, const TokenTrie& trie, std::span<const std::int32_t> end_tokens,
+                    std::vector<std::uint8_t>& mask) {
   using detail::StackId;
   mask.assign(static_cast<std::size_t>(trie.vocab_size()), 0);
-  if (eos >= 0 && eos < trie.vocab_size() && state.can_end()) mask[static_cast<std::size_t>(eos)] = 1;
+  if (state.can_end()) {
+    for (const std::int32_t end : end_tokens) {
+      if (end >= 0 && end < trie.vocab_size()) mask[static_cast<std::size_t>(end)] = 1;
+    }
+  }
   if (!state.can_continue()) return;
 
   detail::StackArena arena(state.grammar());

@@ -175,11 +175,12 @@ void check_leftovers(detail::StackArena& arena, StackId rest, const Context& con
 
 }  // namespace
 
-void TokenMasker::fill(const GrammarState& state, std::int32_t eos, std::vector<std::uint8_t>& mask) const {
+void TokenMasker::fill(const GrammarState& state, std::span<const std::int32_t> end_tokens,
+                       std::vector<std::uint8_t>& mask) const {
   if (state.shared_grammar() != grammar_) throw std::invalid_argument("TokenMasker::fill: the state is under another grammar");
   if (state.partial().needed != 0) {
     // A character begun by the last token: rare (byte-fallback tokens); the plain walk handles it.
-    allowed_tokens(state, *trie_, eos, mask);
+    allowed_tokens(state, *trie_, end_tokens, mask);
     return;
   }
   const auto vocab = static_cast<std::size_t>(trie_->vocab_size());
@@ -210,8 +211,10 @@ void TokenMasker::fill(const GrammarState& state, std::int32_t eos, std::vector<
 
   mask.resize(vocab);
   for (std::size_t id = 0; id < vocab; ++id) mask[id] = static_cast<std::uint8_t>((bits[id >> 6] >> (id & 63)) & 1u);
-  if (eos >= 0 && static_cast<std::size_t>(eos) < vocab) {
-    if (state.can_end()) mask[static_cast<std::size_t>(eos)] = 1;
+  if (state.can_end()) {
+    for (const std::int32_t end : end_tokens) {
+      if (end >= 0 && static_cast<std::size_t>(end) < vocab) mask[static_cast<std::size_t>(end)] = 1;
+    }
   }
 }
 

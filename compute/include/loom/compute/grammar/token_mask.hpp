@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,17 @@ class TokenTrie {
 };
 
 // Sets mask[id] to 1 for each token that `state` can accept (its bytes keep some alternative alive), 0 for
-// the rest; mask is resized to the vocabulary. `eos` (or -1 for none) is 1 exactly when state.can_end().
-// Throws GrammarLimitError as GrammarState::accept does.
+// the rest; mask is resized to the vocabulary. Each of `end_tokens` (EOS, and EOT where the vocabulary has
+// one; ids outside the vocabulary are ignored) is 1 exactly when state.can_end(). Throws GrammarLimitError
+// as GrammarState::accept does.
+void allowed_tokens(const GrammarState& state, const TokenTrie& trie, std::span<const std::int32_t> end_tokens,
+                    std::vector<std::uint8_t>& mask);
+// The same with one end token (or -1 for none).
 void allowed_tokens(const GrammarState& state, const TokenTrie& trie, std::int32_t eos, std::vector<std::uint8_t>& mask);
+
+// After a token is sampled: accepts its bytes into `state` (false, state unchanged, when the grammar refuses
+// them or the token is special, which no grammar allows). End tokens are for the caller to handle: they
+// carry no bytes and finish the sequence where can_end() allowed them.
+bool accept_token(GrammarState& state, const TokenTrie& trie, std::int32_t id);
 
 }  // namespace loom::compute::grammar

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,9 +44,13 @@ class TokenMasker {
   TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie, Options options);
   ~TokenMasker();
 
-  // As allowed_tokens(state, trie, eos, mask). `state` must be under this masker's grammar (else
+  // As allowed_tokens(state, trie, end_tokens, mask). `state` must be under this masker's grammar (else
   // std::invalid_argument). Throws GrammarLimitError as GrammarState::accept does.
-  void fill(const GrammarState& state, std::int32_t eos, std::vector<std::uint8_t>& mask) const;
+  void fill(const GrammarState& state, std::span<const std::int32_t> end_tokens, std::vector<std::uint8_t>& mask) const;
+  // The same with one end token (or -1 for none).
+  void fill(const GrammarState& state, std::int32_t eos, std::vector<std::uint8_t>& mask) const {
+    fill(state, std::span<const std::int32_t>(&eos, 1), mask);
+  }
 
   // How many contexts are kept now.
   std::size_t cached_contexts() const;
