@@ -74,6 +74,7 @@ std::shared_ptr<const TokenMasker::Context> TokenMasker::build_context(const std
   auto context = std::make_shared<Context>();
   context->accepted.assign(static_cast<std::size_t>(trie.vocab_size()) / 64 + 1, 0);
   std::vector<std::pair<std::string_view, std::int32_t>> leftovers;
+  std::vector<std::size_t> runs;  // where each sorted run of leftovers begins
   const auto& nodes = trie.nodes();
   const auto& ids = trie.token_ids();
   const auto& subtree = trie.subtree_tokens();
@@ -84,6 +85,8 @@ std::shared_ptr<const TokenMasker::Context> TokenMasker::build_context(const std
     const TokenTrie::Node& node = nodes[index];
     if (escaped) {
       // Returned below the context after `depth` bytes: longer tokens under this node go on in the rest.
+      // A subtree in depth-first order with children by byte is sorted, so each escape adds a sorted run.
+      runs.push_back(leftovers.size());
       const std::uint32_t own = node.tokens_end - node.tokens_begin;
       for (std::uint32_t t = node.subtree_begin + own; t < node.subtree_end; ++t) {
         leftovers.emplace_back(std::string_view(trie.bytes(subtree[t])).substr(depth), subtree[t]);
@@ -94,15 +97,25 @@ std::shared_ptr<const TokenMasker::Context> TokenMasker::build_context(const std
     return true;
   });
 
-  std::sort(leftovers.begin(), leftovers.end());
+  // Merge the sorted runs pairwise (a few runs of up to ~100k leftovers: cheaper than sorting them).
+  runs.push_back(leftovers.size());
+  while (runs.size() > 2) {
+    std::vector<std::size_t> merged{0};
+    for (std::size_t r = 0; r + 2 < runs.size(); r += 2) {
+      std::inplace_merge(leftovers.begin() + static_cast<std::ptrdiff_t>(runs[r]),
+                         leftovers.begin() + static_cast<std::ptrdiff_t>(runs[r + 1]),
+                         leftovers.begin() + static_cast<std::ptrdiff_t>(runs[r + 2]));
+      merged.push_back(runs[r + 2]);
+    }
+    if (runs.size() % 2 == 0) merged.push_back(runs.back());  // an odd run out waits for the next round
+    runs = std::move(merged);
+  }
   for (std::size_t i = 0; i < leftovers.size(); ++i) {
     if (i == 0 || leftovers[i].first != leftovers[i - 1].first) {
       context->leftovers.push_back(leftovers[i].first);
       context->leftover_begin.push_back(static_cast<std::uint32_t>(context->leftover_tokens.size()));
     }
-    if (context->leftover_tokens.empty() || i == 0 || leftovers[i] != leftovers[i - 1]) {
-      context->leftover_tokens.push_back(leftovers[i].second);
-    }
+    context->leftover_tokens.push_back(leftovers[i].second);  // (token, depth) is unique: one node per depth
   }
   context->leftover_begin.push_back(static_cast<std::uint32_t>(context->leftover_tokens.size()));
   return context;
