@@ -35,6 +35,21 @@ void StackArena::clear() {
   std::fill(table_.begin(), table_.end(), kFree);
 }
 
+void StackArena::reset(const Grammar& grammar) {
+  grammar_ = &grammar;
+  if (table_.size() > 4096) {
+    table_.assign(1024, kFree);
+    table_.shrink_to_fit();
+    mask_ = table_.size() - 1;
+    nodes_.clear();
+    nodes_.shrink_to_fit();
+    nodes_.reserve(512);
+    escape_node_ = kFree;
+    return;
+  }
+  clear();
+}
+
 void StackArena::grow() {
   std::vector<StackId> bigger(table_.size() * 2, kFree);
   const std::size_t mask = bigger.size() - 1;

@@ -29,6 +29,9 @@ class StackArena {
   explicit StackArena(const Grammar& grammar);
 
   void clear();
+  // Empties the arena for another walk under `grammar`, keeping its memory (shrunk back when a big walk
+  // grew it, so that a reset stays cheap): a thread's arena is reused from step to step.
+  void reset(const Grammar& grammar);
   const Node& node(StackId id) const { return nodes_[static_cast<std::size_t>(id)]; }
   StackId intern(std::uint32_t position, StackId parent);
 

@@ -46,7 +46,8 @@ std::size_t TokenMasker::cached_contexts() const {
 
 std::shared_ptr<const TokenMasker::Context> TokenMasker::context_for(const std::vector<std::uint32_t>& top_first,
                                                                      bool whole) const {
-  std::string key(reinterpret_cast<const char*>(top_first.data()), top_first.size() * sizeof(std::uint32_t));
+  thread_local std::string key;  // reused from lookup to lookup
+  key.assign(reinterpret_cast<const char*>(top_first.data()), top_first.size() * sizeof(std::uint32_t));
   key.push_back(whole ? 'w' : 'p');
   {
     const std::lock_guard lock(mutex_);
@@ -57,7 +58,7 @@ std::shared_ptr<const TokenMasker::Context> TokenMasker::context_for(const std::
   if (auto it = contexts_.find(key); it != contexts_.end()) return it->second;
   const std::size_t size = context->bytes() + key.size();
   if (contexts_.size() < options_.max_contexts && kept_bytes_ + size <= options_.max_bytes) {
-    contexts_.emplace(std::move(key), context);
+    contexts_.emplace(key, context);
     kept_bytes_ += size;
   }
   return context;
@@ -200,10 +201,13 @@ void TokenMasker::fill(const GrammarState& state, std::span<const std::int32_t> 
   thread_local std::vector<std::uint64_t> bits;
   bits.assign(vocab / 64 + 1, 0);
 
-  detail::StackArena arena(*grammar_);
-  std::vector<StackId> set;
+  // Per-thread scratch, reused from step to step rather than allocated anew (not yet checked by a counting
+  // operator new, as the sampler is).
+  thread_local detail::StackArena arena(*grammar_);
+  thread_local std::vector<StackId> set;
+  thread_local std::vector<std::uint32_t> key;
+  arena.reset(*grammar_);
   detail::load_stacks(state, arena, set);
-  std::vector<std::uint32_t> key;
   for (const StackId top : set) {
     if (top < 0) continue;
     // The context: frames from the top down to the first one in a named rule.
