@@ -203,6 +203,20 @@ TEST(GrammarState, RuntimeLimitsAreErrors) {
   chain += "r30 ::= \"\" | \"y\"\n";
   const auto exploding = parse_gbnf(chain);
   EXPECT_THROW(GrammarState{exploding}, GrammarLimitError);
+
+  // The work of one accept (and of one mask: grammar_token_mask_test) is bounded as a whole.
+  GrammarLimits little;
+  little.max_match_steps = 200;
+  const auto json = parse_gbnf(testing::kJsonGrammar, little);
+  GrammarState small(json);
+  EXPECT_TRUE(small.accept("{\"a\": 1}"));
+  try {
+    GrammarState big(json);
+    big.accept(R"({"a": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]})");
+    FAIL() << "a long accept ran past max_match_steps";
+  } catch (const GrammarLimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("(max_match_steps)"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -273,6 +273,19 @@ TEST(TokenMask, EndTokensAndAcceptingASampledToken) {
   EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 1, 1, 0, 0}));  // only the end is left
 }
 
+TEST(TokenMask, MaskWorkIsBounded) {
+  GrammarLimits little;
+  little.max_match_steps = 2000;
+  const auto g = parse_gbnf(testing::kJsonGrammar, little);
+  GrammarState state(g);
+  ASSERT_TRUE(state.accept("{\"a\": \"x"));  // inside a string: nearly every token is allowed
+  const auto trie = TokenTrie::from_tokenizer(llama_tokenizer());
+  std::vector<std::uint8_t> mask;
+  EXPECT_THROW(allowed_tokens(state, *trie, -1, mask), GrammarLimitError);
+  const TokenMasker masker(g, trie);
+  EXPECT_THROW(masker.fill(state, -1, mask), GrammarLimitError);
+}
+
 TEST(TokenMask, MaskerRefusesAStateOfAnotherGrammar) {
   const auto trie = TokenTrie::build({"a", "b"}, {});
   const TokenMasker masker(parse_gbnf("root ::= \"a\""), trie);

@@ -30,6 +30,7 @@ StackArena::StackArena(const Grammar& grammar) : grammar_(&grammar) {
 }
 
 void StackArena::clear() {
+  steps_ = 0;
   nodes_.clear();
   escape_node_ = kFree;
   std::fill(table_.begin(), table_.end(), kFree);
@@ -37,6 +38,7 @@ void StackArena::clear() {
 
 void StackArena::reset(const Grammar& grammar) {
   grammar_ = &grammar;
+  steps_ = 0;
   if (table_.size() > 4096) {
     table_.assign(1024, kFree);
     table_.shrink_to_fit();
@@ -97,10 +99,15 @@ void StackArena::expand(std::uint32_t position, StackId parent, std::vector<Stac
   work.clear();
   work.push_back(Item{position, parent});
   const auto& elements = grammar_->elements();
+  const std::uint64_t budget = grammar_->limits().max_match_steps;
   while (!work.empty()) {
     if (++steps > kMaxExpansionSteps) {
       throw GrammarLimitError("grammar expansion took more than " + std::to_string(kMaxExpansionSteps) +
                               " steps for one character (too many ways to match nothing)");
+    }
+    if (++steps_ > budget) {
+      throw GrammarLimitError("grammar matching took more than " + std::to_string(budget) +
+                              " expansion steps for one token or mask (max_match_steps)");
     }
     const Item item = work.back();
     work.pop_back();

@@ -60,6 +60,7 @@ class StackArena {
   std::vector<StackId> table_;  // open addressing over (position, parent); -2 = free
   std::size_t mask_ = 0;
   StackId escape_node_ = -2;
+  std::uint64_t steps_ = 0;  // expansion steps since the last clear, against max_match_steps
 };
 
 // Loads a state's stacks into the arena (deduplicated ids).
