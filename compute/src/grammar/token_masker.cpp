@@ -1,6 +1,8 @@
 #include "loom/compute/grammar/token_masker.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -226,8 +228,22 @@ void TokenMasker::fill(const GrammarState& state, std::span<const std::int32_t> 
     if (!whole && !context->leftovers.empty()) check_leftovers(arena, rest, *context, bits);
   }
 
+  // Bits to bytes eight at a time: each byte of the bitset looks up its eight 0/1 bytes.
+  static const auto spread = [] {
+    std::array<std::uint64_t, 256> table{};
+    for (std::size_t b = 0; b < 256; ++b) {
+      for (std::size_t k = 0; k < 8; ++k) table[b] |= static_cast<std::uint64_t>((b >> k) & 1u) << (8 * k);
+    }
+    return table;
+  }();
   mask.resize(vocab);
-  for (std::size_t id = 0; id < vocab; ++id) mask[id] = static_cast<std::uint8_t>((bits[id >> 6] >> (id & 63)) & 1u);
+  std::size_t id = 0;
+  for (; id + 8 <= vocab; id += 8) {
+    const auto byte = static_cast<std::uint8_t>(bits[id >> 6] >> (id & 63));
+    const std::uint64_t eight = spread[byte];  // little-endian: byte k of `eight` is bit k (x86-64, as the kernels)
+    std::memcpy(mask.data() + id, &eight, 8);
+  }
+  for (; id < vocab; ++id) mask[id] = static_cast<std::uint8_t>((bits[id >> 6] >> (id & 63)) & 1u);
   if (state.can_end()) {
     for (const std::int32_t end : end_tokens) {
       if (end >= 0 && static_cast<std::size_t>(end) < vocab) mask[static_cast<std::size_t>(end)] = 1;
