@@ -8,9 +8,10 @@
 //
 // Everything a client controls is bounded (GrammarLimits): the text's size, the number of rules and elements
 // after repetitions are expanded, repetition counts, nesting depth, and at run time the number and depth of
-// live stacks. A grammar over a limit is refused with a GrammarError naming the limit; a grammar whose
-// recognizer would not terminate (left recursion, a repetition of something that can match nothing) is
-// refused at parse time, never found out while decoding.
+// live stacks and the work of one accept or one mask. A grammar over a limit is refused with a GrammarError
+// naming the limit (at run time, GrammarLimitError); a grammar whose recognizer would not terminate (left
+// recursion, a repetition of something that can match nothing) is refused at parse time, never found out
+// while decoding.
 #pragma once
 
 #include <array>

@@ -9,8 +9,8 @@
 // inside it, and (2) for tokens that return below the context part-way, the bytes still left at that point
 // (sorted, shared by the tokens that leave them). A step then ORs the kept sets of its stacks' contexts and
 // checks only those leftover bytes against the real rest of each stack, skipping every leftover that starts
-// with a prefix found to fail. The result is exactly allowed_tokens' (tests compare them on real
-// vocabularies).
+// with a prefix found to fail. A state holding a begun UTF-8 character (after a byte-fallback token) takes
+// the plain walk instead. The result is exactly allowed_tokens' (tests compare them on real vocabularies).
 //
 // One masker is shared by every sequence under the same grammar and vocabulary; fill() may be called from
 // many threads at once (the kept contexts sit behind a mutex: compute threads share them with no actor in
