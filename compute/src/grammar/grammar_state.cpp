@@ -25,12 +25,20 @@ namespace {
 
 void store_stacks(const StackArena& arena, const std::vector<StackId>& set, std::vector<std::uint32_t>& positions,
                   std::vector<std::uint32_t>& ends) {
+  // In a canonical order (by positions, bottom to top), not by arena id: ids depend on the order in which
+  // a walk met the stacks, and the same set must give the same state however the bytes were split.
+  thread_local std::vector<std::vector<std::uint32_t>> stacks;
+  stacks.resize(set.size());
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    stacks[i].clear();
+    for (StackId id = set[i]; id != kEmptyStack; id = arena.node(id).parent) stacks[i].push_back(arena.node(id).position);
+    std::reverse(stacks[i].begin(), stacks[i].end());
+  }
+  std::sort(stacks.begin(), stacks.end());
   positions.clear();
   ends.clear();
-  for (const StackId top : set) {
-    const std::size_t begin = positions.size();
-    for (StackId id = top; id != kEmptyStack; id = arena.node(id).parent) positions.push_back(arena.node(id).position);
-    std::reverse(positions.begin() + static_cast<std::ptrdiff_t>(begin), positions.end());
+  for (const auto& stack : stacks) {
+    positions.insert(positions.end(), stack.begin(), stack.end());
     ends.push_back(static_cast<std::uint32_t>(positions.size()));
   }
 }

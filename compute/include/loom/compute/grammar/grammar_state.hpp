@@ -62,6 +62,8 @@ class GrammarState {
   const std::vector<std::uint32_t>& positions() const noexcept { return positions_; }
   const std::vector<std::uint32_t>& ends() const noexcept { return ends_; }
 
+  // Equal: the same grammar, the same set of stacks (kept in one canonical order, however the bytes were
+  // split) and the same begun character.
   friend bool operator==(const GrammarState& a, const GrammarState& b) noexcept {
     return a.grammar_ == b.grammar_ && a.positions_ == b.positions_ && a.ends_ == b.ends_ &&
            a.partial_.value == b.partial_.value && a.partial_.needed == b.partial_.needed &&
