@@ -22,6 +22,7 @@
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
+#include "double_reference.hpp"
 #include "test_files.hpp"
 
 namespace {
@@ -29,23 +30,10 @@ namespace {
 using namespace loom::compute;
 using Vec = std::vector<double>;
 
-Vec tensor(const GgufFile& file, const std::string& name) {
-  const TensorView& t = file.get_tensor(name);
-  std::vector<float> row(static_cast<std::size_t>(t.cols()));
-  Vec out;
-  for (std::int64_t r = 0; r < t.rows(); ++r) {
-    dequantize_row(t.type, t.row(r), row.data(), t.cols());
-    out.insert(out.end(), row.begin(), row.end());
-  }
-  return out;
-}
-
+// The shared double-precision pieces (double_reference.hpp), shaped as this file calls them.
+Vec tensor(const GgufFile& file, const std::string& name) { return loom::compute::testing::double_reference::get(file, name); }
 Vec matvec(const Vec& w, const Vec& x, std::size_t rows) {
-  Vec y(rows, 0.0);
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < x.size(); ++c) y[r] += w[r * x.size() + c] * x[c];
-  }
-  return y;
+  return loom::compute::testing::double_reference::matvec(w, x, static_cast<std::int64_t>(rows), static_cast<std::int64_t>(x.size()));
 }
 
 Vec rmsnorm(const Vec& x, const Vec& w, double eps, std::size_t offset = 0, std::size_t n = 0) {
