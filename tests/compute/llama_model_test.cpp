@@ -1,151 +1,26 @@
-// The forward pass against an obviously-correct double-precision implementation written here, on small
+// The forward pass against an obviously-correct double-precision implementation (double_reference.hpp), on small
 // synthetic models of each architecture (llama, qwen2 with QKV biases, qwen3 with Q/K norms), with grouped
 // KV heads; and batching invariance (one prefill == chunks == one token at a time).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "loom/compute/cpu/dequantize.hpp"
 #include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/model/gguf_file.hpp"
 #include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
 #include "loom/compute/text/tokenizer.hpp"
 #include "loom/compute/text/vocabulary.hpp"
+#include "double_reference.hpp"
 #include "test_files.hpp"
 
 namespace {
 
 using namespace loom::compute;
 
-// Every tensor of the file as doubles, by name.
-class DoubleWeights {
- public:
-  explicit DoubleWeights(const GgufFile& file) : file_(file) {}
-  std::vector<double> get(const std::string& name) const {
-    const TensorView& t = file_.get_tensor(name);
-    std::vector<float> row(static_cast<std::size_t>(t.cols()));
-    std::vector<double> out;
-    for (std::int64_t r = 0; r < t.rows(); ++r) {
-      dequantize_row(t.type, t.row(r), row.data(), t.cols());
-      out.insert(out.end(), row.begin(), row.end());
-    }
-    return out;
-  }
-  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
-
- private:
-  const GgufFile& file_;
-};
-
 using Vec = std::vector<double>;
-
-Vec matvec(const Vec& w, const Vec& x, std::int64_t rows, std::int64_t cols) {
-  Vec y(static_cast<std::size_t>(rows));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    double s = 0;
-    for (std::int64_t c = 0; c < cols; ++c) s += w[r * cols + c] * x[c];
-    y[r] = s;
-  }
-  return y;
-}
-
-Vec rmsnorm(const Vec& x, const double* w, double eps) {
-  double ss = 0;
-  for (double v : x) ss += v * v;
-  const double scale = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
-  Vec y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * w[i];
-  return y;
-}
-
-// The textbook forward pass, one token at a time, everything in double, no caching tricks.
-std::vector<Vec> reference_logits(const GgufFile& file, const ModelConfig& c, const std::vector<std::int32_t>& tokens) {
-  const DoubleWeights W(file);
-  const std::int64_t hd = c.head_dim, kvd = c.kv_dim(), group = c.heads / c.kv_heads;
-  std::vector<std::vector<Vec>> keys(c.layers), values(c.layers);
-  const Vec embd = W.get("token_embd.weight");
-  const Vec out_norm = W.get("output_norm.weight");
-  const Vec out = W.has("output.weight") ? W.get("output.weight") : embd;
-  std::vector<Vec> logits;
-  for (std::size_t pos = 0; pos < tokens.size(); ++pos) {
-    Vec x(embd.begin() + tokens[pos] * c.dim, embd.begin() + (tokens[pos] + 1) * c.dim);
-    for (std::int64_t l = 0; l < c.layers; ++l) {
-      const std::string p = "blk." + std::to_string(l) + ".";
-      const Vec xn = rmsnorm(x, W.get(p + "attn_norm.weight").data(), c.rms_epsilon);
-      Vec q = matvec(W.get(p + "attn_q.weight"), xn, c.q_dim(), c.dim);
-      Vec k = matvec(W.get(p + "attn_k.weight"), xn, kvd, c.dim);
-      Vec v = matvec(W.get(p + "attn_v.weight"), xn, kvd, c.dim);
-      if (c.qkv_bias) {
-        const Vec bq = W.get(p + "attn_q.bias"), bk = W.get(p + "attn_k.bias"), bv = W.get(p + "attn_v.bias");
-        for (std::size_t i = 0; i < q.size(); ++i) q[i] += bq[i];
-        for (std::size_t i = 0; i < k.size(); ++i) k[i] += bk[i], v[i] += bv[i];
-      }
-      if (c.qk_norm) {
-        const Vec qn = W.get(p + "attn_q_norm.weight"), kn = W.get(p + "attn_k_norm.weight");
-        for (std::int64_t h = 0; h < c.heads; ++h) {
-          Vec head(q.begin() + h * hd, q.begin() + (h + 1) * hd);
-          head = rmsnorm(head, qn.data(), c.rms_epsilon);
-          std::copy(head.begin(), head.end(), q.begin() + h * hd);
-        }
-        for (std::int64_t h = 0; h < c.kv_heads; ++h) {
-          Vec head(k.begin() + h * hd, k.begin() + (h + 1) * hd);
-          head = rmsnorm(head, kn.data(), c.rms_epsilon);
-          std::copy(head.begin(), head.end(), k.begin() + h * hd);
-        }
-      }
-      // Rotary embedding, written from its definition: pair (a, b) of each head turns by pos * freq.
-      auto rotate = [&](Vec& vec, std::int64_t heads) {
-        for (std::int64_t h = 0; h < heads; ++h) {
-          for (std::int64_t i = 0; i < hd / 2; ++i) {
-            const double freq = std::pow(static_cast<double>(c.rope_freq_base), -2.0 * static_cast<double>(i) / static_cast<double>(hd));
-            const double angle = static_cast<double>(pos) * freq;
-            const std::int64_t a = c.rope_style == RopeStyle::adjacent_pairs ? 2 * i : i;
-            const std::int64_t b = c.rope_style == RopeStyle::adjacent_pairs ? 2 * i + 1 : i + hd / 2;
-            const double x0 = vec[h * hd + a], x1 = vec[h * hd + b];
-            vec[h * hd + a] = x0 * std::cos(angle) - x1 * std::sin(angle);
-            vec[h * hd + b] = x0 * std::sin(angle) + x1 * std::cos(angle);
-          }
-        }
-      };
-      rotate(q, c.heads);
-      rotate(k, c.kv_heads);
-      keys[l].push_back(k);
-      values[l].push_back(v);
-      Vec attn(static_cast<std::size_t>(c.q_dim()), 0.0);
-      for (std::int64_t h = 0; h < c.heads; ++h) {
-        const std::int64_t kvh = h / group;
-        Vec scores(pos + 1);
-        double mx = -1e300;
-        for (std::size_t t = 0; t <= pos; ++t) {
-          double s = 0;
-          for (std::int64_t d = 0; d < hd; ++d) s += q[h * hd + d] * keys[l][t][kvh * hd + d];
-          scores[t] = s / std::sqrt(static_cast<double>(hd));
-          mx = std::max(mx, scores[t]);
-        }
-        double sum = 0;
-        for (auto& s : scores) sum += (s = std::exp(s - mx));
-        for (std::size_t t = 0; t <= pos; ++t) {
-          for (std::int64_t d = 0; d < hd; ++d) attn[h * hd + d] += scores[t] / sum * values[l][t][kvh * hd + d];
-        }
-      }
-      const Vec o = matvec(W.get(p + "attn_output.weight"), attn, c.dim, c.q_dim());
-      for (std::int64_t i = 0; i < c.dim; ++i) x[i] += o[i];
-      const Vec xf = rmsnorm(x, W.get(p + "ffn_norm.weight").data(), c.rms_epsilon);
-      const Vec g = matvec(W.get(p + "ffn_gate.weight"), xf, c.ffn_dim, c.dim);
-      const Vec u = matvec(W.get(p + "ffn_up.weight"), xf, c.ffn_dim, c.dim);
-      Vec hidden(g.size());
-      for (std::size_t i = 0; i < g.size(); ++i) hidden[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      const Vec d = matvec(W.get(p + "ffn_down.weight"), hidden, c.dim, c.ffn_dim);
-      for (std::int64_t i = 0; i < c.dim; ++i) x[i] += d[i];
-    }
-    logits.push_back(matvec(out, rmsnorm(x, out_norm.data(), c.rms_epsilon), c.vocab_size, c.dim));
-  }
-  return logits;
-}
 
 std::string temp_model(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("loom_test_" + name + ".gguf")).string();
@@ -214,7 +89,8 @@ TEST_P(ForwardVsDouble, PrefillAndDecodeMatchTheDoublePrecisionReference) {
                   &logits[i * c.vocab_size]);
   }
 
-  const auto expected = reference_logits(*loaded->gguf(), c, tokens);
+  // The textbook forward pass, one token at a time, everything in double (double_reference.hpp).
+  const auto expected = loom::compute::testing::double_forward(*loaded->gguf(), c, tokens, c.context_length).logits;
   double worst = 0, largest = 0;
   for (std::size_t pos = 0; pos < tokens.size(); ++pos) {
     for (std::int64_t v = 0; v < c.vocab_size; ++v) {
