@@ -68,6 +68,13 @@ void add_common(FakeTensors& t, const ModelConfig& c) {
   t.add("blk.0.ffn_norm.weight", {c.dim});
 }
 
+// Q, K and V as three matrices (every architecture here but phi3, whose test adds its fused one).
+void add_separate_qkv(FakeTensors& t, const ModelConfig& c) {
+  t.add("blk.0.attn_q.weight", {c.dim, c.q_dim()});
+  t.add("blk.0.attn_k.weight", {c.dim, c.kv_dim()});
+  t.add("blk.0.attn_v.weight", {c.dim, c.kv_dim()});
+}
+
 void add_experts(FakeTensors& t, const ModelConfig& c, std::int64_t down_experts) {
   t.add("blk.0.ffn_gate_inp.weight", {c.dim, c.experts});
   t.add("blk.0.ffn_gate_exps.weight", {c.dim, c.expert_ffn_dim, c.experts});
@@ -79,9 +86,7 @@ TEST(ExpertWeights, EachExpertIsAViewOverItsOwnRows) {
   const ModelConfig c = moe_config();
   FakeTensors t;
   add_common(t, c);
-  t.add("blk.0.attn_q.weight", {c.dim, c.q_dim()});
-  t.add("blk.0.attn_k.weight", {c.dim, c.kv_dim()});
-  t.add("blk.0.attn_v.weight", {c.dim, c.kv_dim()});
+  add_separate_qkv(t, c);
   add_experts(t, c, c.experts);
   const ModelWeights w = bind_weights(c, t.lookup());
   ASSERT_EQ(w.layers[0].experts.size(), 4u);
@@ -106,9 +111,7 @@ TEST(ExpertWeights, ARouterThatIsNotF32IsRefused) {
   const ModelConfig c = moe_config();
   FakeTensors t;
   add_common(t, c);
-  t.add("blk.0.attn_q.weight", {c.dim, c.q_dim()});
-  t.add("blk.0.attn_k.weight", {c.dim, c.kv_dim()});
-  t.add("blk.0.attn_v.weight", {c.dim, c.kv_dim()});
+  add_separate_qkv(t, c);
   add_experts(t, c, c.experts);
   t.retype("blk.0.ffn_gate_inp.weight", TensorType::f16);
   try {
@@ -127,9 +130,7 @@ TEST(ExpertWeights, AWeightOfAnUnsupportedTypeIsRefusedWithTheSupportedList) {
   for (const TensorType bad : {TensorType::i16, TensorType::q8_k}) {
     FakeTensors t;
     add_common(t, c);
-    t.add("blk.0.attn_q.weight", {c.dim, c.q_dim()});
-    t.add("blk.0.attn_k.weight", {c.dim, c.kv_dim()});
-    t.add("blk.0.attn_v.weight", {c.dim, c.kv_dim()});
+    add_separate_qkv(t, c);
     add_experts(t, c, c.experts);
     t.retype("blk.0.attn_k.weight", bad);
     try {
@@ -148,9 +149,7 @@ TEST(ExpertWeights, AnExpertTensorOfTheWrongShapeIsRefusedByName) {
   const ModelConfig c = moe_config();
   FakeTensors t;
   add_common(t, c);
-  t.add("blk.0.attn_q.weight", {c.dim, c.q_dim()});
-  t.add("blk.0.attn_k.weight", {c.dim, c.kv_dim()});
-  t.add("blk.0.attn_v.weight", {c.dim, c.kv_dim()});
+  add_separate_qkv(t, c);
   add_experts(t, c, 3);  // one expert short
   try {
     (void)bind_weights(c, t.lookup());
@@ -168,9 +167,7 @@ TEST(ExpertWeights, PerExpertTensorsOfOlderMixtralFilesAreBoundToo) {
   c.architecture = Architecture::llama;
   FakeTensors t;
   add_common(t, c);
-  t.add("blk.0.attn_q.weight", {c.dim, c.q_dim()});
-  t.add("blk.0.attn_k.weight", {c.dim, c.kv_dim()});
-  t.add("blk.0.attn_v.weight", {c.dim, c.kv_dim()});
+  add_separate_qkv(t, c);
   t.add("blk.0.ffn_gate_inp.weight", {c.dim, c.experts});
   for (int e = 0; e < c.experts; ++e) {
     const std::string which = "." + std::to_string(e) + ".weight";
