@@ -18,6 +18,7 @@ ParseOptions ParseOptions::unbounded() noexcept {
   options.max_stop_bytes = widest;
   options.max_stop_token_ids = widest;
   options.max_logit_bias = widest;
+  options.max_constraint_bytes = widest;
   return options;
 }
 

@@ -29,6 +29,23 @@ void to_json(nlohmann::json& j, const SamplingParams& params) {
     auto& bias = j["logit_bias"] = nlohmann::json::object();
     for (const auto& [token, value] : params.logit_bias) bias[std::to_string(token)] = value;
   }
+  if (params.constraint) {
+    const OutputConstraint& c = *params.constraint;
+    switch (c.kind) {
+      case OutputConstraint::Kind::grammar:
+        j["grammar"] = c.text;
+        break;
+      case OutputConstraint::Kind::json_schema:
+        // Parsed back from the text it was stored as; a text that is not JSON (built in code) stays a string
+        // so that nothing is lost, and the reader refuses it with a message.
+        j["json_schema"] = nlohmann::json::parse(c.text, nullptr, false);
+        if (j["json_schema"].is_discarded()) j["json_schema"] = c.text;
+        break;
+      case OutputConstraint::Kind::json_object:
+        j["response_format"] = nlohmann::json{{"type", "json_object"}};
+        break;
+    }
+  }
 }
 
 Parsed<SamplingParams> parse_sampling_params(const nlohmann::json& j, const ParseOptions& options) {
@@ -94,12 +111,63 @@ std::map<std::int32_t, double> read_logit_bias(const Json& value, const std::str
   return bias;
 }
 
+std::string read_schema_text(const Json& value, const std::string& path, const ParseOptions& options) {
+  if (!value.is_object() && !value.is_boolean()) fail(path, "must be a JSON Schema (an object or a boolean), got " + describe(value));
+  std::string text = value.dump();
+  check_max_bytes(text, path, options.max_constraint_bytes);
+  return text;
+}
+
+// OpenAI's form: {"type": "text"} (no constraint), {"type": "json_object"}, or {"type": "json_schema",
+// "json_schema": {"name": .., "schema": {..}, "strict": .., "description": ..}}.
+std::optional<OutputConstraint> read_response_format(const Json& value, const std::string& path,
+                                                     const ParseOptions& options) {
+  ObjectReader r(value, path, options);
+  r.check_known({"type", "json_schema"});
+  const std::string type = read_string(r.require("type"), r.path("type"));
+  if (type == "text") return std::nullopt;
+  if (type == "json_object") return OutputConstraint{OutputConstraint::Kind::json_object, {}};
+  if (type != "json_schema") {
+    fail(r.path("type"), "must be \"text\", \"json_object\" or \"json_schema\", got " + echo_text(type));
+  }
+  ObjectReader inner(r.require("json_schema"), r.path("json_schema"), options);
+  inner.check_known({"name", "schema", "strict", "description"});
+  if (const Json* v = inner.find("name")) check_max_bytes(read_string(*v, inner.path("name")), inner.path("name"), 64);
+  if (const Json* v = inner.find("strict")) read_bool(*v, inner.path("strict"));
+  if (const Json* v = inner.find("description")) read_string(*v, inner.path("description"));
+  // OpenAI allows the schema to be left out (any JSON); the grammar of an empty schema is any JSON value.
+  const Json* schema = inner.find("schema");
+  return OutputConstraint{OutputConstraint::Kind::json_schema,
+                          schema != nullptr ? read_schema_text(*schema, inner.path("schema"), options) : "{}"};
+}
+
+std::optional<OutputConstraint> read_constraint(const ObjectReader& r, const ParseOptions& options) {
+  const Json* grammar = r.find("grammar");
+  const Json* schema = r.find("json_schema");
+  const Json* format = r.find("response_format");
+  if ((grammar != nullptr) + (schema != nullptr) + (format != nullptr) > 1) {
+    fail(r.path(grammar != nullptr && schema != nullptr ? "json_schema" : "response_format"),
+         "only one of grammar, json_schema and response_format may be given");
+  }
+  if (grammar != nullptr) {
+    std::string text = read_string(*grammar, r.path("grammar"));
+    check_max_bytes(text, r.path("grammar"), options.max_constraint_bytes);
+    if (text.empty()) fail(r.path("grammar"), "must not be empty (leave the field out for free text)");
+    return OutputConstraint{OutputConstraint::Kind::grammar, std::move(text)};
+  }
+  if (schema != nullptr) {
+    return OutputConstraint{OutputConstraint::Kind::json_schema, read_schema_text(*schema, r.path("json_schema"), options)};
+  }
+  if (format != nullptr) return read_response_format(*format, r.path("response_format"), options);
+  return std::nullopt;
+}
+
 }  // namespace
 
 SamplingParams read_sampling_params(const Json& j, const std::string& path, const ParseOptions& options) {
   ObjectReader r(j, path, options);
   r.check_known({"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "frequency_penalty",
-                 "presence_penalty", "repetition_last_n", "seed", "max_tokens", "stop", "stop_token_ids", "ignore_eos", "logprobs", "logit_bias"});
+                 "presence_penalty", "repetition_last_n", "seed", "max_tokens", "stop", "stop_token_ids", "ignore_eos", "logprobs", "logit_bias", "grammar", "json_schema", "response_format"});
   SamplingParams p;
   if (const Json* v = r.find("temperature")) {
     p.temperature = read_number(*v, r.path("temperature"), {0.0, SamplingParams::kMaxTemperature});
@@ -143,6 +211,7 @@ SamplingParams read_sampling_params(const Json& j, const std::string& path, cons
   if (const Json* v = r.find("logprobs")) {
     p.logprobs = static_cast<std::int32_t>(read_integer(*v, r.path("logprobs"), 0, SamplingParams::kMaxLogprobs));
   }
+  p.constraint = read_constraint(r, options);
   return p;
 }
 

@@ -38,6 +38,9 @@ struct ParseOptions {
   std::size_t max_stop_token_ids = 32;
   // params.logit_bias: how many tokens.
   std::size_t max_logit_bias = 1024;
+  // params.grammar (GBNF text) or params.json_schema (its compact JSON text): how many bytes. The grammar
+  // compiler bounds what the text may expand to on its own (GrammarLimits, SchemaLimits).
+  std::size_t max_constraint_bytes = 256u << 10;
 
   // Every size and count limit at its widest, the fixed ranges kept: what the engine holds a request built
   // in code to (a deployment's limits are the gateway's, applied when it parses).

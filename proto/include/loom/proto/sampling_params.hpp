@@ -16,6 +16,23 @@
 
 namespace loom::proto {
 
+// Constrained output: the generated text must follow a grammar. The session compiles it before the request
+// is accepted (an error names the field and the grammar's line and column or the schema's keyword), so a
+// request that reaches the scheduler carries a constraint known to compile; the backend masks, at every
+// step, the tokens that would leave the grammar, and allows the end of sequence only where it may end.
+struct OutputConstraint {
+  enum class Kind {
+    grammar,      // GBNF text with a `root` rule (llama.cpp's `grammar` field)
+    json_schema,  // a JSON Schema (OpenAI's response_format json_schema, llama.cpp's `json_schema`)
+    json_object,  // any JSON object (OpenAI's response_format json_object)
+  };
+  Kind kind = Kind::grammar;
+  // grammar: the GBNF text; json_schema: the schema as compact JSON text; json_object: empty.
+  std::string text;
+
+  bool operator==(const OutputConstraint&) const = default;
+};
+
 struct SamplingParams {
   // Fixed bounds: these are properties of the maths, not of a deployment, so they are not in ParseOptions.
   static constexpr double kMaxTemperature = 100.0;
@@ -62,6 +79,9 @@ struct SamplingParams {
   // How many most-likely alternatives to report per token; 0 = off. Any value > 0 makes each token event
   // carry the sampled token's log-probability. Range [0, 20].
   std::int32_t logprobs = 0;
+  // The grammar the text must follow; absent = free text. Its text is bounded by
+  // ParseOptions::max_constraint_bytes.
+  std::optional<OutputConstraint> constraint;
 
   bool greedy() const noexcept { return temperature == 0.0; }
 
