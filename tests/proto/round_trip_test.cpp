@@ -54,6 +54,34 @@ TEST(RoundTrip, SamplingParamsWithEveryFieldSet) {
   EXPECT_EQ(through_text(p, parse_sampling_params), p);
 }
 
+TEST(RoundTrip, SamplingParamsWithEachKindOfConstraint) {
+  for (const OutputConstraint& c :
+       {OutputConstraint{OutputConstraint::Kind::grammar, "root ::= \"yes\" | \"no\"\n"},
+        OutputConstraint{OutputConstraint::Kind::json_schema, R"({"properties":{"a":{"type":"integer"}},"type":"object"})"},
+        OutputConstraint{OutputConstraint::Kind::json_object, ""}}) {
+    SamplingParams p = non_default_params();
+    p.constraint = c;
+    EXPECT_EQ(through_text(p, parse_sampling_params), p) << json(p).dump();
+  }
+}
+
+TEST(RoundTrip, ResponseFormatsBecomeConstraints) {
+  const auto parse = [](const char* text) { return parse_sampling_params(json::parse(text)); };
+  const auto text = parse(R"({"response_format":{"type":"text"}})");
+  ASSERT_TRUE(text.ok());
+  EXPECT_FALSE(text.value().constraint);
+  const auto object = parse(R"({"response_format":{"type":"json_object"}})");
+  ASSERT_TRUE(object.ok());
+  EXPECT_EQ(object.value().constraint, (OutputConstraint{OutputConstraint::Kind::json_object, ""}));
+  const auto schema = parse(
+      R"({"response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":{"type":"string"}}}})");
+  ASSERT_TRUE(schema.ok());
+  EXPECT_EQ(schema.value().constraint, (OutputConstraint{OutputConstraint::Kind::json_schema, R"({"type":"string"})"}));
+  const auto any = parse(R"({"response_format":{"type":"json_schema","json_schema":{"name":"n"}}})");
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any.value().constraint, (OutputConstraint{OutputConstraint::Kind::json_schema, "{}"}));
+}
+
 TEST(RoundTrip, SamplingParamsDefaultsWithoutSeed) {
   const SamplingParams p;
   const json j = p;

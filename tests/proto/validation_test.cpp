@@ -184,6 +184,28 @@ std::vector<MalformedCase> malformed_cases() {
          return entries;
        }() + "}"),
        "params.logit_bias", "must have at most 1024 entries, got 1025"},
+      // Output constraints: one of grammar, json_schema, response_format.
+      {"GrammarNotAString", with_params(R"("grammar":{"root":"a"})"), "params.grammar", "must be a string, got an object"},
+      {"GrammarEmpty", with_params(R"("grammar":"")"), "params.grammar", "must not be empty"},
+      {"GrammarTooLong", with_params(R"("grammar":")" + std::string(256 * 1024 + 1, 'a') + "\""), "params.grammar",
+       "must be at most 262144 bytes"},
+      {"JsonSchemaNotASchema", with_params(R"("json_schema":"{}")"), "params.json_schema",
+       "must be a JSON Schema (an object or a boolean), got \"{}\""},
+      {"GrammarAndJsonSchema", with_params(R"("grammar":"root ::= \"a\"","json_schema":{})"), "params.json_schema",
+       "only one of grammar, json_schema and response_format may be given"},
+      {"GrammarAndResponseFormat", with_params(R"("grammar":"root ::= \"a\"","response_format":{"type":"text"})"),
+       "params.response_format", "only one of grammar, json_schema and response_format may be given"},
+      {"ResponseFormatUnknownType", with_params(R"("response_format":{"type":"xml"})"), "params.response_format.type",
+       "must be \"text\", \"json_object\" or \"json_schema\", got \"xml\""},
+      {"ResponseFormatNoType", with_params(R"("response_format":{})"), "params.response_format.type", "is required"},
+      {"ResponseFormatSchemaMissing", with_params(R"("response_format":{"type":"json_schema"})"),
+       "params.response_format.json_schema", "is required"},
+      {"ResponseFormatSchemaNotASchema",
+       with_params(R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":[1]}})"),
+       "params.response_format.json_schema.schema", "must be a JSON Schema (an object or a boolean), got an array"},
+      {"ResponseFormatUnknownField",
+       with_params(R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schemas":{}}})"),
+       "params.response_format.json_schema.schemas", "is not a known field"},
   };
 }
 
