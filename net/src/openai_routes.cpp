@@ -217,7 +217,7 @@ class OpenAiExchange {
       std::optional<HttpResponse> response;
       if (const auto* refused = std::get_if<proto::ErrorEvent>(&*event)) {
         count("refused");
-        response = error_response(openai::from_error_event(*refused));
+        response = error_response(openai::from_error_event(*refused, translated_.client_names));
       } else if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) {
         count(proto::to_string(done->finish_reason));
         const auto reason = openai::finish_reason(done->finish_reason);
@@ -249,7 +249,7 @@ class OpenAiExchange {
         // An error event comes only instead of acceptance, so nothing has been written yet.
         count("refused");
         const bool keep_alive =
-            co_await write_response(context_, stream_, error_response(openai::from_error_event(*refused)));
+            co_await write_response(context_, stream_, error_response(openai::from_error_event(*refused, translated_.client_names)));
         co_return keep_alive;
       }
       if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {

@@ -28,6 +28,8 @@ struct Request {
   proto::GenerateRequest generate;  // id set, stream false/true as asked
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+  // proto's field name -> the client's spelling where they differ, for errors the engine reports later.
+  std::map<std::string, std::string> client_names;
 };
 
 // An answer that is not a completion: an HTTP status and OpenAI's error object.
@@ -53,8 +55,9 @@ std::variant<Request, Error> translate_request(std::string_view body, OpenAiRout
 // parameter names to the ones the client wrote where they differ.
 std::string client_field(const std::string& field, const std::map<std::string, std::string>& client_names);
 
-// An error event the engine sent instead of accepting the request, as an HTTP error.
-Error from_error_event(const proto::ErrorEvent& event);
+// An error event the engine sent instead of accepting the request, as an HTTP error; its field in the
+// client's spelling (Request::client_names).
+Error from_error_event(const proto::ErrorEvent& event, const std::map<std::string, std::string>& client_names = {});
 
 // OpenAI's finish_reason for a request that completed: eos and stop are "stop", length is "length".
 // nullopt for cancelled, error and timeout, which the route answers as errors instead.

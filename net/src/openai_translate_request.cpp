@@ -148,6 +148,16 @@ json sampling_params(const json& body, OpenAiRoute route, std::map<std::string, 
   if (const json* stop = find(body, "stop")) {
     params["stop"] = stop->is_string() ? json::array({*stop}) : *stop;
   }
+
+  // Constrained output: OpenAI's response_format, llama.cpp's grammar and json_schema (at most one: proto
+  // refuses two). A schema that fails to compile is refused by the session as params.json_schema; from
+  // response_format, that is the client's response_format.json_schema.schema.
+  copy("grammar", "grammar");
+  copy("json_schema", "json_schema");
+  if (const json* format = find(body, "response_format")) {
+    params["response_format"] = *format;
+    if (find(body, "json_schema") == nullptr) client_names["json_schema"] = "response_format.json_schema.schema";
+  }
   return params;
 }
 
@@ -245,11 +255,6 @@ void refuse_chat_extras(const json& body) {
       throw Refused{unsupported(name, "no tool calling")};
     }
   }
-  if (const json* format = find(body, "response_format")) {
-    if (!format->is_object() || format->value("type", json()) != "text") {
-      throw Refused{unsupported("response_format", "only {\"type\": \"text\"}")};
-    }
-  }
 }
 
 Error from_validation_error(const proto::ValidationError& error,
@@ -308,6 +313,7 @@ std::variant<Request, Error> translate_request(std::string_view body_text, OpenA
     auto parsed = proto::parse_generate_request(generate, options);
     if (!parsed) return from_validation_error(parsed.error(), client_names);
     request.generate = std::move(parsed).value();
+    request.client_names = std::move(client_names);
     return request;
   } catch (Refused& refused) {
     return std::move(refused.error);

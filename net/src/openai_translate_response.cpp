@@ -17,7 +17,7 @@ nlohmann::json Error::to_json() const {
   return json{{"error", std::move(error)}};
 }
 
-Error from_error_event(const proto::ErrorEvent& event) {
+Error from_error_event(const proto::ErrorEvent& event, const std::map<std::string, std::string>& client_names) {
   Error error;
   error.message = event.message;
   error.code = std::string(proto::to_string(event.code));
@@ -25,7 +25,7 @@ Error from_error_event(const proto::ErrorEvent& event) {
     case proto::ErrorCode::invalid_request:
       error.status = 400;
       if (!event.field.empty()) {
-        error.param = client_field(event.field, {});
+        error.param = client_field(event.field, client_names);
         error.message = *error.param + ": " + event.message;
       }
       break;

@@ -212,13 +212,51 @@ TEST(OpenAiTranslate, ChatRefusalsNameTheField) {
       {{{"messages", {user}}, {"max_completion_tokens", 0}}, "max_completion_tokens"},
       {{{"messages", {user}}, {"logprobs", true}}, "logprobs"},
       {{{"messages", {user}}, {"tools", {{{"type", "function"}}}}}, "tools"},
-      {{{"messages", {user}}, {"response_format", {{"type", "json_object"}}}}, "response_format"},
+      {{{"messages", {user}}, {"response_format", {{"type", "xml"}}}}, "response_format.type"},
+      {{{"messages", {user}}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", 3}}}}}},
+       "response_format.json_schema.schema"},
+      {{{"messages", {user}}, {"grammar", "root ::= \"a\""}, {"response_format", {{"type", "json_object"}}}},
+       "response_format"},
+      {{{"messages", {user}}, {"json_schema", "{}"}}, "json_schema"},
   };
   for (const auto& c : cases) {
     const auto error = refused(c.body.dump(), OpenAiRoute::chat_completions);
     EXPECT_EQ(error.status, 400) << c.body.dump();
     EXPECT_EQ(error.param, c.param) << c.body.dump() << " -> " << error.message;
   }
+}
+
+TEST(OpenAiTranslate, ConstraintsReachTheParams) {
+  const json user = {{"role", "user"}, {"content", "hi"}};
+  const auto constraint_of = [&](json body) {
+    body["messages"] = json::array({user});
+    auto result = openai::translate_request(body.dump(), OpenAiRoute::chat_completions, "chatcmpl-1", {});
+    EXPECT_TRUE(std::holds_alternative<openai::Request>(result)) << body.dump();
+    return std::holds_alternative<openai::Request>(result) ? std::get<openai::Request>(result).generate.params.constraint
+                                                          : std::nullopt;
+  };
+  using Kind = proto::OutputConstraint::Kind;
+  EXPECT_EQ(constraint_of({{"response_format", {{"type", "text"}}}}), std::nullopt);
+  EXPECT_EQ(constraint_of({{"response_format", {{"type", "json_object"}}}}), (proto::OutputConstraint{Kind::json_object, ""}));
+  EXPECT_EQ(constraint_of({{"response_format",
+                            {{"type", "json_schema"},
+                             {"json_schema", {{"name", "n"}, {"strict", true}, {"schema", {{"type", "integer"}}}}}}}}),
+            (proto::OutputConstraint{Kind::json_schema, R"({"type":"integer"})"}));
+  EXPECT_EQ(constraint_of({{"json_schema", {{"type", "boolean"}}}}),
+            (proto::OutputConstraint{Kind::json_schema, R"({"type":"boolean"})"}));
+  EXPECT_EQ(constraint_of({{"grammar", "root ::= [0-9]+"}}), (proto::OutputConstraint{Kind::grammar, "root ::= [0-9]+"}));
+}
+
+TEST(OpenAiTranslate, ASchemaTheEngineRefusesIsNamedAsTheClientSentIt) {
+  const json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                     {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "set"}}}}}}}};
+  auto result = openai::translate_request(body.dump(), OpenAiRoute::chat_completions, "chatcmpl-1", {});
+  ASSERT_TRUE(std::holds_alternative<openai::Request>(result));
+  const auto& names = std::get<openai::Request>(result).client_names;
+  const proto::ErrorEvent refused{"chatcmpl-1", proto::ErrorCode::invalid_request, "at : keyword type: ...",
+                                  "params.json_schema"};
+  EXPECT_EQ(openai::from_error_event(refused, names).param, "response_format.json_schema.schema");
+  EXPECT_EQ(openai::from_error_event(refused).param, "json_schema");  // llama.cpp's own field
 }
 
 TEST(OpenAiTranslate, EngineErrorsBecomeStatuses) {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "loom/actors/runtime/logger.hpp"
+#include "loom/compute/grammar/output_constraint.hpp"
 #include "loom/compute/text/stop_matcher.hpp"
 #include "loom/compute/text/streaming_detokenizer.hpp"
 
@@ -32,6 +33,22 @@ ErrorEvent invalid(const std::string& request_id, std::string field, std::string
 
 std::string indexed(std::string_view name, std::size_t i) { return std::string(name) + "[" + std::to_string(i) + "]"; }
 
+// A constraint compiles here, on the session's strand, so that a bad one is refused before the request is
+// accepted; the backend compiles it again (cached) for the steps. A schema's error names the place in the
+// schema and the keyword, a grammar's the line and column.
+std::optional<ErrorEvent> check_constraint(const std::string& request_id, const proto::OutputConstraint& constraint) {
+  const char* field =
+      constraint.kind == proto::OutputConstraint::Kind::grammar ? "params.grammar" : "params.json_schema";
+  try {
+    compute::grammar::compile_constraint(constraint);
+  } catch (const compute::grammar::SchemaError& e) {
+    return invalid(request_id, field, e.what());
+  } catch (const compute::grammar::GrammarError& e) {
+    return invalid(request_id, field, e.what());
+  }
+  return std::nullopt;
+}
+
 // The request's own rules, once each: the wire rules (types, ranges; for a request an application built
 // rather than a client's the gateway parsed) by proto's parser itself, with no deployment size limits; then
 // what only the loaded model can tell, token ids against its vocabulary.
@@ -51,6 +68,7 @@ std::optional<ErrorEvent> check_params(const proto::GenerateRequest& r, const co
   for (const auto& [id, bias] : p.logit_bias) {
     if (!vocabulary.valid(id)) return invalid(r.id, "params.logit_bias." + std::to_string(id), outside(id));
   }
+  if (p.constraint) return check_constraint(r.id, *p.constraint);
   return std::nullopt;
 }
 
