@@ -537,6 +537,45 @@ TEST_F(SessionActorTest, ALogitBiasTokenOutsideTheVocabularyIsRefusedNamingIt) {
   EXPECT_EQ(probe_->submit_count(), 0u);
 }
 
+TEST_F(SessionActorTest, AGrammarThatDoesNotCompileIsRefusedWithItsLineAndColumn) {
+  auto session = open();
+  auto request = raw_request("r1", "Once");
+  request.params.constraint = proto::OutputConstraint{proto::OutputConstraint::Kind::grammar, "root ::= \"a\"\nitem ::= (\"b\""};
+  generate(session, request, 1);
+  const auto error = error_of(probe_->finished("r1"));
+  EXPECT_EQ(error.code, ErrorCode::invalid_request);
+  EXPECT_EQ(error.field, "params.grammar");
+  EXPECT_NE(error.message.find("line 2, column"), std::string::npos) << error.message;
+
+  request = raw_request("r2", "Once");
+  request.params.constraint = proto::OutputConstraint{proto::OutputConstraint::Kind::grammar, "item ::= \"b\""};
+  generate(session, request, 2);
+  EXPECT_EQ(error_of(probe_->finished("r2")).field, "params.grammar");  // no root rule
+  EXPECT_EQ(probe_->submit_count(), 0u);
+}
+
+TEST_F(SessionActorTest, ASchemaTheConverterRefusesIsRefusedNamingTheKeyword) {
+  auto session = open();
+  auto request = raw_request("r1", "Once");
+  request.params.constraint = proto::OutputConstraint{proto::OutputConstraint::Kind::json_schema,
+                                                      R"({"type":"object","properties":{"a":{"not":{}}}})"};
+  generate(session, request, 1);
+  const auto error = error_of(probe_->finished("r1"));
+  EXPECT_EQ(error.code, ErrorCode::invalid_request);
+  EXPECT_EQ(error.field, "params.json_schema");
+  EXPECT_NE(error.message.find("not"), std::string::npos) << error.message;
+  EXPECT_NE(error.message.find("/properties/a"), std::string::npos) << error.message;
+  EXPECT_EQ(probe_->submit_count(), 0u);
+}
+
+TEST_F(SessionActorTest, AConstrainedRequestIsSubmittedWithItsConstraint) {
+  auto session = open();
+  auto request = raw_request("r1", "Once");
+  request.params.constraint = proto::OutputConstraint{proto::OutputConstraint::Kind::json_object, ""};
+  generate(session, request, 1);
+  EXPECT_EQ(probe_->submit(0).params.constraint, request.params.constraint);
+}
+
 TEST_F(SessionActorTest, AnEmptyPromptWithoutBosIsRefused) {
   auto vocabulary = vocabulary_;
   vocabulary.add_bos = false;
