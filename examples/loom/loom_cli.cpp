@@ -24,10 +24,13 @@ Commands:
          [--repeat-penalty R] [--repeat-last-n N] [--frequency-penalty F] [--presence-penalty P]
          [--seed S] [--stop STR]... [--ignore-eos] [--json] [--no-echo] [--tokenizer FILE] [--context N]
          [--threads N] [KV cache options]
+         [--grammar GBNF | --grammar-file FILE | --json-schema FILE|JSON | --json-object]
          Streams the prompt and its continuation to stdout; prompt and generated token counts, time to
          first token and tokens/s go to stderr. --json prints one JSON object at the end instead (text,
          tokens, finish_reason, usage, timings). Defaults: 256 tokens, temperature 0.8 (0 = greedy),
-         top-k 40, top-p 0.95, min-p 0.05, a random seed. Ctrl-C stops the generation.
+         top-k 40, top-p 0.95, min-p 0.05, a random seed. Ctrl-C stops the generation. The constraint
+         options make the output follow a GBNF grammar (start rule root), a JSON Schema (inline when it
+         starts with '{', else a file) or any JSON object; the output ends where the grammar may end.
   chat   --model PATH [--system TEXT] [--chat-template NAME] [sampling options as for generate]
          An interactive chat: each line you type is a user turn; the reply streams as it is produced.
          The template is detected from the model's tokenizer.chat_template unless named (chatml, llama2,

@@ -72,6 +72,53 @@ std::vector<std::int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+// A file's text, refused past `max_bytes` (the engine's own limit would refuse it anyway, after the load).
+std::string read_text_file(const std::string& option, const std::string& path, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("option --" + option + ": cannot open " + path);
+  std::string text;
+  char buffer[65536];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_bytes) {
+      throw UsageError("option --" + option + ": " + path + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+  return text;
+}
+
+// --grammar TEXT, --grammar-file FILE (GBNF), --json-schema FILE|JSON (a schema given inline when it
+// starts with '{', else a file's path) or --json-object: at most one.
+std::optional<proto::OutputConstraint> read_constraint(CommandLine& args) {
+  using Kind = proto::OutputConstraint::Kind;
+  const std::size_t max_bytes = proto::ParseOptions{}.max_constraint_bytes;
+  const std::string grammar = args.text("grammar", "");
+  const std::string grammar_file = args.text("grammar-file", "");
+  const std::string schema = args.text("json-schema", "");
+  const bool json_object = args.flag("json-object");
+  if (!grammar.empty() + !grammar_file.empty() + !schema.empty() + json_object > 1) {
+    throw UsageError("give at most one of --grammar, --grammar-file, --json-schema and --json-object");
+  }
+  if (!grammar.empty()) return proto::OutputConstraint{Kind::grammar, grammar};
+  if (!grammar_file.empty()) return proto::OutputConstraint{Kind::grammar, read_text_file("grammar-file", grammar_file, max_bytes)};
+  if (json_object) return proto::OutputConstraint{Kind::json_object, ""};
+  if (schema.empty()) return std::nullopt;
+  const std::string text = schema.front() == '{' ? schema : read_text_file("json-schema", schema, max_bytes);
+  const auto parsed = nlohmann::json::parse(text, nullptr, false);
+  if (parsed.is_discarded() || !(parsed.is_object() || parsed.is_boolean())) {
+    throw UsageError("option --json-schema: " + (schema.front() == '{' ? std::string("the text") : schema) +
+                     " is not a JSON Schema (a JSON object or boolean)");
+  }
+  return proto::OutputConstraint{Kind::json_schema, parsed.dump()};
+}
+
+// The engine's refusal of a request, with the option it came from for the fields a user sets by option.
+std::string refusal_text(const proto::ErrorEvent& error) {
+  if (error.field == "params.grammar") return "the grammar (--grammar/--grammar-file): " + error.message;
+  if (error.field == "params.json_schema") return "the schema (--json-schema): " + error.message;
+  return error.field.empty() ? error.message : error.field + ": " + error.message;
+}
+
 // The sampling and stopping options shared by generate and chat, read straight into the request's
 // parameters (the engine validates them like any request's).
 proto::SamplingParams read_sampling_params(CommandLine& args, std::int64_t default_max_tokens) {
@@ -93,6 +140,7 @@ proto::SamplingParams read_sampling_params(CommandLine& args, std::int64_t defau
     p.stop.push_back(std::move(stop));
   }
   p.ignore_eos = args.flag("ignore-eos");
+  p.constraint = read_constraint(args);
   return p;
 }
 
@@ -341,7 +389,7 @@ int run_generate(CommandLine& args) {
   request.input = prompt;
   request.params = params;
   const StreamOutcome outcome = stream_request(engine, request, json ? nullptr : write_out);
-  if (outcome.error) throw std::runtime_error(outcome.error->message);
+  if (outcome.error) throw std::runtime_error(refusal_text(*outcome.error));
   const proto::DoneEvent& done = *outcome.done;
   if (done.finish_reason == proto::FinishReason::error || done.finish_reason == proto::FinishReason::timeout) {
     if (!json) write_out("\n");
@@ -430,7 +478,7 @@ int run_chat(CommandLine& args) {
     const StreamOutcome outcome = stream_request(engine, request, write_out);
     write_out("\n");
     if (outcome.error) {
-      std::fprintf(stderr, "loom: %s\n", outcome.error->message.c_str());
+      std::fprintf(stderr, "loom: %s\n", refusal_text(*outcome.error).c_str());
       continue;
     }
     const auto reason = outcome.done->finish_reason;

@@ -114,6 +114,63 @@ TEST(GenerateCommand, BadOptionsAreUsageErrorsNamingTheOption) {
   EXPECT_NE(no_vocabulary.err.find("--tokenizer"), std::string::npos) << no_vocabulary.err;
 }
 
+TEST(GenerateCommand, AGrammarConstrainsTheTextAndEndsItWhereTheGrammarEnds) {
+  REQUIRE_SHARED_FILE(kGguf);
+  for (const char* seed : {"1", "2", "3", "4"}) {
+    const auto run = run_loom({"generate", "--model", kGguf, "--prompt", "Once upon a time", "--temperature", "1.5",
+                               "--seed", seed, "--max-tokens", "40", "--json", "--grammar",
+                               "root ::= (\"yes\" | \"no\") \"!\"{1,3}"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto j = nlohmann::json::parse(run.out);
+    const std::string text = j.at("text");
+    EXPECT_TRUE(text == "yes!" || text == "yes!!" || text == "yes!!!" || text == "no!" || text == "no!!" ||
+                text == "no!!!")
+        << "seed " << seed << ": " << text;
+    // Where the grammar has nothing more to allow, only the end of sequence is: the model stops.
+    if (text.ends_with("!!!")) EXPECT_EQ(j.at("finish_reason"), "eos") << run.out;
+  }
+}
+
+TEST(GenerateCommand, AJsonSchemaGivesJsonThatFollowsIt) {
+  REQUIRE_SHARED_FILE(kGguf);
+  const std::string schema =
+      R"({"type":"object","properties":{"name":{"type":"string","maxLength":8},"ok":{"type":"boolean"}},)"
+      R"("required":["name","ok"],"additionalProperties":false})";
+  int complete = 0;
+  for (const char* seed : {"1", "2", "3", "4", "5"}) {
+    const auto run = run_loom({"generate", "--model", kGguf, "--prompt", "Once upon a time", "--seed", seed,
+                               "--max-tokens", "60", "--json", "--json-schema", schema});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto j = nlohmann::json::parse(run.out);
+    if (j.at("finish_reason") == "length") continue;  // the one case allowed to be cut short
+    ++complete;
+    const auto value = nlohmann::json::parse(j.at("text").get<std::string>(), nullptr, false);
+    ASSERT_TRUE(value.is_object()) << "seed " << seed << ": " << j.at("text");
+    EXPECT_EQ(value.size(), 2u) << value.dump();
+    EXPECT_TRUE(value.at("name").is_string()) << value.dump();
+    EXPECT_TRUE(value.at("ok").is_boolean()) << value.dump();
+  }
+  EXPECT_GT(complete, 0);
+}
+
+TEST(GenerateCommand, ABadConstraintIsRefusedNamingTheOptionAndThePlace) {
+  REQUIRE_SHARED_FILE(kGguf);
+  const auto grammar = run_loom({"generate", "--model", kGguf, "--prompt", "x", "--grammar", "root ::= (\"a\""});
+  EXPECT_EQ(grammar.exit_code, 1);
+  EXPECT_NE(grammar.err.find("--grammar"), std::string::npos) << grammar.err;
+  EXPECT_NE(grammar.err.find("line 1, column"), std::string::npos) << grammar.err;
+  const auto schema = run_loom({"generate", "--model", kGguf, "--prompt", "x", "--json-schema", R"({"type":"tuple"})"});
+  EXPECT_EQ(schema.exit_code, 1);
+  EXPECT_NE(schema.err.find("--json-schema"), std::string::npos) << schema.err;
+  EXPECT_NE(schema.err.find("type"), std::string::npos) << schema.err;
+  const auto two = run_loom({"generate", "--model", kGguf, "--prompt", "x", "--json-object", "--grammar", "root ::= \"a\""});
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("at most one"), std::string::npos) << two.err;
+  const auto missing = run_loom({"generate", "--model", kGguf, "--prompt", "x", "--grammar-file", "/nonexistent/g.gbnf"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("/nonexistent/g.gbnf"), std::string::npos) << missing.err;
+}
+
 TEST(TokenizeCommand, PrintsTheReferencePromptIdsAndDetokenizeGivesTheTextBack) {
   REQUIRE_SHARED_FILE(kGguf);
   const auto run = run_loom({"tokenize", "--model", kGguf, "--text", "Once upon a time"});
