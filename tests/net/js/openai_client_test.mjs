@@ -1,6 +1,6 @@
 // loom-gateway driven by the official OpenAI JavaScript client, unchanged but for baseURL: completions and
-// chat completions, whole and streamed, the model list, a refused request and a wrong API key. Then the
-// gateway is stopped with SIGTERM and must exit 0.
+// chat completions, whole and streamed, JSON under a response_format schema, the model list, a refused request
+// and a wrong API key. Then the gateway is stopped with SIGTERM and must exit 0.
 //
 //   node openai_client_test.mjs PATH/TO/loom-gateway PATH/TO/aidreams260K.gguf
 //
@@ -133,6 +133,47 @@ async function chat(openai) {
   console.log(`chat: ${JSON.stringify(text)}`);
 }
 
+// response_format with a JSON Schema: whatever the tiny model would say, the answer parses and follows it.
+async function structured(openai) {
+  const schema = {
+    type: "object",
+    additionalProperties: false,
+    required: ["answer", "n"],
+    properties: { answer: { enum: ["yes", "no"] }, n: { type: "integer", minimum: 0, maximum: 9 } },
+  };
+  const request = {
+    ...greedy,
+    max_tokens: 64,
+    messages: [{ role: "user", content: "Answer as JSON." }],
+    response_format: { type: "json_schema", json_schema: { name: "answer", strict: true, schema } },
+  };
+  const whole = await openai.chat.completions.create(request);
+  assert.equal(whole.choices[0].finish_reason, "stop", JSON.stringify(whole.choices[0]));
+  const value = JSON.parse(whole.choices[0].message.content);
+  assert.deepEqual(Object.keys(value).sort(), ["answer", "n"]);
+  assert.ok(["yes", "no"].includes(value.answer), JSON.stringify(value));
+  assert.ok(Number.isInteger(value.n) && value.n >= 0 && value.n <= 9, JSON.stringify(value));
+
+  let streamed = "";
+  for await (const chunk of await openai.chat.completions.create({ ...request, stream: true })) {
+    for (const choice of chunk.choices) streamed += choice.delta.content ?? "";
+  }
+  assert.equal(streamed, whole.choices[0].message.content, "the streamed JSON differs from the whole one");
+
+  await assert.rejects(
+    openai.chat.completions.create({
+      ...request,
+      response_format: { type: "json_schema", json_schema: { name: "bad", schema: { type: "integer", multipleOf: 2 } } },
+    }),
+    (error) => {
+      assert.equal(error.status, 400);
+      assert.equal(error.param, "response_format.json_schema.schema");
+      return true;
+    },
+  );
+  console.log(`structured: ${whole.choices[0].message.content}`);
+}
+
 async function models(openai) {
   const list = await openai.models.list();
   assert.ok(list.data.length >= 1, "no models listed");
@@ -168,6 +209,7 @@ try {
   const openai = client(port);
   await completions(openai);
   await chat(openai);
+  await structured(openai);
   await models(openai);
   await refusals(openai, port);
 } catch (error) {
