@@ -146,7 +146,7 @@ Body Converter::body(const json& schema, const std::string& path, const std::str
   check_depth(path, depth);
   const Where where{path, ""};
   if (schema.is_boolean()) {
-    if (!schema.get<bool>()) where.fail("the schema is false: no value can match");
+    if (!schema.get<bool>()) where.unsatisfiable("the schema is false: no value can match");
     return Body{out_.primitive("value", where), {}};
   }
   if (!schema.is_object()) where.fail("a schema must be an object or a boolean");
@@ -199,13 +199,17 @@ Body Converter::choice(const json& schema, const std::string& keyword, const std
     const json& branch = branches[i];
     if (branch.is_boolean() && !branch.get<bool>()) continue;
     const std::string branch_path = path + "/" + keyword + "/" + std::to_string(i);
-    const std::string name =
-        merge ? value(merge_pair(branch, rest, Where{branch_path, keyword}, resolver_, limits_), branch_path, hint + "-" + std::to_string(i), depth + 1)
-              : value(branch, branch_path, hint + "-" + std::to_string(i), depth + 1);
+    std::string name;
+    try {
+      name = merge ? value(merge_pair(branch, rest, Where{branch_path, keyword}, resolver_, limits_), branch_path, hint + "-" + std::to_string(i), depth + 1)
+                   : value(branch, branch_path, hint + "-" + std::to_string(i), depth + 1);
+    } catch (const Unsatisfiable&) {
+      continue;  // a branch nothing satisfies offers nothing; the rules it made are unused but valid
+    }
     out.text += (out.text.empty() ? "" : " | ") + name;
     out.left.push_back(name);
   }
-  if (out.text.empty()) where.fail("every branch is false: no value can match");
+  if (out.text.empty()) where.unsatisfiable("every branch is false or unsatisfiable: no value can match");
   return out;
 }
 

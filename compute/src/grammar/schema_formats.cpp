@@ -109,7 +109,7 @@ std::string format_gbnf(const std::string& format, GbnfWriter& out, const Where&
 
 std::string integer_range_gbnf(std::optional<std::int64_t> lo, std::optional<std::int64_t> hi, GbnfWriter& out,
                                const Where& where) {
-  if (lo && hi && *lo > *hi) where.fail("no integer lies within the bounds");
+  if (lo && hi && *lo > *hi) where.unsatisfiable("no integer lies within the bounds");
   std::vector<std::string> alternatives;
   if (!lo || *lo < 0) {  // negative numbers: '-' and a magnitude from m_lo to m_hi ("-0" is not written)
     const std::uint64_t m_lo = hi && *hi < 0 ? static_cast<std::uint64_t>(-(*hi + 1)) + 1 : 1;

@@ -20,12 +20,20 @@ namespace loom::compute::grammar::schema {
 
 using Ranges = std::vector<std::pair<char32_t, char32_t>>;
 
+// A schema (or a part of one) that no value satisfies: an anyOf branch that is one is dropped; anywhere
+// else the error stands.
+class Unsatisfiable : public SchemaError {
+ public:
+  using SchemaError::SchemaError;
+};
+
 // Where the converter is: the JSON Pointer of the schema object and the keyword being converted, so that a
 // limit or a refusal deep inside names the right place.
 struct Where {
   std::string path;
   std::string keyword;
   [[noreturn]] void fail(const std::string& message) const { throw SchemaError(path, keyword, message); }
+  [[noreturn]] void unsatisfiable(const std::string& message) const { throw Unsatisfiable(path, keyword, message); }
 };
 
 // Collects the rules of the grammar being made. Every body is scanned when it is defined, to count the rules

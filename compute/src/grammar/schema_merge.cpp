@@ -49,7 +49,7 @@ class Merger {
       where_.fail("allOf/$ref nested more than " + std::to_string(limits_.max_depth) + " deep (max_depth; a reference cycle?)");
     }
     if (s.is_boolean()) {
-      if (!s.get<bool>()) where_.fail("a branch is the false schema: nothing can match");
+      if (!s.get<bool>()) where_.unsatisfiable("a branch is the false schema: nothing can match");
       return;
     }
     if (!s.is_object()) where_.fail("a branch must be a schema (an object or a boolean)");
@@ -155,6 +155,8 @@ class Merger {
         for (const json& y : b) product.push_back(json{{"allOf", json::array({x, y})}});
       }
       a = std::move(product);
+    } else if (k == "const") {
+      where_.unsatisfiable("the branches ask for two different constants");
     } else {
       where_.fail("the branches constrain '" + k + "' differently and the two cannot be combined exactly");
     }
@@ -170,7 +172,7 @@ class Merger {
     for (const std::string& t : y) {
       if (t == "integer" && x.count("number") && !x.count("integer")) out.push_back(t);
     }
-    if (out.empty()) where_.fail("the branches allow no common type");
+    if (out.empty()) where_.unsatisfiable("the branches allow no common type");
     return out.size() == 1 ? out[0] : out;
   }
 

@@ -360,7 +360,8 @@ class Emitter {
   Emitted set(const Ranges& set) {
     std::string item = json_char_item(set);
     if (item.empty()) where_.fail("a character class in the pattern matches no character");
-    return {std::move(item), true};
+    const bool single = item[0] == '[' || item[0] == '(';  // an escape literal is two elements
+    return {std::move(item), single};
   }
 
   // Runs of plain characters become one literal, for a shorter grammar.

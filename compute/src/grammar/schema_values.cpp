@@ -10,6 +10,7 @@
 // maxItems counted over all of them.
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "schema_values.hpp"
@@ -80,6 +81,50 @@ bool type_matches(const json& v, const std::string& t) {
   return v.is_array();
 }
 
+std::size_t code_points(const std::string& text) {
+  std::size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// Whether an enum/const value passes the simple keywords beside it (each applies to values of its type
+// only). The others would need a validator (pattern, format, properties, items, ...): refused.
+bool literal_allowed(const json& schema, const json& v, const std::string& path) {
+  static const std::map<std::string, json::value_t> applies_to = {
+      {"minLength", json::value_t::string},   {"maxLength", json::value_t::string},
+      {"pattern", json::value_t::string},     {"format", json::value_t::string},
+      {"minItems", json::value_t::array},     {"maxItems", json::value_t::array},
+      {"items", json::value_t::array},        {"prefixItems", json::value_t::array},
+      {"additionalItems", json::value_t::array}, {"required", json::value_t::object},
+      {"properties", json::value_t::object},  {"additionalProperties", json::value_t::object}};
+  for (const auto& [k, bound] : schema.items()) {
+    if (k == "enum" || k == "const" || k == "type" || is_annotation(k)) continue;
+    const Where where{path, k};
+    const bool numeric = k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum";
+    const auto kind = applies_to.find(k);
+    if (numeric ? !v.is_number() : kind == applies_to.end() || kind->second != v.type()) continue;  // not this value's type
+    if (k == "required") {
+      if (!bound.is_array()) where.fail("required must be an array of strings");
+      for (const json& name : bound) {
+        if (!name.is_string()) where.fail("required must be an array of strings");
+        if (!v.contains(name.get<std::string>())) return false;
+      }
+      continue;
+    }
+    const bool length = k == "minLength" || k == "maxLength";
+    if (!numeric && !length && k != "minItems" && k != "maxItems") where.fail("cannot be checked against enum or const values");
+    if (bound.is_boolean() && (k == "exclusiveMinimum" || k == "exclusiveMaximum")) continue;  // draft 4: below
+    if (!bound.is_number()) where.fail("must be a number");
+    const double b = bound.get<double>();
+    const double x = length ? static_cast<double>(code_points(v.get<std::string>())) : numeric ? v.get<double>() : static_cast<double>(v.size());
+    const bool is_min = k.rfind("min", 0) == 0 || k == "exclusiveMinimum";
+    const json draft4_flag = schema.value(is_min ? "exclusiveMinimum" : "exclusiveMaximum", json(false));
+    const bool exclusive = k.rfind("exclusive", 0) == 0 || ((k == "minimum" || k == "maximum") && draft4_flag == json(true));
+    if (is_min ? (exclusive ? x <= b : x < b) : (exclusive ? x >= b : x > b)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string Converter::as_item(const std::string& text, const std::string& hint, const Where& where) {
@@ -88,11 +133,6 @@ std::string Converter::as_item(const std::string& text, const std::string& hint,
 }
 
 Body Converter::literals(const json& schema, const std::string& path) {
-  for (const auto& [k, v] : schema.items()) {
-    if (k != "enum" && k != "const" && k != "type" && !is_annotation(k)) {
-      Where{path, k}.fail("cannot be combined with enum or const (only type can)");
-    }
-  }
   const std::string keyword = schema.contains("enum") ? "enum" : "const";
   const Where where{path, keyword};
   std::vector<json> values;
@@ -110,11 +150,11 @@ Body Converter::literals(const json& schema, const std::string& path) {
   for (const json& v : values) {
     bool typed_ok = types.empty();
     for (const std::string& t : types) typed_ok = typed_ok || type_matches(v, t);
-    const std::string text = typed_ok ? gbnf_literal(dumped(v, where)) : std::string();
+    const std::string text = typed_ok && literal_allowed(schema, v, path) ? gbnf_literal(dumped(v, where)) : std::string();
     if (text.empty() || !seen.insert(text).second) continue;
     out.text += (out.text.empty() ? "" : " | ") + text;
   }
-  if (out.text.empty()) where.fail("no value is allowed (an empty enum, or none of the type asked for)");
+  if (out.text.empty()) where.unsatisfiable("no value is allowed (an empty enum, or none of the type asked for)");
   return out;
 }
 
@@ -136,7 +176,7 @@ std::string Converter::string_value(const json& schema, const std::string& path,
     return out_.rule(hint, joined(joined(kQuote, inside), kQuote), where);
   }
   const Where where{path, max ? "maxLength" : "minLength"};
-  if (min && max && *max < *min) where.fail("maxLength is below minLength");
+  if (min && max && *max < *min) where.unsatisfiable("maxLength is below minLength");
   if (!min && !max) return out_.primitive("string", where);
   const std::string chars = repeated(out_.primitive("char", where), min.value_or(0), max);
   return out_.rule(hint, joined(joined(kQuote, chars), kQuote), where);
@@ -209,7 +249,7 @@ std::string Converter::object_value(const json& schema, const std::string& path,
   for (const auto& [key, sub] : props.items()) {
     keys.push_back(key);
     if (sub.is_boolean() && !sub.get<bool>()) {
-      if (required.count(key)) Where{path, "required"}.fail("\"" + key + "\" is required but its schema is false");
+      if (required.count(key)) Where{path, "required"}.unsatisfiable("\"" + key + "\" is required but its schema is false");
       continue;  // never present
     }
     add_member(key, value(sub, path + "/properties/" + pointer_token(key), hint + "-" + key, depth + 1), required.count(key) > 0);
@@ -219,7 +259,7 @@ std::string Converter::object_value(const json& schema, const std::string& path,
   };
   for (const std::string& key : required) {
     if (props.contains(key)) continue;
-    if (!open) Where{path, "required"}.fail("\"" + key + "\" is required, but additionalProperties is false and properties does not list it");
+    if (!open) Where{path, "required"}.unsatisfiable("\"" + key + "\" is required, but additionalProperties is false and properties does not list it");
     keys.push_back(key);
     add_member(key, additional_item(), true);
   }
@@ -333,7 +373,7 @@ std::string Converter::array_value(const json& schema, const std::string& path, 
   for (std::size_t i = 0; i < prefix.size(); ++i) {
     if (prefix[i].is_boolean() && !prefix[i].get<bool>()) cap(i);
   }
-  if (max && min > *max) Where{path, "minItems"}.fail("no array length satisfies minItems and the other bounds");
+  if (max && min > *max) Where{path, "minItems"}.unsatisfiable("no array length satisfies minItems and the other bounds");
   const std::size_t k = std::min<std::size_t>(prefix.size(), max.value_or(prefix.size()));
   std::string rest_item;
   if (!max || *max > k) {
