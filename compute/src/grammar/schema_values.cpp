@@ -1,0 +1,406 @@
+// The values of each JSON type under their keywords, and enum/const.
+//
+// Objects: the properties in key order, required ones always and optional ones optionally, then (unless
+// additionalProperties is false) extra members. An extra member's key can never be a listed name, however
+// escaped: it is written through a trie of the listed names that leaves it as soon as it differs, so that a
+// listed property cannot come back with a value its schema refuses. Inside that trie \u escapes are not
+// offered (an escape could spell a listed name); once the key differs, any character goes.
+//
+// Arrays: prefixItems (or the older array form of items) in order, then items for the rest, minItems and
+// maxItems counted over all of them.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "schema_values.hpp"
+
+namespace loom::compute::grammar::schema {
+
+namespace {
+
+const char* const kQuote = R"("\"")";
+const char* const kComma = R"("," ws )";
+
+std::string repeat_suffix(std::uint32_t min, std::optional<std::uint32_t> max) {
+  if (!max) return min == 0 ? "*" : min == 1 ? "+" : "{" + std::to_string(min) + ",}";
+  if (min == 1 && *max == 1) return "";
+  if (min == 0 && *max == 1) return "?";
+  if (min == *max) return "{" + std::to_string(min) + "}";
+  return "{" + std::to_string(min) + "," + std::to_string(*max) + "}";
+}
+
+std::string repeated(const std::string& item, std::uint32_t min, std::optional<std::uint32_t> max) {
+  if (max && *max == 0) return "";
+  return item + repeat_suffix(min, max);
+}
+
+std::string joined(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + " " + b; }
+
+// A count keyword (minLength, maxItems, ...): a non-negative integer within max_repetition.
+std::optional<std::uint32_t> count_of(const json& schema, const std::string& key, const std::string& path,
+                                      const SchemaLimits& limits) {
+  auto it = schema.find(key);
+  if (it == schema.end()) return std::nullopt;
+  const Where where{path, key};
+  if (!it->is_number() || it->get<double>() < 0 || std::floor(it->get<double>()) != it->get<double>()) {
+    where.fail("must be a non-negative integer");
+  }
+  if (it->get<double>() > limits.max_repetition) {
+    where.fail(it->dump() + " is over the limit of " + std::to_string(limits.max_repetition) + " (max_repetition)");
+  }
+  return static_cast<std::uint32_t>(it->get<double>());
+}
+
+std::string dumped(const json& v, const Where& where) {
+  try {
+    return v.dump();
+  } catch (const json::exception&) {
+    where.fail("a string in the schema is not valid UTF-8");
+  }
+}
+
+// A bound of an integer as an inclusive int64: up for minimum, down for maximum, past it when exclusive.
+std::int64_t integer_bound(const json& v, bool lower, bool exclusive, const Where& where) {
+  if (!v.is_number()) where.fail("must be a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || std::fabs(d) > 9.0e18) where.fail("the bound is out of the supported range (|x| <= 9e18)");
+  std::int64_t i = v.is_number_integer() ? v.get<std::int64_t>() : static_cast<std::int64_t>(lower ? std::ceil(d) : std::floor(d));
+  const bool integral = v.is_number_integer() || std::floor(d) == d;
+  if (exclusive && integral) i += lower ? 1 : -1;
+  return i;
+}
+
+bool type_matches(const json& v, const std::string& t) {
+  if (t == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  if (t == "number") return v.is_number();
+  if (t == "string") return v.is_string();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "null") return v.is_null();
+  if (t == "object") return v.is_object();
+  return v.is_array();
+}
+
+std::size_t code_points(const std::string& text) {
+  std::size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// Whether an enum/const value passes the simple keywords beside it (each applies to values of its type
+// only). The others would need a validator (pattern, format, properties, items, ...): refused.
+bool literal_allowed(const json& schema, const json& v, const std::string& path) {
+  static const std::map<std::string, json::value_t> applies_to = {
+      {"minLength", json::value_t::string},   {"maxLength", json::value_t::string},
+      {"pattern", json::value_t::string},     {"format", json::value_t::string},
+      {"minItems", json::value_t::array},     {"maxItems", json::value_t::array},
+      {"items", json::value_t::array},        {"prefixItems", json::value_t::array},
+      {"additionalItems", json::value_t::array}, {"required", json::value_t::object},
+      {"properties", json::value_t::object},  {"additionalProperties", json::value_t::object}};
+  for (const auto& [k, bound] : schema.items()) {
+    if (k == "enum" || k == "const" || k == "type" || is_annotation(k)) continue;
+    const Where where{path, k};
+    const bool numeric = k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum";
+    const auto kind = applies_to.find(k);
+    if (numeric ? !v.is_number() : kind == applies_to.end() || kind->second != v.type()) continue;  // not this value's type
+    if (k == "required") {
+      if (!bound.is_array()) where.fail("required must be an array of strings");
+      for (const json& name : bound) {
+        if (!name.is_string()) where.fail("required must be an array of strings");
+        if (!v.contains(name.get<std::string>())) return false;
+      }
+      continue;
+    }
+    const bool length = k == "minLength" || k == "maxLength";
+    if (!numeric && !length && k != "minItems" && k != "maxItems") where.fail("cannot be checked against enum or const values");
+    if (bound.is_boolean() && (k == "exclusiveMinimum" || k == "exclusiveMaximum")) continue;  // draft 4: below
+    if (!bound.is_number()) where.fail("must be a number");
+    const double b = bound.get<double>();
+    const double x = length ? static_cast<double>(code_points(v.get<std::string>())) : numeric ? v.get<double>() : static_cast<double>(v.size());
+    const bool is_min = k.rfind("min", 0) == 0 || k == "exclusiveMinimum";
+    const json draft4_flag = schema.value(is_min ? "exclusiveMinimum" : "exclusiveMaximum", json(false));
+    const bool exclusive = k.rfind("exclusive", 0) == 0 || ((k == "minimum" || k == "maximum") && draft4_flag == json(true));
+    if (is_min ? (exclusive ? x <= b : x < b) : (exclusive ? x >= b : x > b)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string Converter::as_item(const std::string& text, const std::string& hint, const Where& where) {
+  if (text.empty() || text.find_first_of(" \"[(|?*+{") == std::string::npos) return text;
+  return out_.rule(hint, text, where);
+}
+
+Body Converter::literals(const json& schema, const std::string& path) {
+  const std::string keyword = schema.contains("enum") ? "enum" : "const";
+  const Where where{path, keyword};
+  std::vector<json> values;
+  if (auto e = schema.find("enum"); e != schema.end()) {
+    if (!e->is_array()) where.fail("enum must be an array");
+    for (const json& v : *e) {
+      if (!schema.contains("const") || schema["const"] == v) values.push_back(v);
+    }
+  } else {
+    values.push_back(schema["const"]);
+  }
+  const std::set<std::string> types = schema.contains("type") ? types_of(schema, path) : std::set<std::string>{};
+  Body out;
+  std::set<std::string> seen;
+  for (const json& v : values) {
+    bool typed_ok = types.empty();
+    for (const std::string& t : types) typed_ok = typed_ok || type_matches(v, t);
+    const std::string text = typed_ok && literal_allowed(schema, v, path) ? gbnf_literal(dumped(v, where)) : std::string();
+    if (text.empty() || !seen.insert(text).second) continue;
+    out.text += (out.text.empty() ? "" : " | ") + text;
+  }
+  if (out.text.empty()) where.unsatisfiable("no value is allowed (an empty enum, or none of the type asked for)");
+  return out;
+}
+
+std::string Converter::string_value(const json& schema, const std::string& path, const std::string& hint) {
+  const auto min = count_of(schema, "minLength", path, limits_);
+  const auto max = count_of(schema, "maxLength", path, limits_);
+  for (const char* special : {"pattern", "format"}) {
+    auto it = schema.find(special);
+    if (it == schema.end()) continue;
+    const Where where{path, special};
+    if (!it->is_string()) where.fail(std::string(special) + " must be a string");
+    for (const char* other : {"minLength", "maxLength", "format"}) {
+      if (other != std::string(special) && schema.contains(other)) {
+        Where{path, other}.fail(std::string("cannot be combined with ") + special + " (a grammar cannot intersect the two)");
+      }
+    }
+    const std::string inside = special == std::string("pattern") ? pattern_gbnf(it->get<std::string>(), out_, where)
+                                                                 : format_gbnf(it->get<std::string>(), out_, where);
+    return out_.rule(hint, joined(joined(kQuote, inside), kQuote), where);
+  }
+  const Where where{path, max ? "maxLength" : "minLength"};
+  if (min && max && *max < *min) where.unsatisfiable("maxLength is below minLength");
+  if (!min && !max) return out_.primitive("string", where);
+  const std::string chars = repeated(out_.primitive("char", where), min.value_or(0), max);
+  return out_.rule(hint, joined(joined(kQuote, chars), kQuote), where);
+}
+
+std::string Converter::integer_value(const json& schema, const std::string& path) {
+  std::optional<std::int64_t> lo;
+  std::optional<std::int64_t> hi;
+  auto tighten = [](std::optional<std::int64_t>& bound, std::int64_t v, bool lower) {
+    if (!bound || (lower ? v > *bound : v < *bound)) bound = v;
+  };
+  for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+    auto it = schema.find(key);
+    if (it == schema.end()) continue;
+    const Where where{path, key};
+    const std::string k = key;
+    const bool lower = k == "minimum" || k == "exclusiveMinimum";
+    if (it->is_boolean()) {  // draft 4: exclusiveMinimum/Maximum qualify minimum/maximum
+      if (k.rfind("exclusive", 0) != 0) where.fail("must be a number");
+      continue;
+    }
+    bool exclusive = k.rfind("exclusive", 0) == 0;
+    if (!exclusive) {
+      const auto flag = schema.find(lower ? "exclusiveMinimum" : "exclusiveMaximum");
+      exclusive = flag != schema.end() && flag->is_boolean() && flag->get<bool>();
+    }
+    tighten(lower ? lo : hi, integer_bound(*it, lower, exclusive, where), lower);
+  }
+  const Where where{path, lo ? "minimum" : "maximum"};
+  if (!lo && !hi) return out_.primitive("integer", where);
+  return integer_range_gbnf(lo, hi, out_, where);
+}
+
+std::string Converter::number_value(const json& schema, const std::string& path) {
+  for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+    if (schema.contains(key)) {
+      Where{path, key}.fail("bounds are supported on integers only (type integer), not on other numbers");
+    }
+  }
+  return out_.primitive("number", Where{path, ""});
+}
+
+std::string Converter::object_value(const json& schema, const std::string& path, const std::string& hint,
+                                    std::uint32_t depth) {
+  const Where where{path, "properties"};
+  out_.primitive("ws", where);
+  const json props = schema.value("properties", json::object());
+  if (!props.is_object()) where.fail("properties must be an object");
+  std::set<std::string> required;
+  if (auto r = schema.find("required"); r != schema.end()) {
+    if (!r->is_array()) Where{path, "required"}.fail("required must be an array of strings");
+    for (const json& name : *r) {
+      if (!name.is_string()) Where{path, "required"}.fail("required must be an array of strings");
+      required.insert(name.get<std::string>());
+    }
+  }
+  const json additional = schema.contains("additionalProperties") ? schema["additionalProperties"] : json(true);
+  if (!additional.is_boolean() && !additional.is_object()) Where{path, "additionalProperties"}.fail("must be a schema");
+  const bool open = !(additional.is_boolean() && !additional.get<bool>());
+  const std::string additional_path = path + "/additionalProperties";
+  struct Member {
+    std::string text;
+    bool required;
+  };
+  std::vector<Member> members;
+  std::vector<std::string> keys;
+  auto add_member = [&](const std::string& key, const std::string& value_item, bool is_required) {
+    members.push_back({gbnf_literal(dumped(json(key), where)) + R"( ":" ws )" + value_item, is_required});
+  };
+  for (const auto& [key, sub] : props.items()) {
+    keys.push_back(key);
+    if (sub.is_boolean() && !sub.get<bool>()) {
+      if (required.count(key)) Where{path, "required"}.unsatisfiable("\"" + key + "\" is required but its schema is false");
+      continue;  // never present
+    }
+    add_member(key, value(sub, path + "/properties/" + pointer_token(key), hint + "-" + key, depth + 1), required.count(key) > 0);
+  }
+  auto additional_item = [&] {
+    return additional.is_boolean() ? out_.primitive("value", where) : value(additional, additional_path, hint + "-additional", depth + 1);
+  };
+  for (const std::string& key : required) {
+    if (props.contains(key)) continue;
+    if (!open) Where{path, "required"}.unsatisfiable("\"" + key + "\" is required, but additionalProperties is false and properties does not list it");
+    keys.push_back(key);
+    add_member(key, additional_item(), true);
+  }
+  std::string after;  // the members from here on, when one was written before
+  std::string first;  // the same, when none was
+  if (open) {
+    const std::string key = keys.empty() ? out_.primitive("string", where) : other_key(keys, hint, where);
+    const std::string extra = out_.rule(hint + "-extra", key + R"( ":" ws )" + additional_item(), where);
+    after = "(" + std::string(kComma) + extra + ")*";
+    first = "(" + extra + " " + after + ")?";
+  }
+  for (std::size_t i = members.size(); i-- > 0;) {
+    const Member& m = members[i];
+    if (m.required) {
+      first = joined(m.text, after);
+      after = joined(kComma + m.text, after);
+      continue;
+    }
+    // Both continuations are used twice below: rules keep the text linear in the number of members.
+    const std::string a = as_item(after, hint + "-rest", where);
+    const std::string f = as_item(first, hint + "-first", where);
+    first = f.empty() ? "(" + joined(m.text, a) + ")?" : "(" + joined(m.text, a) + " | " + f + ")";
+    after = joined("(" + std::string(kComma) + m.text + ")?", a);
+  }
+  return out_.rule(hint, joined(joined(R"("{")", first), R"("}")"), where);
+}
+
+std::string Converter::other_key(const std::vector<std::string>& keys, const std::string& hint, const Where& where) {
+  struct Node {
+    std::map<char32_t, std::size_t> kids;
+    bool terminal = false;
+  };
+  std::vector<Node> trie(1);
+  for (const std::string& key : keys) {
+    const auto cps = decode_utf8(key);
+    if (!cps) where.fail("a property name is not valid UTF-8");
+    std::size_t at = 0;
+    for (char32_t cp : *cps) {
+      auto it = trie[at].kids.find(cp);
+      if (it == trie[at].kids.end()) {
+        it = trie[at].kids.emplace(cp, trie.size()).first;
+        trie.emplace_back();
+      }
+      at = it->second;
+    }
+    trie[at].terminal = true;
+  }
+  const std::string& any = out_.primitive("char", where);
+  const std::string& tail = out_.primitive("string-tail", where);
+  std::vector<std::string> names(trie.size());
+  for (std::size_t i = 0; i < trie.size(); ++i) {
+    names[i] = trie[i].kids.empty() ? out_.rule("key-leaf", any + " " + tail, where) : out_.fresh_name(hint + "-key");
+  }
+  static const std::vector<std::pair<char, char32_t>> escapes = {
+      {'"', U'"'}, {'\\', U'\\'}, {'/', U'/'}, {'b', 8}, {'f', 12}, {'n', 10}, {'r', 13}, {'t', 9}};
+  for (std::size_t i = 0; i < trie.size(); ++i) {
+    const Node& node = trie[i];
+    if (node.kids.empty()) continue;
+    std::vector<std::string> alternatives;
+    if (!node.terminal) alternatives.push_back(kQuote);  // a proper prefix of a name is another name
+    Ranges taken = {{0, 0x1F}, {U'"', U'"'}, {U'\\', U'\\'}};
+    for (const auto& [cp, next] : node.kids) taken.emplace_back(cp, cp);
+    const std::string differs = json_char_item(complement(taken));
+    if (!differs.empty()) alternatives.push_back(differs + " " + tail);
+    std::string free_escapes;
+    for (const auto& [letter, decoded] : escapes) {
+      auto kid = node.kids.find(decoded);
+      if (kid != node.kids.end()) {
+        alternatives.push_back(gbnf_literal(std::string{'\\', letter}) + " " + names[kid->second]);
+      } else {
+        free_escapes += gbnf_class_char(static_cast<unsigned char>(letter));
+      }
+    }
+    if (!free_escapes.empty()) alternatives.push_back(R"("\\" [)" + free_escapes + "] " + tail);
+    for (const auto& [cp, next] : node.kids) {
+      if (cp >= 0x20 && cp != U'"' && cp != U'\\') alternatives.push_back(gbnf_literal(encode_utf8(cp)) + " " + names[next]);
+    }
+    std::string body;
+    for (const std::string& a : alternatives) body += (body.empty() ? "" : " | ") + a;
+    out_.define(names[i], body, where);
+  }
+  return std::string(kQuote) + " " + names[0];
+}
+
+std::string Converter::array_value(const json& schema, const std::string& path, const std::string& hint,
+                                   std::uint32_t depth) {
+  const Where where{path, "items"};
+  out_.primitive("ws", where);
+  json prefix = json::array();
+  json rest = true;
+  std::string prefix_key = "prefixItems";
+  std::string rest_key = "items";
+  const auto items = schema.find("items");
+  if (auto p = schema.find("prefixItems"); p != schema.end()) {
+    if (!p->is_array()) Where{path, "prefixItems"}.fail("prefixItems must be an array of schemas");
+    prefix = *p;
+    if (items != schema.end()) rest = *items;
+  } else if (items != schema.end() && items->is_array()) {  // the older tuple form
+    prefix = *items;
+    prefix_key = "items";
+    rest_key = "additionalItems";
+    if (schema.contains("additionalItems")) rest = schema["additionalItems"];
+  } else if (items != schema.end()) {
+    rest = *items;
+  }
+  if (!rest.is_boolean() && !rest.is_object()) Where{path, rest_key}.fail("must be a schema");
+  const std::uint32_t min = count_of(schema, "minItems", path, limits_).value_or(0);
+  std::optional<std::uint32_t> max = count_of(schema, "maxItems", path, limits_);
+  auto cap = [&](std::size_t n) { max = static_cast<std::uint32_t>(std::min<std::size_t>(max.value_or(n), n)); };
+  if (rest.is_boolean() && !rest.get<bool>()) cap(prefix.size());
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (prefix[i].is_boolean() && !prefix[i].get<bool>()) cap(i);
+  }
+  if (max && min > *max) Where{path, "minItems"}.unsatisfiable("no array length satisfies minItems and the other bounds");
+  const std::size_t k = std::min<std::size_t>(prefix.size(), max.value_or(prefix.size()));
+  std::string rest_item;
+  if (!max || *max > k) {
+    rest_item = rest.is_boolean() ? out_.primitive("value", where)
+                                  : value(rest, path + "/" + rest_key, hint + "-item", depth + 1);
+  }
+  const std::string more = rest_item.empty() ? "" : "(" + std::string(kComma) + rest_item + ")";
+  std::string inner;
+  if (k == 0) {
+    if (!rest_item.empty()) {
+      std::optional<std::uint32_t> more_max;
+      if (max) more_max = *max - 1;
+      inner = joined(rest_item, repeated(more, min > 0 ? min - 1 : 0, more_max));
+      if (min == 0) inner = "(" + inner + ")?";
+    }
+  } else {
+    std::optional<std::uint32_t> more_max;
+    if (max) more_max = *max - static_cast<std::uint32_t>(k);
+    inner = rest_item.empty() ? "" : repeated(more, min > k ? min - static_cast<std::uint32_t>(k) : 0, more_max);
+    for (std::size_t i = k; i-- > 0;) {
+      const std::string p = value(prefix[i], path + "/" + prefix_key + "/" + std::to_string(i), hint + "-" + std::to_string(i), depth + 1);
+      std::string seg = joined((i ? std::string(kComma) : std::string()) + p, inner);
+      if (i >= min) seg = "(" + seg + ")?";
+      inner = i > 0 ? as_item(seg, hint + "-tail", where) : seg;
+    }
+  }
+  return out_.rule(hint, joined(joined(R"("[")", inner), R"("]")"), where);
+}
+
+}  // namespace loom::compute::grammar::schema

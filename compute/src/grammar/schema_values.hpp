@@ -1,0 +1,72 @@
+// The JSON Schema converter's walk (json_schema.cpp: dispatch, $ref, anyOf, types; schema_values.cpp: the
+// values of each type and enum/const). Private to the grammar room.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "schema_internal.hpp"
+
+namespace loom::compute::grammar::schema {
+
+using json = nlohmann::json;
+
+// The GBNF of one value and the rules it may begin with without reading a character (anyOf branches, $ref
+// targets), for the left-recursion check.
+struct Body {
+  std::string text;
+  std::vector<std::string> left;
+};
+
+class Converter {
+ public:
+  Converter(const json& root, const SchemaLimits& limits);
+  std::string run();
+
+ private:
+  struct Pending {
+    const json* schema;
+    std::string path;
+    std::string name;
+  };
+
+  // json_schema.cpp
+  const json& resolve(const std::string& ref, const Where& at) const;
+  std::string ref_rule(const std::string& ref, const Where& where);
+  void check_depth(const std::string& path, std::uint32_t depth) const;
+  std::string item(const Body& b, const std::string& hint, const Where& where);
+  std::string value(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
+  Body body(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
+  void check_keywords(const json& schema, const std::string& path) const;
+  static bool has_constraints(const json& schema, const std::set<std::string>& except);
+  Body choice(const json& schema, const std::string& keyword, const std::string& path, const std::string& hint,
+              std::uint32_t depth);
+  std::set<std::string> types_of(const json& schema, const std::string& path) const;
+  Body typed(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
+  void check_left_recursion() const;
+
+  // schema_values.cpp
+  Body literals(const json& schema, const std::string& path);
+  std::string string_value(const json& schema, const std::string& path, const std::string& hint);
+  std::string integer_value(const json& schema, const std::string& path);
+  std::string number_value(const json& schema, const std::string& path);
+  std::string object_value(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
+  std::string other_key(const std::vector<std::string>& keys, const std::string& hint, const Where& where);
+  std::string array_value(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
+  std::string as_item(const std::string& text, const std::string& hint, const Where& where);
+
+  const json& root_;
+  const SchemaLimits& limits_;
+  GbnfWriter out_;
+  RefResolver resolver_;
+  std::map<std::string, std::string> refs_;  // $ref -> rule name
+  std::map<std::string, std::string> paths_;  // rule name of a $ref target -> its JSON Pointer
+  std::deque<Pending> pending_;
+  std::map<std::string, std::vector<std::string>> edges_;  // rule -> rules it may begin with
+};
+
+}  // namespace loom::compute::grammar::schema
