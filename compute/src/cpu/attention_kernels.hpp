@@ -55,6 +55,7 @@ inline float soft_cap(float score, float cap) { return cap > 0.0f ? cap * std::t
 struct AttentionPlan {
   std::int64_t span = 0;              // cells of the reference's KV view (HeadAttention::span, or positions)
   std::int64_t padded_scores = 0;     // scores kept, rounded up to whole 16-position groups
+  int lanes = 16;                     // the reference's vector width in floats (HeadAttention::lanes)
   bool tiled_scores = false;          // scores in SumOrder::tiled (else vector_dot)
   bool tiled_values = false;          // weighted values in SumOrder::tiled (else vector_dot)
   bool f32_cache = false;             // keys and values are F32 (else F16)

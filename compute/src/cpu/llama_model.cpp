@@ -452,6 +452,7 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
     head.window = window;  // each query of the tile gets its own window start (attention.hpp)
     head.softcap = c.attn_softcap;
     head.order = step.tokens.size() == 1 ? SumOrder::vector_dot : SumOrder::tiled;
+    head.lanes = attention_lanes_;
     // The reference's view covers the whole step (its last token's position), padded (attention.hpp).
     head.span = reference_span(step.start + static_cast<std::int64_t>(step.tokens.size()), c.context_length);
     head.scores = &scores_[static_cast<std::size_t>(thread) * scratch];
