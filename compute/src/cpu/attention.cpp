@@ -269,7 +269,7 @@ void attend(const HeadAttention& head, KernelPath path) {
   const detail::AttentionPlan plan = detail::plan_attention(head);
   if (head.queries > 1) {
     const bool avx2 = path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2);
-    if (avx2 && plan.lanes == 16 && plan.tiled_scores && plan.tiled_values && head.values_transposed) return detail::attend_tile_avx2(head, plan);
+    if (avx2 && plan.tiled_scores && plan.tiled_values && head.values_transposed) return detail::attend_tile_avx2(head, plan);
     return attend_one_by_one(head, plan.span, path);
   }
   if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::attend_avx2(head, plan);
@@ -298,6 +298,11 @@ void swiglu(float* gate, const float* up, std::int64_t n) { swiglu(gate, up, n, 
 void vector_expf(const float* x, float* out, std::int64_t n, KernelPath path) {
   if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::vector_expf_avx2(x, out, n);
   for (std::int64_t i = 0; i < n; ++i) out[i] = vector_expf(x[i]);
+}
+
+void avx2_expf(const float* x, float* out, std::int64_t n, KernelPath path) {
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::avx2_expf_avx2(x, out, n);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = avx2_expf(x[i]);
 }
 
 void store_as_f16(const float* src, std::uint16_t* dst, std::int64_t n, KernelPath path) {

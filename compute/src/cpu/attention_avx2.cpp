@@ -527,6 +527,17 @@ void vector_expf_avx2(const float* x, float* out, std::int64_t n) {
   }
 }
 
+void avx2_expf_avx2(const float* x, float* out, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, exp8_avx2(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    float in[8] = {}, result[8];
+    std::copy(x + i, x + n, in);
+    _mm256_storeu_ps(result, exp8_avx2(_mm256_loadu_ps(in)));
+    std::copy(result, result + (n - i), out + i);
+  }
+}
+
 void swiglu_avx2(float* gate, const float* up, std::int64_t n) {
   // Whole groups of 16 through exp8 (the reference's 16-lane register), the rest through the C library.
   const __m256 one = _mm256_set1_ps(1.0f);

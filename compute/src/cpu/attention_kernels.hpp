@@ -107,5 +107,6 @@ void attend_tile_avx2(const HeadAttention& head, const AttentionPlan& plan);
 void swiglu_avx2(float* gate, const float* up, std::int64_t n);
 void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n);
 void vector_expf_avx2(const float* x, float* out, std::int64_t n);
+void avx2_expf_avx2(const float* x, float* out, std::int64_t n);
 
 }  // namespace loom::compute::detail

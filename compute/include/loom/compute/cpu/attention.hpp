@@ -179,6 +179,8 @@ float vector_expf(float x) noexcept;
 // without its constant term, then 2^n + 2^n p(b) with one rounding (an FMA); 2^n is scaled in two steps
 // beyond |n| > 126, and |n| > 192 is 0 or inf.
 float avx2_expf(float x) noexcept;
+// out[i] = avx2_expf(x[i]) for i < n, eight lanes at a time on the AVX2 path (the same bits).
+void avx2_expf(const float* x, float* out, std::int64_t n, KernelPath path);
 
 // out[i] = vector_expf(x[i]) for i < n, eight lanes at a time on the AVX2 path (the same bits).
 void vector_expf(const float* x, float* out, std::int64_t n, KernelPath path);
