@@ -87,7 +87,7 @@ ParityResult run_parity(const std::string& model_file, const std::string& refere
   auto config = loaded->config();
   if (context > 0) config.context_length = context;
   LlamaModel model(config, loaded->weights(), pool, 64);
-  model.set_attention_lanes(lanes);
+  model.set_reference_lanes(lanes);
   auto cache = model.make_cache(0, kv);
   const std::int64_t vocab = loaded->config().vocab_size;
 

@@ -168,15 +168,17 @@ TEST(Swiglu, Avx2MatchesScalarBitForBitAndMath) {
     for (auto& v : gate) v = g(rng);
     for (auto& v : up) v = g(rng);
     gate[0] = -150.0f;  // exp overflow region of silu(-x)
-    std::vector<float> a = gate, b = gate;
-    swiglu(a.data(), up.data(), n, KernelPath::scalar);
-    swiglu(b.data(), up.data(), n, KernelPath::avx2);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      ASSERT_EQ(bits(a[k]), bits(b[k])) << "n " << n << " i " << i;
-      const double x = gate[k];
-      const double want = x / (1.0 + std::exp(-x)) * up[k];
-      EXPECT_NEAR(a[k], want, 1e-5 * (1.0 + std::fabs(want))) << "n " << n << " i " << i;
+    for (LaneWidth lanes : {LaneWidth::avx512, LaneWidth::avx2}) {  // the reference's AVX-512 and AVX2 forms
+      std::vector<float> a = gate, b = gate;
+      swiglu(a.data(), up.data(), n, KernelPath::scalar, lanes);
+      swiglu(b.data(), up.data(), n, KernelPath::avx2, lanes);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        ASSERT_EQ(bits(a[k]), bits(b[k])) << "n " << n << " i " << i << (lanes == LaneWidth::avx2 ? " (AVX2 form)" : "");
+        const double x = gate[k];
+        const double want = x / (1.0 + std::exp(-x)) * up[k];
+        EXPECT_NEAR(a[k], want, 1e-5 * (1.0 + std::fabs(want))) << "n " << n << " i " << i;
+      }
     }
   }
 }

@@ -193,9 +193,13 @@ void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
   for (std::int64_t d = 0; d < h.head_dim; ++d) h.out[d] = weigh_values<T>(h, plan, scores, offsets, d);
 }
 
-void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
-  const std::int64_t whole = n / 16 * 16;
-  for (std::int64_t i = 0; i < whole; ++i) gate[i] = gate[i] / (1.0f + vector_expf(0.0f - gate[i])) * up[i];
+void swiglu_scalar(float* gate, const float* up, std::int64_t n, LaneWidth lanes) {
+  const bool avx2 = lanes == LaneWidth::avx2;
+  const std::int64_t whole = avx2 ? n / 8 * 8 : n / 16 * 16;
+  for (std::int64_t i = 0; i < whole; ++i) {
+    const float e = avx2 ? avx2_expf(0.0f - gate[i]) : vector_expf(0.0f - gate[i]);
+    gate[i] = gate[i] / (1.0f + e) * up[i];
+  }
   for (std::int64_t i = whole; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
@@ -288,9 +292,9 @@ void attend(const HeadAttention& head, KernelPath path) {
 
 void attend(const HeadAttention& head) { attend(head, default_kernel_path()); }
 
-void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path) {
-  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::swiglu_avx2(gate, up, n);
-  detail::swiglu_scalar(gate, up, n);
+void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path, LaneWidth lanes) {
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::swiglu_avx2(gate, up, n, lanes);
+  detail::swiglu_scalar(gate, up, n, lanes);
 }
 
 void swiglu(float* gate, const float* up, std::int64_t n) { swiglu(gate, up, n, default_kernel_path()); }

@@ -104,7 +104,7 @@ float weigh_values_one_dim(const HeadAttention& head, const AttentionPlan& plan,
 void attend_avx2(const HeadAttention& head, const AttentionPlan& plan);
 // A prefill tile (attention.hpp) in the tiled order with transposed values (attention_tiled_avx2.cpp).
 void attend_tile_avx2(const HeadAttention& head, const AttentionPlan& plan);
-void swiglu_avx2(float* gate, const float* up, std::int64_t n);
+void swiglu_avx2(float* gate, const float* up, std::int64_t n, LaneWidth lanes);
 void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n);
 void vector_expf_avx2(const float* x, float* out, std::int64_t n);
 void avx2_expf_avx2(const float* x, float* out, std::int64_t n);

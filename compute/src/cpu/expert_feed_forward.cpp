@@ -154,7 +154,7 @@ void ExpertFeedForward::run_expert(const ExpertWeights& expert, std::int64_t m, 
   // F16 experts meet F16-rounded activations (f16_activations.hpp); the router before them kept F32 ones.
   detail::round_for_f16_weight(gathered_.data(), m * expert.gate->cols(), {expert.gate, expert.up}, path);
   matmul_many({{expert.gate, gate_.data()}, {expert.up, up_.data()}}, gathered_.data(), m, pool, scratch_);
-  for (std::int64_t t = 0; t < m; ++t) swiglu(&gate_[t * width], &up_[t * width], width, path);
+  for (std::int64_t t = 0; t < m; ++t) swiglu(&gate_[t * width], &up_[t * width], width, path, lanes_);
   detail::round_for_f16_weight(gate_.data(), m * width, {expert.down}, path);
   matmul(*expert.down, gate_.data(), m, expert_out_.data(), pool, scratch_);
   bytes_read_ += expert.gate->bytes + expert.up->bytes + expert.down->bytes;
@@ -172,7 +172,7 @@ void ExpertFeedForward::shared_expert(const LayerWeights& layer, const float* xn
   } else {
     matmul_many({{s.gate, gate_.data()}, {s.up, up_.data()}}, xn, n, pool, scratch_);
   }
-  for (std::int64_t t = 0; t < n; ++t) swiglu(&gate_[t * width], &up_[t * width], width, path);
+  for (std::int64_t t = 0; t < n; ++t) swiglu(&gate_[t * width], &up_[t * width], width, path, lanes_);
   matmul(*s.down, gate_.data(), n, expert_out_.data(), pool, scratch_);
   bytes_read_ += s.gate->bytes + s.up->bytes + s.down->bytes;
   if (layer.shared_expert_gate == nullptr) return;
@@ -183,8 +183,9 @@ void ExpertFeedForward::shared_expert(const LayerWeights& layer, const float* xn
 }
 
 void ExpertFeedForward::forward(const LayerWeights& layer, const float* xn, std::int64_t n, float* residual,
-                                ThreadPool& pool, KernelPath path) {
+                                ThreadPool& pool, KernelPath path, LaneWidth lanes) {
   const auto& c = config_;
+  lanes_ = lanes;
   if (n > max_batch_) throw std::invalid_argument("expert feed-forward: " + std::to_string(n) + " tokens exceed its batch");
   const std::int64_t used = c.experts_used;
   const std::int64_t dim = c.dim;

@@ -163,7 +163,8 @@ void attend(const HeadAttention& head);  // default_kernel_path()
 
 // gate[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)) with the same exp() as the softmax for
 // whole groups of 16 and the C library's expf for the rest (again the reference's arithmetic).
-void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path);
+// LaneWidth::avx2: the reference's AVX2 form instead, whole groups of 8 through avx2_expf.
+void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path, LaneWidth lanes = LaneWidth::avx512);
 void swiglu(float* gate, const float* up, std::int64_t n);
 
 // dst[i] = float_to_half(src[i]) for i < n: keys and values entering an F16 cache, eight at a time with F16C
