@@ -207,22 +207,25 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                                            ParityCase{"synthq320-q5_k_m.gguf", 1e-1f, 5e-2f, false, 1e-4f},
                                            // Issue 20's architectures: GPT-2 byte-level BPE qwen2 (no BOS in
                                            // its prompts), phi3 (fused tensors), phi3 LongRoPE, and MoE. Q8_0
-                                           // matches to print precision except synth-qwen3moe (below). F16
-                                           // weights meet F16-rounded activations, as in the reference
-                                           // (llama_model.cpp), so F16 holds the issue's 0.005 where the SIMD
-                                           // kernels run (the scalar F16 dot sums in another order: 0.01
-                                           // there). synth-qwen3moe-q8_0 (the newer
+                                           // matches to print precision. F16 weights meet F16-rounded
+                                           // activations, as in the reference (llama_model.cpp), so F16 holds
+                                           // the issue's 0.005 where the SIMD kernels run (the scalar F16 dot
+                                           // sums in another order: 0.01 there); with attention and SwiGLU in
+                                           // the AVX2 build's forms the dense ones (qwen2bpe, phi3, phi3lr)
+                                           // match to print precision there (1e-4; 0.0016 and 0.0004 with
+                                           // the AVX-512 build's SwiGLU exp). The MoE F16 files stay at
+                                           // 0.002-0.003. synth-qwen3moe-q8_0 (the newer
                                            // reference build) matches to 1e-5 with attention in the AVX2
                                            // build's orders and a decode step's router logits in its one-row
                                            // order (expert_feed_forward.cpp). In the AVX-512 attention orders
                                            // it was off from prefill position 5 on ("once", 0.068: not its Q/K
                                            // norms or routing); with the router's batch order in decode, one
                                            // "fox" step was off by 0.004.
-                                           ParityCase{"synth-qwen2bpe-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
+                                           ParityCase{"synth-qwen2bpe-f16.gguf", 1e-2f, 5e-3f, false, 1e-4f},
                                            ParityCase{"synth-qwen2bpe-q8_0.gguf", 2e-2f, 2e-2f, false},
-                                           ParityCase{"synth-phi3-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
+                                           ParityCase{"synth-phi3-f16.gguf", 1e-2f, 5e-3f, false, 1e-4f},
                                            ParityCase{"synth-phi3-q8_0.gguf", 2e-2f, 2e-2f, false},
-                                           ParityCase{"synth-phi3lr-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f, 4096},
+                                           ParityCase{"synth-phi3lr-f16.gguf", 1e-2f, 5e-3f, false, 1e-4f, 4096},
                                            ParityCase{"synth-phi3lr-q8_0.gguf", 2e-2f, 2e-2f, false, 0.0f, 4096},
                                            ParityCase{"synth-qwen3moe-f16.gguf", 1e-2f, 5e-3f, false, 5e-3f},
                                            ParityCase{"synth-qwen3moe-q8_0.gguf", 2e-2f, 2e-2f, false, 1e-4f},
