@@ -62,10 +62,9 @@ void router_logits_one(const float* weights, std::int64_t experts, const float* 
       const float* w = weights + e * n;
       float acc[4][8] = {};
       for (std::int64_t i = 0; i < whole; ++i) acc[(i / 8) % 4][i % 8] = std::fma(w[i], x[i], acc[(i / 8) % 4][i % 8]);
-      float t[4];
-      for (int l = 0; l < 4; ++l) {
-        t[l] = ((acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])) + ((acc[0][l + 4] + acc[2][l + 4]) + (acc[1][l + 4] + acc[3][l + 4]));
-      }
+      float lane[8], t[4];
+      for (int l = 0; l < 8; ++l) lane[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+      for (int l = 0; l < 4; ++l) t[l] = lane[l] + lane[l + 4];
       out[e] = (t[0] + t[1]) + (t[2] + t[3]);
     }
   }

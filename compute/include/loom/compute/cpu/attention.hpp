@@ -12,7 +12,8 @@
 // 0, 1, 2, ... with rows).
 //
 // The arithmetic is pinned, not just "close": it is the arithmetic of the widely used reference
-// implementation in ../shared/reference as it runs on an AVX-512 x86 machine, reproduced bit for bit so that
+// implementation in ../shared/reference as it runs on an AVX-512 x86 machine (or on an AVX2 one: LaneWidth,
+// at the end of this comment), reproduced bit for bit so that
 // our logits sit on top of its logits instead of drifting away through activations that round the other way.
 // The query is rounded to F16 (what an F16 dot product does with an F32 operand); the scores are F32 dot
 // products summed in fixed 16-lane orders; the exponentials come from a vectorised expf (vector_expf) for
@@ -162,8 +163,8 @@ void attend(const HeadAttention& head, KernelPath path);
 void attend(const HeadAttention& head);  // default_kernel_path()
 
 // gate[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)) with the same exp() as the softmax for
-// whole groups of 16 and the C library's expf for the rest (again the reference's arithmetic).
-// LaneWidth::avx2: the reference's AVX2 form instead, whole groups of 8 through avx2_expf.
+// whole groups of 16 and the C library's expf for the rest (again the reference's arithmetic, its AVX-512 build).
+// LaneWidth::avx2: its AVX2 build's form instead, whole groups of 8 through avx2_expf.
 void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path, LaneWidth lanes = LaneWidth::avx512);
 void swiglu(float* gate, const float* up, std::int64_t n);
 
