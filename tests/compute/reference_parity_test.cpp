@@ -127,9 +127,9 @@ struct ParityCase {
   // The context to run at (0: the file's). synth-phi3lr's references ran below its LongRoPE original
   // context (4096), so with its short factors; at the file's 131072 the long ones would apply.
   std::int64_t context = 0;
-  // The vector width of the machine that made the reference, whose attention orders the model follows
-  // (attention.hpp): the synth11M and aidreams260K files come from an AVX-512 machine, the rest from an AVX2
-  // one (reference/README.md).
+  // The vector width of the machine that made the reference, whose attention and SwiGLU arithmetic the model
+  // follows (attention.hpp, LlamaModel::set_reference_lanes): the synth11M and aidreams260K files come from
+  // an AVX-512 machine, the rest from an AVX2 one (reference/README.md).
   loom::compute::LaneWidth made_on = loom::compute::LaneWidth::avx2;
 };
 
@@ -218,9 +218,10 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceParity,
                                            // reference build) matches to 1e-5 with attention in the AVX2
                                            // build's orders and a decode step's router logits in its one-row
                                            // order (expert_feed_forward.cpp). In the AVX-512 attention orders
-                                           // it was off from prefill position 5 on ("once", 0.068: not its Q/K
-                                           // norms or routing); with the router's batch order in decode, one
-                                           // "fox" step was off by 0.004.
+                                           // it was off from prefill position 5 on ("once", 0.068; the AVX2
+                                           // attention orders alone fixed that, its Q/K norms and routing
+                                           // unchanged); with the router's batch order in decode, one "fox"
+                                           // step was off by 0.004.
                                            ParityCase{"synth-qwen2bpe-f16.gguf", 1e-2f, 5e-3f, false, 1e-4f},
                                            ParityCase{"synth-qwen2bpe-q8_0.gguf", 2e-2f, 2e-2f, false},
                                            ParityCase{"synth-phi3-f16.gguf", 1e-2f, 5e-3f, false, 1e-4f},
