@@ -121,7 +121,7 @@ struct HeadAttention {
   std::int64_t window = 0;
   float softcap = 0.0f;                 // > 0: each scaled score s becomes softcap * tanh(s / softcap) (gemma2)
   SumOrder order = SumOrder::vector_dot;
-  LaneWidth lanes = LaneWidth::avx512;
+  LaneWidth lanes = LaneWidth::avx512;   // whose orders: the reference built for AVX-512 or for AVX2 (above)
   std::int64_t span = 0;                // cells of the reference's KV view, >= the last query's positions; 0: those
   float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim, query_heads, queries)
   float* out = nullptr;                 // head_dim values for each query head
