@@ -2,7 +2,8 @@
 // one call gives every query the bits it gets alone (query i over positions [0, first + i), the tile's span),
 // on each kernel path: query counts that are not the tile's, positions that end mid-block and mid-chunk,
 // odd block sizes, groups of query heads, F16 and F32 keys and values, and the shapes that fall back to one
-// query at a time (a span that is not a multiple of 16, a head size that is not, values in rows).
+// query at a time (a span that is not a multiple of 16, a head size that is not, values in rows); in the
+// orders of the reference's AVX-512 and AVX2 builds (LaneWidth), where 8 lanes tile more of these shapes.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -12,6 +13,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loom/compute/cpu/attention.hpp"
@@ -85,8 +87,10 @@ TEST_P(PrefillTile, GivesEachQueryItsBitsAlone) {
   head.query_heads = c.group;
   head.order = SumOrder::tiled;
   head.span = c.span;
-  for (KernelPath path : {KernelPath::scalar, KernelPath::avx2}) {
+  for (const auto& [path, lanes] : {std::pair{KernelPath::scalar, LaneWidth::avx512}, std::pair{KernelPath::avx2, LaneWidth::avx512},
+                                    std::pair{KernelPath::scalar, LaneWidth::avx2}, std::pair{KernelPath::avx2, LaneWidth::avx2}}) {
     if (!kernel_path_supported(path)) continue;
+    head.lanes = lanes;
     // The tile, its scratch full of NaNs (a part read before it is written shows).
     std::vector<float> scratch(attention_scratch_floats(c.span, c.head_dim, c.group, c.queries), NAN);
     std::vector<float> tiled(out_stride * static_cast<std::size_t>(c.queries), 0.0f), alone(tiled.size(), 0.0f);
@@ -111,7 +115,8 @@ TEST_P(PrefillTile, GivesEachQueryItsBitsAlone) {
     for (std::size_t i = 0; i < tiled.size(); ++i) {
       ASSERT_EQ(std::bit_cast<std::uint32_t>(tiled[i]), std::bit_cast<std::uint32_t>(alone[i]))
           << "query " << i / out_stride << ", head " << i % out_stride / static_cast<std::size_t>(c.head_dim)
-          << ", dim " << i % static_cast<std::size_t>(c.head_dim) << " on the " << name(path) << " path";
+          << ", dim " << i % static_cast<std::size_t>(c.head_dim) << " on the " << name(path) << " path, "
+          << (lanes == LaneWidth::avx2 ? "AVX2" : "AVX-512") << " orders";
     }
   }
 }

@@ -24,13 +24,14 @@ struct WindowCase {
   SumOrder order;
   float softcap = 0.0f;
   bool transposed = true;
+  LaneWidth lanes = LaneWidth::avx512;
 };
 
 std::string describe(const WindowCase& c) {
   return "p" + std::to_string(c.first) + "_q" + std::to_string(c.queries) + "_w" + std::to_string(c.window) + "_d" +
          std::to_string(c.head_dim) + "_b" + std::to_string(c.block_size) + "_g" + std::to_string(c.group) + "_" +
          std::string(name(c.type)) + (c.order == SumOrder::tiled ? "_tiled" : "_dot") + (c.softcap > 0 ? "_cap" : "") +
-         (c.transposed ? "" : "_rows");
+         (c.transposed ? "" : "_rows") + (c.lanes == LaneWidth::avx2 ? "_avx2" : "");
 }
 
 // One KV head's blocks in a shuffled table: keys as rows, values transposed or rows.
@@ -115,6 +116,7 @@ TEST_P(SlidingWindowAttention, AttendsOnlyTheWindowAndReadsNothingBeforeIt) {
   head.span = span;
   head.window = c.window;
   head.softcap = c.softcap;
+  head.lanes = c.lanes;
   const auto run = [&](const Storage& s, KernelPath path) {
     std::vector<float> scratch(attention_scratch_floats(span, c.head_dim, c.group, c.queries), NAN);
     std::vector<float> out(queries.size(), NAN);
@@ -230,7 +232,18 @@ INSTANTIATE_TEST_SUITE_P(
         WindowCase{300, 8, 100, 128, 32, 1, TensorType::f16, SumOrder::tiled},  // value chunks of 128
         WindowCase{141, 8, 10, 64, 16, 2, TensorType::f32, SumOrder::tiled},
         WindowCase{141, 5, 10, 64, 7, 1, TensorType::f16, SumOrder::tiled},     // odd blocks
-        WindowCase{100, 4, 12, 48, 16, 1, TensorType::f16, SumOrder::tiled, 0.0f, false}),  // values in rows
+        WindowCase{100, 4, 12, 48, 16, 1, TensorType::f16, SumOrder::tiled, 0.0f, false},  // values in rows
+        // The same in the reference's AVX2 orders (8 lanes: 32-position steps for one query, 8-position
+        // cycles in a tile).
+        WindowCase{40, 1, 8, 64, 16, 1, TensorType::f16, SumOrder::vector_dot, 0.0f, true, LaneWidth::avx2},
+        WindowCase{150, 1, 20, 64, 16, 2, TensorType::f16, SumOrder::vector_dot, 2.0f, true, LaneWidth::avx2},
+        WindowCase{203, 1, 77, 128, 5, 1, TensorType::f16, SumOrder::vector_dot, 0.0f, true, LaneWidth::avx2},
+        WindowCase{90, 1, 9, 64, 16, 2, TensorType::f16, SumOrder::vector_dot, 0.0f, false, LaneWidth::avx2},
+        WindowCase{20, 16, 8, 64, 16, 1, TensorType::f16, SumOrder::tiled, 0.0f, true, LaneWidth::avx2},
+        WindowCase{150, 16, 20, 64, 16, 1, TensorType::f16, SumOrder::tiled, 3.0f, true, LaneWidth::avx2},
+        WindowCase{141, 8, 10, 64, 16, 2, TensorType::f32, SumOrder::tiled, 0.0f, true, LaneWidth::avx2},
+        WindowCase{141, 5, 10, 40, 7, 1, TensorType::f16, SumOrder::tiled, 0.0f, true, LaneWidth::avx2},
+        WindowCase{100, 4, 12, 48, 16, 1, TensorType::f16, SumOrder::tiled, 0.0f, false, LaneWidth::avx2}),
     [](const auto& tested) { return describe(tested.param); });
 
 TEST(SlidingWindowAttention, RejectsANegativeWindowOrSoftCap) {

@@ -79,6 +79,34 @@ TEST(VectorExpf, Avx2GivesTheScalarBits) {
   for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(simd[i]), bits(scalar[i])) << "x = " << x[i];
 }
 
+// The AVX2 reference's exp (avx2_expf, the softmax of LaneWidth::avx2): the AVX2 kernel gives its bits on the
+// same sweep, and it differs from vector_expf in the last bit for some inputs (2^n + 2^n p(b) in one FMA).
+TEST(VectorExpf, Avx2ReferenceFormGivesTheScalarBits) {
+  std::vector<float> x;
+  for (float v = -200.0f; v < 100.0f; v += 0.0137f) x.push_back(v);
+  for (float v = -105.0f; v < -86.0f; v += 0.00071f) x.push_back(v);
+  for (float v = 87.0f; v < 90.0f; v += 0.00013f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, -INFINITY, INFINITY, 88.72283f, 88.72284f, -103.97208f, -133.0f, 133.0f}) x.push_back(v);
+  int differs = 0;
+  for (float v : x) {
+    const float want = avx2_expf(v);
+    if (std::isfinite(v) && v > -80.0f && v < 80.0f) {
+      ASSERT_NEAR(want, std::exp(static_cast<double>(v)), 4e-7 * std::exp(static_cast<double>(v))) << v;
+    }
+    differs += bits(want) != bits(vector_expf(v));
+  }
+  EXPECT_EQ(avx2_expf(-INFINITY), 0.0f);
+  EXPECT_EQ(avx2_expf(0.0f), 1.0f);
+  EXPECT_TRUE(std::isinf(avx2_expf(100.0f)));
+  EXPECT_GT(differs, 0) << "the two exps never differ on the sweep";
+  std::vector<float> scalar(x.size()), simd(x.size());
+  avx2_expf(x.data(), scalar.data(), static_cast<std::int64_t>(x.size()), KernelPath::scalar);
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(scalar[i]), bits(avx2_expf(x[i]))) << x[i];
+  if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path ran";
+  avx2_expf(x.data(), simd.data(), static_cast<std::int64_t>(x.size()), KernelPath::avx2);
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(simd[i]), bits(scalar[i])) << "x = " << x[i];
+}
+
 // The exp's last step: 1 + p(b) is rounded to float and then scaled (not 2^n + 2^n p(b) with one rounding).
 // Spelled out here for x = 0.3 (n = 0): the two forms round differently for some inputs, so sweep for one.
 TEST(VectorExpf, RoundsOnePlusPolynomialThenScales) {
@@ -140,15 +168,17 @@ TEST(Swiglu, Avx2MatchesScalarBitForBitAndMath) {
     for (auto& v : gate) v = g(rng);
     for (auto& v : up) v = g(rng);
     gate[0] = -150.0f;  // exp overflow region of silu(-x)
-    std::vector<float> a = gate, b = gate;
-    swiglu(a.data(), up.data(), n, KernelPath::scalar);
-    swiglu(b.data(), up.data(), n, KernelPath::avx2);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      ASSERT_EQ(bits(a[k]), bits(b[k])) << "n " << n << " i " << i;
-      const double x = gate[k];
-      const double want = x / (1.0 + std::exp(-x)) * up[k];
-      EXPECT_NEAR(a[k], want, 1e-5 * (1.0 + std::fabs(want))) << "n " << n << " i " << i;
+    for (LaneWidth lanes : {LaneWidth::avx512, LaneWidth::avx2}) {  // the reference's AVX-512 and AVX2 forms
+      std::vector<float> a = gate, b = gate;
+      swiglu(a.data(), up.data(), n, KernelPath::scalar, lanes);
+      swiglu(b.data(), up.data(), n, KernelPath::avx2, lanes);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        ASSERT_EQ(bits(a[k]), bits(b[k])) << "n " << n << " i " << i << (lanes == LaneWidth::avx2 ? " (AVX2 form)" : "");
+        const double x = gate[k];
+        const double want = x / (1.0 + std::exp(-x)) * up[k];
+        EXPECT_NEAR(a[k], want, 1e-5 * (1.0 + std::fabs(want))) << "n " << n << " i " << i;
+      }
     }
   }
 }
@@ -202,6 +232,7 @@ struct AttentionCase {
   std::int64_t positions, head_dim;
   SumOrder order;
   std::int64_t span = 0;
+  LaneWidth lanes = LaneWidth::avx512;
 };
 
 // Plain attention in double over the same F16-rounded query, keys and values.
@@ -252,7 +283,7 @@ HeadAttention f16_head(const std::vector<float>& query, const std::vector<std::u
 class AttentionOrders : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(AttentionOrders, PathsAgreeBitForBitAndMatchPlainMath) {
-  const auto [positions, head_dim, order, span] = GetParam();
+  const auto [positions, head_dim, order, span, lanes] = GetParam();
   const std::size_t stride = static_cast<std::size_t>(head_dim) + 3;  // other heads sit between positions
   std::mt19937 rng(static_cast<unsigned>(positions * 131 + head_dim));
   std::normal_distribution<float> g(0.0f, 1.0f);
@@ -267,6 +298,7 @@ TEST_P(AttentionOrders, PathsAgreeBitForBitAndMatchPlainMath) {
   std::vector<float> scalar_out(static_cast<std::size_t>(head_dim)), simd_out(scalar_out.size());
   HeadAttention head = f16_head(query, keys, values, stride, positions, head_dim, scale, order, scratch, scalar_out.data());
   head.span = span;
+  head.lanes = lanes;
   const std::vector<float> query_before = query;
   attend(head, KernelPath::scalar);
   EXPECT_EQ(query, query_before) << "the query is an input only";
@@ -296,11 +328,22 @@ INSTANTIATE_TEST_SUITE_P(
                       // steps, 16-lane tiles, and a span that is not a multiple of 16 (a capped cache).
                       AttentionCase{70, 64, SumOrder::vector_dot, 96}, AttentionCase{40, 32, SumOrder::vector_dot, 64},
                       AttentionCase{13, 32, SumOrder::tiled, 32}, AttentionCase{45, 48, SumOrder::tiled, 64},
-                      AttentionCase{100, 16, SumOrder::tiled, 100}, AttentionCase{130, 20, SumOrder::vector_dot, 160}),
+                      AttentionCase{100, 16, SumOrder::tiled, 100}, AttentionCase{130, 20, SumOrder::vector_dot, 160},
+                      // The reference's AVX2 orders: 32-element steps of four 8-lane accumulators, 8-lane tiles
+                      // (a head of 40 or 24 tiles here, not with 16 lanes), steps plus a rest, spans of 32 cells.
+                      AttentionCase{33, 64, SumOrder::vector_dot, 64, LaneWidth::avx2},
+                      AttentionCase{70, 40, SumOrder::vector_dot, 96, LaneWidth::avx2},
+                      AttentionCase{45, 40, SumOrder::tiled, 64, LaneWidth::avx2},
+                      AttentionCase{100, 24, SumOrder::tiled, 100, LaneWidth::avx2},
+                      AttentionCase{7, 16, SumOrder::tiled, 0, LaneWidth::avx2},
+                      AttentionCase{300, 128, SumOrder::vector_dot, 320, LaneWidth::avx2},
+                      AttentionCase{130, 20, SumOrder::vector_dot, 160, LaneWidth::avx2},
+                      AttentionCase{9, 6, SumOrder::tiled, 0, LaneWidth::avx2}),
     [](const auto& tested) {
       return "p" + std::to_string(tested.param.positions) + "_d" + std::to_string(tested.param.head_dim) +
              (tested.param.order == SumOrder::tiled ? "_tiled" : "_vector_dot") +
-             (tested.param.span != 0 ? "_span" + std::to_string(tested.param.span) : "");
+             (tested.param.span != 0 ? "_span" + std::to_string(tested.param.span) : "") +
+             (tested.param.lanes == LaneWidth::avx2 ? "_avx2" : "");
     });
 
 TEST(Attention, ReferenceSpanPadsTo32CellsWithinTheCache) {

@@ -30,6 +30,30 @@ float vector_expf(float x) noexcept {
   return static_cast<float>(std::ldexp(static_cast<double>(j), static_cast<int>(n)));  // exact in double
 }
 
+float avx2_expf(float x) noexcept {
+  // As the reference's AVX2 kernel: k = 2^n from n's bits in z, j = p(b) without the 1, then k + k j in one
+  // FMA; beyond |n| > 126, 2^n as s1 * s2 (s1 = 2^127 or 2^-125), and |n| > 192 as s1 * s1 (inf or 0).
+  const float shifter = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, shifter);
+  const float n = z - shifter;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  if (std::isnan(n)) return n;
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, 0x1.ffffecp-1f * b);
+  const auto e = std::bit_cast<std::uint32_t>(z) << 23;
+  if (std::fabs(n) <= 126.0f) {
+    const float k = std::bit_cast<float>(e + std::bit_cast<std::uint32_t>(1.0f));
+    return std::fma(k, j, k);
+  }
+  const std::uint32_t g = n <= 0.0f ? 0x82000000u : 0u;
+  const float s1 = std::bit_cast<float>(g + 0x7f000000u);
+  if (std::fabs(n) > 192.0f) return s1 * s1;
+  const float s2 = std::bit_cast<float>(e - g);
+  return std::fma(s2, j, s2) * s1;
+}
+
 namespace detail {
 namespace {
 
@@ -47,20 +71,35 @@ float sum_16_lanes(const float* x) {
   return (t0 + t2) + (t1 + t3);
 }
 
-// The vector_dot order (attention.hpp) of term(0..n-1): four 16-lane accumulators over the first
-// n - n % 64 terms, folded and summed, then the rest in double.
+// Eight lanes summed as the reference's AVX2 tiled kernel (and its softmax) does: lanes l and l + 4, then
+// (t0 + t2) + (t1 + t3).
+float sum_8_lanes(const float* x) {
+  float t[4];
+  for (int i = 0; i < 4; ++i) t[i] = x[4 + i] + x[i];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+// Eight lanes summed as its AVX2 vector dot does, by two horizontal adds: (t0 + t1) + (t2 + t3).
+float sum_8_lanes_hadd(const float* x) {
+  float t[4];
+  for (int i = 0; i < 4; ++i) t[i] = x[i] + x[4 + i];
+  return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+// The vector_dot order (attention.hpp) of term(0..n-1): four Lanes-lane accumulators over the first
+// n - n % (4 Lanes) terms, folded and summed, then the rest in double.
 // Terms before `from` (a multiple of 64: a sliding window's base) are zero and not asked for.
-template <class Term>
+template <int Lanes, class Term>
 float vector_dot(Term term, std::int64_t n, std::int64_t from = 0) {
-  const std::int64_t whole = n / 64 * 64;
-  float acc[4][16] = {};
+  const std::int64_t whole = n / (4 * Lanes) * (4 * Lanes);
+  float acc[4][Lanes] = {};
   for (std::int64_t i = from; i < whole; ++i) {
     const auto [a, b] = term(i);
-    acc[(i / 16) % 4][i % 16] = std::fma(a, b, acc[(i / 16) % 4][i % 16]);
+    acc[(i / Lanes) % 4][i % Lanes] = std::fma(a, b, acc[(i / Lanes) % 4][i % Lanes]);
   }
-  float x[16];
-  for (int l = 0; l < 16; ++l) x[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-  double sum = sum_16_lanes(x);
+  float x[Lanes];
+  for (int l = 0; l < Lanes; ++l) x[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+  double sum = Lanes == 16 ? sum_16_lanes(x) : sum_8_lanes_hadd(x);
   for (std::int64_t i = std::max(whole, from); i < n; ++i) {
     const auto [a, b] = term(i);
     sum += static_cast<double>(a * b);
@@ -68,15 +107,21 @@ float vector_dot(Term term, std::int64_t n, std::int64_t from = 0) {
   return static_cast<float>(sum);
 }
 
-// The tiled order: one 16-lane accumulator (n a multiple of 16 for the reference; here any n).
-template <class Term>
+// The tiled order: one Lanes-lane accumulator (n a multiple of Lanes for the reference; here any n).
+template <int Lanes, class Term>
 float tiled_dot(Term term, std::int64_t n, std::int64_t from = 0) {
-  float acc[16] = {};
+  float acc[Lanes] = {};
   for (std::int64_t i = from; i < n; ++i) {
     const auto [a, b] = term(i);
-    acc[i % 16] = std::fma(a, b, acc[i % 16]);
+    acc[i % Lanes] = std::fma(a, b, acc[i % Lanes]);
   }
-  return sum_16_lanes(acc);
+  return Lanes == 16 ? sum_16_lanes(acc) : sum_8_lanes(acc);
+}
+
+template <class Term>
+float dot(const AttentionPlan& plan, bool tiled, Term term, std::int64_t n, std::int64_t from = 0) {
+  if (plan.lanes == 8) return tiled ? tiled_dot<8>(term, n, from) : vector_dot<8>(term, n, from);
+  return tiled ? tiled_dot<16>(term, n, from) : vector_dot<16>(term, n, from);
 }
 
 struct Pair {
@@ -84,9 +129,9 @@ struct Pair {
 };
 
 template <typename T>
-float score(const T* key, const float* q, std::int64_t n, bool tiled) {
+float score(const AttentionPlan& plan, const T* key, const float* q, std::int64_t n) {
   const auto term = [&](std::int64_t i) { return Pair{load(key[i]), q[i]}; };
-  return tiled ? tiled_dot(term, n) : vector_dot(term, n);
+  return dot(plan, plan.tiled_scores, term, n);
 }
 
 // Output dimension d; positions from `positions` to the span, and before the window's first, have
@@ -99,7 +144,7 @@ float weigh_values(const HeadAttention& h, const AttentionPlan& plan, const floa
   const auto term = [&](std::int64_t p) {
     return p < h.positions && p >= first ? Pair{load(v[value_offsets[p]]), probabilities[p]} : Pair{0.0f, 0.0f};
   };
-  return plan.tiled_values ? tiled_dot(term, plan.span, plan.base) : vector_dot(term, plan.span, plan.base);
+  return dot(plan, plan.tiled_values, term, plan.span, plan.base);
 }
 
 // Each position's key offset, found once through the block table and kept for the scores.
@@ -125,16 +170,20 @@ void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
   float max_score = -INFINITY;
   for (std::int64_t p = plan.base; p < first; ++p) scores[p] = -INFINITY;  // outside the window: masked
   for (std::int64_t p = first; p < h.positions; ++p) {
-    scores[p] = soft_cap(score(keys + offsets[p], q, h.head_dim, plan.tiled_scores) * h.scale, h.softcap);
+    scores[p] = soft_cap(score(plan, keys + offsets[p], q, h.head_dim) * h.scale, h.softcap);
     max_score = std::max(max_score, scores[p]);
   }
   for (std::int64_t p = h.positions; p < plan.padded_scores; ++p) scores[p] = -INFINITY;
   double sum = 0.0;
   std::int64_t p0 = plan.base;
-  for (; p0 + 16 <= plan.span && p0 < h.positions; p0 += 16) {
-    float lane[16];
-    for (int l = 0; l < 16; ++l) scores[p0 + l] = lane[l] = vector_expf(scores[p0 + l] - max_score);
-    sum += static_cast<double>(sum_16_lanes(lane));
+  const std::int64_t lanes = plan.lanes;
+  for (; p0 + lanes <= plan.span && p0 < h.positions; p0 += lanes) {
+    float lane[16] = {};
+    for (int l = 0; l < lanes; ++l) {
+      const float x = scores[p0 + l] - max_score;
+      scores[p0 + l] = lane[l] = lanes == 16 ? vector_expf(x) : avx2_expf(x);
+    }
+    sum += static_cast<double>(lanes == 16 ? sum_16_lanes(lane) : sum_8_lanes(lane));
   }
   for (std::int64_t p = p0; p < h.positions; ++p) sum += static_cast<double>(scores[p] = std::exp(scores[p] - max_score));
   const auto inverse = static_cast<float>(1.0 / sum);
@@ -144,9 +193,13 @@ void attend_scalar(const HeadAttention& h, const AttentionPlan& plan) {
   for (std::int64_t d = 0; d < h.head_dim; ++d) h.out[d] = weigh_values<T>(h, plan, scores, offsets, d);
 }
 
-void swiglu_scalar(float* gate, const float* up, std::int64_t n) {
-  const std::int64_t whole = n / 16 * 16;
-  for (std::int64_t i = 0; i < whole; ++i) gate[i] = gate[i] / (1.0f + vector_expf(0.0f - gate[i])) * up[i];
+void swiglu_scalar(float* gate, const float* up, std::int64_t n, LaneWidth lanes) {
+  const bool avx2 = lanes == LaneWidth::avx2;
+  const std::int64_t whole = avx2 ? n / 8 * 8 : n / 16 * 16;
+  for (std::int64_t i = 0; i < whole; ++i) {
+    const float e = avx2 ? avx2_expf(0.0f - gate[i]) : vector_expf(0.0f - gate[i]);
+    gate[i] = gate[i] / (1.0f + e) * up[i];
+  }
   for (std::int64_t i = whole; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
@@ -186,8 +239,9 @@ AttentionPlan plan_attention(const HeadAttention& h) {
   // The batch kernel needs whole 16-lane steps along the dot and rows in fours (the keys' rows are the span's
   // cells, the values' the head's dimensions); otherwise the reference falls back to its one-query kernel,
   // and so do we.
-  plan.tiled_scores = h.order == SumOrder::tiled && h.head_dim % 16 == 0 && plan.span % 4 == 0;
-  plan.tiled_values = h.order == SumOrder::tiled && plan.span % 16 == 0 && h.head_dim % 4 == 0;
+  plan.lanes = h.lanes == LaneWidth::avx2 ? 8 : 16;
+  plan.tiled_scores = h.order == SumOrder::tiled && h.head_dim % plan.lanes == 0 && plan.span % 4 == 0;
+  plan.tiled_values = h.order == SumOrder::tiled && plan.span % plan.lanes == 0 && h.head_dim % 4 == 0;
   plan.f32_cache = h.kv_type == TensorType::f32;
   if (h.window < 0) throw std::invalid_argument("attend: a negative window");
   if (!(h.softcap >= 0.0f)) throw std::invalid_argument("attend: the soft-cap must be 0 (none) or positive");
@@ -238,9 +292,9 @@ void attend(const HeadAttention& head, KernelPath path) {
 
 void attend(const HeadAttention& head) { attend(head, default_kernel_path()); }
 
-void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path) {
-  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::swiglu_avx2(gate, up, n);
-  detail::swiglu_scalar(gate, up, n);
+void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path, LaneWidth lanes) {
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::swiglu_avx2(gate, up, n, lanes);
+  detail::swiglu_scalar(gate, up, n, lanes);
 }
 
 void swiglu(float* gate, const float* up, std::int64_t n) { swiglu(gate, up, n, default_kernel_path()); }
@@ -248,6 +302,11 @@ void swiglu(float* gate, const float* up, std::int64_t n) { swiglu(gate, up, n, 
 void vector_expf(const float* x, float* out, std::int64_t n, KernelPath path) {
   if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::vector_expf_avx2(x, out, n);
   for (std::int64_t i = 0; i < n; ++i) out[i] = vector_expf(x[i]);
+}
+
+void avx2_expf(const float* x, float* out, std::int64_t n, KernelPath path) {
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) return detail::avx2_expf_avx2(x, out, n);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = avx2_expf(x[i]);
 }
 
 void store_as_f16(const float* src, std::uint16_t* dst, std::int64_t n, KernelPath path) {

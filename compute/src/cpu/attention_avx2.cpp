@@ -12,9 +12,14 @@
 namespace loom::compute::detail {
 namespace {
 
-// The tiled order (n a multiple of 16): one 16-lane accumulator.
-template <typename T>
+// The tiled order (n a multiple of Lanes): one Lanes-lane accumulator.
+template <int Lanes, typename T>
 float score_tiled(const T* key, const float* q, std::int64_t n) {
+  if constexpr (Lanes == 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(load8(key + i), _mm256_loadu_ps(q + i), acc);
+    return sum_lanes(acc);
+  }
   __m256 lo = _mm256_setzero_ps(), hi = lo;
   for (std::int64_t i = 0; i < n; i += 16) {
     lo = _mm256_fmadd_ps(load8(key + i), _mm256_loadu_ps(q + i), lo);
@@ -24,9 +29,19 @@ float score_tiled(const T* key, const float* q, std::int64_t n) {
 }
 
 // The vector_dot order's lanes: four 16-lane accumulators (accumulator u / 2, half u % 2 of acc[u]) over the
-// first n - n % 64 elements, folded as (a0 + a2) + (a1 + a3) and summed.
-template <typename T>
+// first n - n % 64 elements, folded as (a0 + a2) + (a1 + a3) and summed. Lanes 8: four 8-lane accumulators
+// over the first n - n % 32, folded the same way, summed by horizontal adds.
+template <int Lanes, typename T>
 float score_lanes(const T* key, const float* q, std::int64_t n) {
+  if constexpr (Lanes == 8) {
+    const std::int64_t whole = n / 32 * 32;
+    __m256 acc[4];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < whole; i += 32) {
+      for (int u = 0; u < 4; ++u) acc[u] = _mm256_fmadd_ps(load8(key + i + 8 * u), _mm256_loadu_ps(q + i + 8 * u), acc[u]);
+    }
+    return sum_lanes_hadd(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
+  }
   const std::int64_t whole = n / 64 * 64;
   __m256 acc[8];
   for (auto& a : acc) a = _mm256_setzero_ps();
@@ -39,10 +54,10 @@ float score_lanes(const T* key, const float* q, std::int64_t n) {
 }
 
 // The whole vector_dot order for one position: the lanes, then the rest added one by one in double.
-template <typename T>
+template <int Lanes, typename T>
 float score_vector_dot(const T* key, const float* q, std::int64_t n) {
-  double sum = score_lanes(key, q, n);
-  for (std::int64_t i = n / 64 * 64; i < n; ++i) sum += static_cast<double>(load1(key[i]) * q[i]);
+  double sum = score_lanes<Lanes>(key, q, n);
+  for (std::int64_t i = n / (4 * Lanes) * (4 * Lanes); i < n; ++i) sum += static_cast<double>(load1(key[i]) * q[i]);
   return static_cast<float>(sum);
 }
 
@@ -50,11 +65,11 @@ float score_vector_dot(const T* key, const float* q, std::int64_t n) {
 // sums, one chain per position, run side by side in the lanes of one double vector, the products transposed
 // from per-position registers to per-element ones. (One chain alone waits on the add latency at every
 // element: a 32-dim head spent most of a decode step's attention there.)
-template <typename T>
+template <int Lanes, typename T>
 void score_vector_dot4(const T* const* key, const float* q, std::int64_t n, float* out) {
-  const std::int64_t whole = n / 64 * 64;
-  __m256d sum = whole > 0 ? _mm256_set_pd(score_lanes(key[3], q, n), score_lanes(key[2], q, n),
-                                          score_lanes(key[1], q, n), score_lanes(key[0], q, n))
+  const std::int64_t whole = n / (4 * Lanes) * (4 * Lanes);
+  __m256d sum = whole > 0 ? _mm256_set_pd(score_lanes<Lanes>(key[3], q, n), score_lanes<Lanes>(key[2], q, n),
+                                          score_lanes<Lanes>(key[1], q, n), score_lanes<Lanes>(key[0], q, n))
                           : _mm256_setzero_pd();
   for (std::int64_t i = whole; i < n; i += 8) {
     const __m256 qv = _mm256_loadu_ps(q + i);
@@ -71,10 +86,18 @@ void score_vector_dot4(const T* const* key, const float* q, std::int64_t n, floa
   _mm_storeu_ps(out, _mm256_cvtpd_ps(sum));
 }
 
+// The AVX2 reference's lane sums of one output (sum_in_slots() with 8 and 32 slots; not a hot path).
+inline float sum_8_lanes(const float* x) { return sum_lanes(_mm256_loadu_ps(x)); }
+inline float fold_32_lanes(const float* x) {
+  const auto reg = [&](int r) { return _mm256_loadu_ps(x + 8 * r); };
+  return sum_lanes_hadd(_mm256_add_ps(_mm256_add_ps(reg(0), reg(2)), _mm256_add_ps(reg(1), reg(3))));
+}
+
 // The weighted values of the first `dims` outputs (a multiple of 8), positions [0, count) summed in `slots`
 // partial sums, position i into slot i % slots (each slot adds its positions by FMA in order), then the slots
 // summed per output as the lanes of the orders in attention.hpp: 16 slots are one 16-lane accumulator, 64
-// are four, folded first. partial has slots * dims floats. Vectorised across outputs, so every output gets
+// are four, folded first; 8 and 32 the same with 8-lane accumulators (the AVX2 reference). partial has
+// slots * dims floats. Vectorised across outputs, so every output gets
 // the same float operations as attention.cpp's one-output loops.
 // A sliding window (plan.base, plan.first): the loop starts at base, a multiple of 64, so each position keeps
 // its slot; positions before first are not read (their slots start at zero).
@@ -98,7 +121,13 @@ void sum_in_slots(const HeadAttention& h, const AttentionPlan& plan, const float
     }
   }
   for (std::int64_t i = std::max(count, from); i < from + slots; ++i) std::fill_n(partial + (i % slots) * dims, dims, 0.0f);
-  for (std::int64_t d = 0; d < dims; d += 8) {
+  const bool eight_lanes = slots == 8 || slots == 32;  // the AVX2 reference's accumulators
+  for (std::int64_t d = 0; d < dims && eight_lanes; ++d) {
+    float x[32];
+    for (int k = 0; k < slots; ++k) x[k] = partial[k * dims + d];
+    out[d] = slots == 8 ? sum_8_lanes(x) : fold_32_lanes(x);
+  }
+  for (std::int64_t d = 0; d < dims && !eight_lanes; d += 8) {
     const auto slot = [&](int k) { return _mm256_loadu_ps(partial + k * dims + d); };
     __m256 x[16];
     for (int l = 0; l < 16; ++l) {
@@ -284,6 +313,10 @@ void weigh_transposed(const HeadAttention& h, const AttentionPlan& plan, const A
         const __m256 lo = _mm256_add_ps(_mm256_add_ps(reg(0), reg(4)), _mm256_add_ps(reg(2), reg(6)));
         const __m256 hi = _mm256_add_ps(_mm256_add_ps(reg(1), reg(5)), _mm256_add_ps(reg(3), reg(7)));
         out[head * h.head_dim + d] = sum_16_lanes(lo, hi);
+      } else if constexpr (Slots == 32) {
+        out[head * h.head_dim + d] = sum_lanes_hadd(_mm256_add_ps(_mm256_add_ps(reg(0), reg(2)), _mm256_add_ps(reg(1), reg(3))));
+      } else if constexpr (Slots == 8) {
+        out[head * h.head_dim + d] = sum_lanes(reg(0));
       } else {
         out[head * h.head_dim + d] = sum_16_lanes(reg(0), reg(1));
       }
@@ -371,17 +404,19 @@ class Prefetcher {
 };
 
 // The weighted values of every query head: the tiled order is 16 slots over every position; the vector_dot
-// order 64 slots over the span's whole 64-cell steps, then the rest in double.
-template <typename T>
+// order 64 slots over the span's whole 64-cell steps, then the rest in double. For the AVX2 reference
+// (Lanes 8) 8 and 32 slots, over the span's whole 32-cell steps.
+template <typename T, int Lanes>
 void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const AttentionScratch& scratch) {
   const std::int64_t dims = h.head_dim / 8 * 8;
-  const std::int64_t in_slots = plan.tiled_values ? h.positions : std::min(h.positions, plan.span / 64 * 64);
+  const std::int64_t step = 4 * Lanes;
+  const std::int64_t in_slots = plan.tiled_values ? h.positions : std::min(h.positions, plan.span / step * step);
   if (dims > 0 && h.values_transposed) {
     if (plan.tiled_values) {
-      weigh_transposed<T, 16>(h, plan, scratch, in_slots, dims, h.out);
+      weigh_transposed<T, Lanes>(h, plan, scratch, in_slots, dims, h.out);
     } else {
       if (in_slots > 0) {
-        weigh_transposed<T, 64>(h, plan, scratch, in_slots, dims, h.out);
+        weigh_transposed<T, 4 * Lanes>(h, plan, scratch, in_slots, dims, h.out);
       } else {  // a short span: all in double; the 64 lanes' fold of nothing would give these zeros
         for (std::int64_t g = 0; g < h.query_heads; ++g) std::fill_n(h.out + g * h.head_dim, dims, 0.0f);
       }
@@ -395,10 +430,10 @@ void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const Atten
     float* out = h.out + g * h.head_dim;
     if (dims > 0 && !h.values_transposed) {
       if (plan.tiled_values) {
-        sum_in_slots<T>(h, plan, p, scratch.offsets, h.positions, 16, dims, scratch.partial, out);
+        sum_in_slots<T>(h, plan, p, scratch.offsets, h.positions, Lanes, dims, scratch.partial, out);
       } else {
         if (in_slots > 0) {
-          sum_in_slots<T>(h, plan, p, scratch.offsets, in_slots, 64, dims, scratch.partial, out);
+          sum_in_slots<T>(h, plan, p, scratch.offsets, in_slots, 4 * Lanes, dims, scratch.partial, out);
         } else {
           std::fill_n(out, dims, 0.0f);
         }
@@ -415,7 +450,7 @@ void weigh_values(const HeadAttention& h, const AttentionPlan& plan, const Atten
 // The query heads of a group (HeadAttention::query_heads) take turns on each few positions' keys and each
 // piece's values, so those are read from memory (and converted) once for all of them; each head's arithmetic
 // is its own.
-template <typename T>
+template <typename T, int Lanes>
 void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
   constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
   const T* keys = static_cast<const T*>(h.keys);
@@ -445,7 +480,7 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
       prefetcher.ask_until(scored + 4 + Prefetcher<T>::kAhead);
       const T* key[4];
       for (int j = 0; j < 4; ++j) key[j] = keys + offsets[scored + j];
-      for (std::int64_t g = 0; g < heads; ++g) score_vector_dot4(key, scratch.query(g), h.head_dim, scratch.scores(g) + scored);
+      for (std::int64_t g = 0; g < heads; ++g) score_vector_dot4<Lanes>(key, scratch.query(g), h.head_dim, scratch.scores(g) + scored);
     }
   }
   for (; scored < h.positions; ++scored) {
@@ -453,20 +488,24 @@ void attend_typed(const HeadAttention& h, const AttentionPlan& plan) {
     const T* key = keys + offsets[scored];
     for (std::int64_t g = 0; g < heads; ++g) {
       const float* q = scratch.query(g);
-      scratch.scores(g)[scored] = plan.tiled_scores ? score_tiled(key, q, h.head_dim) : score_vector_dot(key, q, h.head_dim);
+      scratch.scores(g)[scored] = plan.tiled_scores ? score_tiled<Lanes>(key, q, h.head_dim) : score_vector_dot<Lanes>(key, q, h.head_dim);
     }
   }
   for (std::int64_t g = 0; g < heads; ++g) softmax<half_cache>(h, plan, scratch.scores(g), plan.first);
 
   if (h.values_transposed) find_value_offsets(h, offsets, plan.first);  // rows: the keys' offsets
-  weigh_values<T>(h, plan, scratch);
+  weigh_values<T, Lanes>(h, plan, scratch);
 }
 
 }  // namespace
 
 void attend_avx2(const HeadAttention& h, const AttentionPlan& plan) {
-  if (plan.f32_cache) return attend_typed<float>(h, plan);
-  attend_typed<std::uint16_t>(h, plan);
+  if (plan.lanes == 8) {
+    if (plan.f32_cache) return attend_typed<float, 8>(h, plan);
+    return attend_typed<std::uint16_t, 8>(h, plan);
+  }
+  if (plan.f32_cache) return attend_typed<float, 16>(h, plan);
+  attend_typed<std::uint16_t, 16>(h, plan);
 }
 
 void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n) {
@@ -488,9 +527,31 @@ void vector_expf_avx2(const float* x, float* out, std::int64_t n) {
   }
 }
 
-void swiglu_avx2(float* gate, const float* up, std::int64_t n) {
-  // Whole groups of 16 through exp8 (the reference's 16-lane register), the rest through the C library.
+void avx2_expf_avx2(const float* x, float* out, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, exp8_avx2(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    float in[8] = {}, result[8];
+    std::copy(x + i, x + n, in);
+    _mm256_storeu_ps(result, exp8_avx2(_mm256_loadu_ps(in)));
+    std::copy(result, result + (n - i), out + i);
+  }
+}
+
+void swiglu_avx2(float* gate, const float* up, std::int64_t n, LaneWidth lanes) {
+  // Whole groups of 16 through exp8 (the reference's 16-lane register), the rest through the C library; for
+  // its AVX2 build whole groups of 8 through exp8_avx2.
   const __m256 one = _mm256_set1_ps(1.0f);
+  if (lanes == LaneWidth::avx2) {
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      const __m256 x = _mm256_loadu_ps(gate + i);
+      const __m256 silu = _mm256_div_ps(x, _mm256_add_ps(one, exp8_avx2(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+      _mm256_storeu_ps(gate + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    return;
+  }
   const std::int64_t whole = n / 16 * 16;
   std::int64_t i = 0;
   for (; i < whole; i += 8) {

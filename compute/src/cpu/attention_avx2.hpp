@@ -22,6 +22,13 @@ inline float sum_lanes(__m256 x) {
   return _mm_cvtss_f32(t);
 }
 
+// (l0+l4 + l1+l5) + (l2+l6 + l3+l7): the reference's AVX2 vector dot's two horizontal adds.
+inline float sum_lanes_hadd(__m256 x) {
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  const __m128 t1 = _mm_hadd_ps(t, t);
+  return _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+}
+
 // Eight stored keys or values as floats: F16 widened, F32 as is.
 inline __m256 load8(const std::uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -63,6 +70,33 @@ inline __m256 exp8(__m256 x) {
   return _mm256_blendv_ps(_mm256_blendv_ps(normal, scaled, big), limit, huge);
 }
 
+// avx2_expf() on eight lanes: the reference's AVX2 exp, operation for operation.
+inline __m256 exp8_avx2(__m256 x) {
+  const __m256 r = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+  const __m256 n = _mm256_sub_ps(z, r);
+  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+  const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+  const __m256 magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+  const __m256 c = _mm256_cmp_ps(magnitude, _mm256_set1_ps(126.0f), _CMP_GT_OQ);
+  const __m256 u = _mm256_mul_ps(b, b);
+  const __m256 j = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+  if (_mm256_movemask_ps(c) == 0) return _mm256_fmadd_ps(j, k, k);
+  const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                     _mm256_set1_epi32(static_cast<int>(0x82000000u)));
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
+  const __m256 d = _mm256_cmp_ps(magnitude, _mm256_set1_ps(192.0f), _CMP_GT_OQ);
+  return _mm256_or_ps(_mm256_and_ps(d, _mm256_mul_ps(s1, s1)),
+                      _mm256_andnot_ps(d, _mm256_or_ps(_mm256_and_ps(c, _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1)),
+                                                       _mm256_andnot_ps(c, _mm256_fmadd_ps(k, j, k)))));
+}
+
 // Sixteen lanes held as two 8-lane halves, summed as attention.cpp's sum_16_lanes(): lane l of the low half
 // with lane l of the high one, then as sum_lanes().
 inline float sum_16_lanes(__m256 lo, __m256 hi) { return sum_lanes(_mm256_add_ps(hi, lo)); }
@@ -71,6 +105,8 @@ inline float sum_16_lanes(__m256 lo, __m256 hi) { return sum_lanes(_mm256_add_ps
 // C library's expf), the sum per 16 in float and across in double, times its reciprocal (rounded to F16 for an
 // F16 cache). Positions before `first` (the query's window start) are masked: probability 0 from plan.base on,
 // their scores neither read nor needed; the 16-position groups stay where they are without a window.
+// For the AVX2 reference (plan.lanes 8) groups of 8 through exp8_avx2(), each summed as sum_lanes() (the
+// masked groups before `first` add exact zeros, as the reference's do).
 template <bool HalfCache>
 void softmax(const HeadAttention& h, const AttentionPlan& plan, float* scores, std::int64_t first) {
   float max_score = -INFINITY;
@@ -85,6 +121,13 @@ void softmax(const HeadAttention& h, const AttentionPlan& plan, float* scores, s
   const __m256 max8 = _mm256_set1_ps(max_score);
   double sum = 0.0;
   std::int64_t p0 = group;
+  if (plan.lanes == 8) {
+    for (; p0 + 8 <= plan.span && p0 < h.positions; p0 += 8) {
+      const __m256 x = exp8_avx2(_mm256_sub_ps(_mm256_loadu_ps(scores + p0), max8));
+      _mm256_storeu_ps(scores + p0, x);
+      sum += static_cast<double>(sum_lanes(x));
+    }
+  }
   for (; p0 + 16 <= plan.span && p0 < h.positions; p0 += 16) {
     const __m256 lo = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p0), max8));
     const __m256 hi = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + p0 + 8), max8));

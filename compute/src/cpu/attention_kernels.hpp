@@ -55,6 +55,7 @@ inline float soft_cap(float score, float cap) { return cap > 0.0f ? cap * std::t
 struct AttentionPlan {
   std::int64_t span = 0;              // cells of the reference's KV view (HeadAttention::span, or positions)
   std::int64_t padded_scores = 0;     // scores kept, rounded up to whole 16-position groups
+  int lanes = 16;                     // the reference's vector width in floats (HeadAttention::lanes)
   bool tiled_scores = false;          // scores in SumOrder::tiled (else vector_dot)
   bool tiled_values = false;          // weighted values in SumOrder::tiled (else vector_dot)
   bool f32_cache = false;             // keys and values are F32 (else F16)
@@ -103,8 +104,9 @@ float weigh_values_one_dim(const HeadAttention& head, const AttentionPlan& plan,
 void attend_avx2(const HeadAttention& head, const AttentionPlan& plan);
 // A prefill tile (attention.hpp) in the tiled order with transposed values (attention_tiled_avx2.cpp).
 void attend_tile_avx2(const HeadAttention& head, const AttentionPlan& plan);
-void swiglu_avx2(float* gate, const float* up, std::int64_t n);
+void swiglu_avx2(float* gate, const float* up, std::int64_t n, LaneWidth lanes);
 void store_as_f16_avx2(const float* src, std::uint16_t* dst, std::int64_t n);
 void vector_expf_avx2(const float* x, float* out, std::int64_t n);
+void avx2_expf_avx2(const float* x, float* out, std::int64_t n);
 
 }  // namespace loom::compute::detail

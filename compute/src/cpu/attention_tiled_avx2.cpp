@@ -1,7 +1,8 @@
 // A prefill tile (attention.hpp, "Prefill tiles"): several consecutive queries of one sequence times the
 // group's query heads (the rows) over the same keys and values, each key and value loaded and converted to
 // float once for all rows. Each row's arithmetic is attention_avx2.cpp's for that query alone, in the tiled
-// order: the same FMAs in the same lanes, the same sums.
+// order: the same FMAs in the same lanes, the same sums. Lanes: the reference's vector width (16 for its
+// AVX-512 build, 8 for its AVX2 one: plan.lanes).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -33,7 +34,7 @@ struct TileScratch {
 
  public:
   std::uint64_t* offsets;
-  float* partial;  // row r, output d: 16 lanes at partial + (r * head_dim + d) * 16
+  float* partial;  // row r, output d: plan.lanes lanes at partial + (r * head_dim + d) * plan.lanes
   float* keys;     // eight positions' keys, head_dim floats each
   float* values;   // output d of a chunk's position i at values + d * kTileValueChunk + i
 };
@@ -73,9 +74,20 @@ void load_keys8(const HeadAttention& h, const TileScratch& s, std::int64_t p0, s
 }
 
 // One row's scores at the eight positions in the scratch: per position the tiled order's 16-lane
-// accumulator (score_tiled() in attention_avx2.cpp), four positions at a time to stay in registers.
+// accumulator (score_tiled() in attention_avx2.cpp), four positions at a time to stay in registers; 8 lanes:
+// one 8-lane accumulator per position, all eight at once.
+template <int Lanes>
 inline void score8(const float* keys, const float* q, std::int64_t head_dim, float* out) {
   __m256 x[8];
+  if constexpr (Lanes == 8) {
+    for (int k = 0; k < 8; ++k) x[k] = _mm256_setzero_ps();
+    for (std::int64_t i = 0; i < head_dim; i += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + i);
+      for (int k = 0; k < 8; ++k) x[k] = _mm256_fmadd_ps(_mm256_loadu_ps(keys + k * head_dim + i), qv, x[k]);
+    }
+    _mm256_storeu_ps(out, sum_lanes8(x));
+    return;
+  }
   for (int half = 0; half < 8; half += 4) {
     __m256 lo[4], hi[4];
     for (int k = 0; k < 4; ++k) lo[k] = hi[k] = _mm256_setzero_ps();
@@ -96,12 +108,12 @@ inline void score8(const float* keys, const float* q, std::int64_t head_dim, flo
 // too within a group of eight it partly sees (its softmax then masks those), which keeps the loop branch-free.
 // Under a sliding window the walk starts at the first query's window (plan.first), each row scoring only
 // the groups that reach its own window.
-template <typename T>
+template <typename T, int Lanes>
 void score_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScratch& s) {
   for (std::int64_t p0 = plan.first / 8 * 8; p0 < plan.last; p0 += 8) {
     load_keys8<T>(h, s, p0, plan.first, plan.last);
     for (std::int64_t r = 0; r < s.rows; ++r) {
-      if (p0 < row_positions(h, r) && p0 + 8 > row_first(h, r)) score8(s.keys, s.query(r), h.head_dim, s.scores(r) + p0);
+      if (p0 < row_positions(h, r) && p0 + 8 > row_first(h, r)) score8<Lanes>(s.keys, s.query(r), h.head_dim, s.scores(r) + p0);
     }
   }
 }
@@ -130,42 +142,60 @@ void load_value_chunk(const HeadAttention& h, const TileScratch& s, std::int64_t
   for (std::int64_t d = 0; d < h.head_dim; ++d) std::fill(s.values + d * kTileValueChunk + (valid - c0), s.values + d * kTileValueChunk + (c1 - c0), 0.0f);
 }
 
-// Row r's weighted values over the chunk's positions [c0, end) (whole 16-position cycles): four outputs at a
-// time, each output's 16 lanes (position i in lane i % 16, as weigh_transposed<T, 16>) in two registers.
+// Row r's weighted values over the chunk's positions [c0, end) (whole Lanes-position cycles): Outputs outputs
+// at a time, each output's Lanes lanes (position i in lane i % Lanes, as weigh_transposed<T, Lanes>) in
+// Lanes / 8 registers, outputs d0 .. d0 + Outputs - 1.
 // Positions past the row's own weigh 0: a (finite) value times 0 adds a zero to a lane that is never -0,
 // which leaves it as the one-query kernel's skipped or zeroed lanes do.
-inline void weigh_chunk(const TileScratch& s, std::int64_t head_dim, std::int64_t r, std::int64_t c0, std::int64_t from,
-                        std::int64_t end) {
+template <int Lanes, int Outputs>
+inline void weigh_outputs(const TileScratch& s, std::int64_t head_dim, std::int64_t r, std::int64_t d0, std::int64_t c0,
+                          std::int64_t from, std::int64_t end) {
+  constexpr int kRegs = Lanes / 8;
   const float* p = s.scores(r);
-  for (std::int64_t d0 = 0; d0 < head_dim; d0 += 4) {
-    float* sums = s.partial + (r * head_dim + d0) * 16;
-    __m256 acc[4][2];
-    for (int j = 0; j < 4; ++j) acc[j][0] = _mm256_loadu_ps(sums + 16 * j), acc[j][1] = _mm256_loadu_ps(sums + 16 * j + 8);
-    for (std::int64_t q = from; q < end; q += 16) {
-      const __m256 w0 = _mm256_loadu_ps(p + q), w1 = _mm256_loadu_ps(p + q + 8);
-      for (int j = 0; j < 4; ++j) {
-        const float* v = s.values + (d0 + j) * kTileValueChunk + (q - c0);
-        acc[j][0] = _mm256_fmadd_ps(_mm256_loadu_ps(v), w0, acc[j][0]);
-        acc[j][1] = _mm256_fmadd_ps(_mm256_loadu_ps(v + 8), w1, acc[j][1]);
-      }
+  float* sums = s.partial + (r * head_dim + d0) * Lanes;
+  __m256 acc[Outputs][kRegs];
+  for (int j = 0; j < Outputs; ++j) {
+    for (int k = 0; k < kRegs; ++k) acc[j][k] = _mm256_loadu_ps(sums + Lanes * j + 8 * k);
+  }
+  for (std::int64_t q = from; q < end; q += Lanes) {
+    __m256 w[kRegs];
+    for (int k = 0; k < kRegs; ++k) w[k] = _mm256_loadu_ps(p + q + 8 * k);
+    for (int j = 0; j < Outputs; ++j) {
+      const float* v = s.values + (d0 + j) * kTileValueChunk + (q - c0);
+      for (int k = 0; k < kRegs; ++k) acc[j][k] = _mm256_fmadd_ps(_mm256_loadu_ps(v + 8 * k), w[k], acc[j][k]);
     }
-    for (int j = 0; j < 4; ++j) _mm256_storeu_ps(sums + 16 * j, acc[j][0]), _mm256_storeu_ps(sums + 16 * j + 8, acc[j][1]);
+  }
+  for (int j = 0; j < Outputs; ++j) {
+    for (int k = 0; k < kRegs; ++k) _mm256_storeu_ps(sums + Lanes * j + 8 * k, acc[j][k]);
   }
 }
 
-// Every row's weighted values, chunk after chunk, then each output's 16 lanes summed as sum_16_lanes() does.
-// Under a sliding window the chunks start at plan.base and each row at its own window's 16-position cycle.
-template <typename T>
+// Every output of row r over the chunk: eight accumulators at a time where the head size allows (16 lanes:
+// four outputs; 8 lanes: eight outputs, then four).
+template <int Lanes>
+inline void weigh_chunk(const TileScratch& s, std::int64_t head_dim, std::int64_t r, std::int64_t c0, std::int64_t from,
+                        std::int64_t end) {
+  std::int64_t d0 = 0;
+  if constexpr (Lanes == 8) {
+    for (; d0 + 8 <= head_dim; d0 += 8) weigh_outputs<8, 8>(s, head_dim, r, d0, c0, from, end);
+  }
+  for (; d0 < head_dim; d0 += 4) weigh_outputs<Lanes, 4>(s, head_dim, r, d0, c0, from, end);
+}
+
+// Every row's weighted values, chunk after chunk, then each output's lanes summed as sum_16_lanes() (or for 8
+// lanes sum_lanes()) does. Under a sliding window the chunks start at plan.base and each row at its own
+// window's Lanes-position cycle.
+template <typename T, int Lanes>
 void weigh_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScratch& s) {
-  std::fill_n(s.partial, s.rows * h.head_dim * 16, 0.0f);
-  const std::int64_t cycles_end = (plan.last + 15) / 16 * 16;
+  std::fill_n(s.partial, s.rows * h.head_dim * Lanes, 0.0f);
+  const std::int64_t cycles_end = (plan.last + Lanes - 1) / Lanes * Lanes;
   for (std::int64_t c0 = plan.base; c0 < cycles_end; c0 += kTileValueChunk) {
     const std::int64_t c1 = std::min(cycles_end, c0 + kTileValueChunk);
     load_value_chunk<T>(h, s, c0, c1, plan.first, std::min(c1, plan.last));
     for (std::int64_t r = 0; r < s.rows; ++r) {
-      const std::int64_t from = std::max(c0, row_first(h, r) / 16 * 16);
-      const std::int64_t end = std::min(c1, (row_positions(h, r) + 15) / 16 * 16);
-      if (end > from) weigh_chunk(s, h.head_dim, r, c0, from, end);
+      const std::int64_t from = std::max(c0, row_first(h, r) / Lanes * Lanes);
+      const std::int64_t end = std::min(c1, (row_positions(h, r) + Lanes - 1) / Lanes * Lanes);
+      if (end > from) weigh_chunk<Lanes>(s, h.head_dim, r, c0, from, end);
     }
   }
   for (std::int64_t r = 0; r < s.rows; ++r) {
@@ -173,8 +203,8 @@ void weigh_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScr
     for (std::int64_t d0 = 0; d0 < h.head_dim; d0 += 8) {  // eight outputs' sums side by side
       __m256 x[8];
       for (int k = 0; k < 8; ++k) {
-        const float* lanes = s.partial + (r * h.head_dim + d0 + k) * 16;
-        x[k] = _mm256_add_ps(_mm256_loadu_ps(lanes + 8), _mm256_loadu_ps(lanes));
+        const float* lanes = s.partial + (r * h.head_dim + d0 + k) * Lanes;
+        x[k] = Lanes == 8 ? _mm256_loadu_ps(lanes) : _mm256_add_ps(_mm256_loadu_ps(lanes + 8), _mm256_loadu_ps(lanes));
       }
       _mm256_storeu_ps(out + d0, sum_lanes8(x));
     }
@@ -183,7 +213,7 @@ void weigh_tile(const HeadAttention& h, const AttentionPlan& plan, const TileScr
 
 // Rounds each row's query (F16 cache), finds the keys' offsets, scores, takes each row's softmax over its own
 // positions (zero probability past them, up to its last 16-position cycle), then weighs the values.
-template <typename T>
+template <typename T, int Lanes>
 void attend_tile(const HeadAttention& h, const AttentionPlan& plan) {
   constexpr bool half_cache = std::is_same_v<T, std::uint16_t>;
   const TileScratch s(h, plan);
@@ -198,7 +228,7 @@ void attend_tile(const HeadAttention& h, const AttentionPlan& plan) {
   all.positions = plan.last;
   PositionRows rows(all, h.stride, plan.first);
   for (std::int64_t p = plan.first; p < plan.last; ++p, rows.next()) s.offsets[p] = rows.offset();
-  score_tile<T>(h, plan, s);
+  score_tile<T, Lanes>(h, plan, s);
   for (std::int64_t r = 0; r < s.rows; ++r) {
     HeadAttention one = h;
     one.positions = row_positions(h, r);
@@ -206,14 +236,18 @@ void attend_tile(const HeadAttention& h, const AttentionPlan& plan) {
     std::fill(s.scores(r) + one.positions, s.scores(r) + (one.positions + 15) / 16 * 16, 0.0f);
   }
   find_value_offsets(all, s.offsets, plan.first);
-  weigh_tile<T>(h, plan, s);
+  weigh_tile<T, Lanes>(h, plan, s);
 }
 
 }  // namespace
 
 void attend_tile_avx2(const HeadAttention& h, const AttentionPlan& plan) {
-  if (plan.f32_cache) return attend_tile<float>(h, plan);
-  attend_tile<std::uint16_t>(h, plan);
+  if (plan.lanes == 8) {
+    if (plan.f32_cache) return attend_tile<float, 8>(h, plan);
+    return attend_tile<std::uint16_t, 8>(h, plan);
+  }
+  if (plan.f32_cache) return attend_tile<float, 16>(h, plan);
+  attend_tile<std::uint16_t, 16>(h, plan);
 }
 
 }  // namespace loom::compute::detail

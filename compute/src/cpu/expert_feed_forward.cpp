@@ -13,6 +13,7 @@
 namespace loom::compute {
 namespace detail {
 void router_logits_avx2(const float* weights, int experts, const float* x, std::int64_t n, float* out);
+void router_logits_one_avx2(const float* weights, int experts, const float* x, std::int64_t n, float* out);
 }  // namespace detail
 
 namespace {
@@ -43,6 +44,42 @@ void router_logits(const float* weights, std::int64_t experts, const float* x, s
   for (std::int64_t e = 0; e < experts; ++e) {
     for (std::int64_t i = whole; i < n; ++i) out[e] += weights[e * n + i] * x[i];
   }
+}
+
+// The same for a step of one token, which the reference multiplies with its vector dot instead (its tiled
+// kernel takes two or more rows): four 8-lane accumulators over the first n - n % 32 values (value i in
+// accumulator (i / 8) % 4, lane i % 8), folded (a0 + a2) + (a1 + a3), the lanes summed by two horizontal adds
+// ((l0+l4) + (l1+l5)) + ((l2+l6) + (l3+l7)), then the rest added one product at a time in float. With the
+// tiled order here, synth-qwen3moe-q8_0 missed its "fox" reference by 0.004 at a decode step; with this one
+// it matches to 1e-5.
+void router_logits_one(const float* weights, std::int64_t experts, const float* x, std::int64_t n, float* out,
+                       KernelPath path) {
+  const std::int64_t whole = n / 32 * 32;
+  if (path >= KernelPath::avx2 && kernel_path_supported(KernelPath::avx2)) {
+    detail::router_logits_one_avx2(weights, static_cast<int>(experts), x, n, out);
+  } else {
+    for (std::int64_t e = 0; e < experts; ++e) {
+      const float* w = weights + e * n;
+      float acc[4][8] = {};
+      for (std::int64_t i = 0; i < whole; ++i) acc[(i / 8) % 4][i % 8] = std::fma(w[i], x[i], acc[(i / 8) % 4][i % 8]);
+      float lane[8], t[4];
+      for (int l = 0; l < 8; ++l) lane[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+      for (int l = 0; l < 4; ++l) t[l] = lane[l] + lane[l + 4];
+      out[e] = (t[0] + t[1]) + (t[2] + t[3]);
+    }
+  }
+  for (std::int64_t e = 0; e < experts; ++e) {
+    for (std::int64_t i = whole; i < n; ++i) out[e] += weights[e * n + i] * x[i];
+  }
+}
+
+// Whether an expert's products take each token alone: the reference multiplies expert weights with one row
+// at a time (its indexed product uses the one-row vector dot for every row, prompt or decode step), and for
+// float weights our batch order differs from the one-row order (vec_dot.hpp), so they go token by token
+// (synth-qwen3moe-f16 and synth-mixtral-f16 were 0.002-0.003 off in batch order, 1e-5 so). Quantized
+// weights' batch kernels keep the one-row order, so they stay batched.
+bool one_token_at_a_time(const TensorView& weight) {
+  return weight.type == TensorType::f32 || weight.type == TensorType::f16 || weight.type == TensorType::bf16;
 }
 
 }  // namespace
@@ -80,10 +117,15 @@ void ExpertFeedForward::route(const LayerWeights& layer, const float* xn, std::i
   const TensorView& router = *layer.router;  // F32, checked by bind_weights
   const std::int64_t experts = c.experts;
   const auto* weights = reinterpret_cast<const float*>(router.data);
-  // One order for every token, so that a token's choice does not depend on its batch.
-  pool.parallel_for(n, router.bytes * static_cast<std::uint64_t>(n), [&](std::int64_t t) {
-    router_logits(weights, experts, xn + t * c.dim, c.dim, &logits_[t * experts], path);
-  });
+  // One order for every token of a step, so that a token's choice does not depend on its place in the batch;
+  // a step of one token takes the reference's one-row order (router_logits_one).
+  if (n == 1) {
+    router_logits_one(weights, experts, xn, c.dim, logits_.data(), path);
+  } else {
+    pool.parallel_for(n, router.bytes * static_cast<std::uint64_t>(n), [&](std::int64_t t) {
+      router_logits(weights, experts, xn + t * c.dim, c.dim, &logits_[t * experts], path);
+    });
+  }
   bytes_read_ += router.bytes;
   for (std::int64_t t = 0; t < n; ++t) {
     float* p = &logits_[t * experts];
@@ -119,10 +161,21 @@ void ExpertFeedForward::run_expert(const ExpertWeights& expert, std::int64_t m, 
   const std::int64_t width = expert.gate->rows();
   // F16 experts meet F16-rounded activations (f16_activations.hpp); the router before them kept F32 ones.
   detail::round_for_f16_weight(gathered_.data(), m * expert.gate->cols(), {expert.gate, expert.up}, path);
-  matmul_many({{expert.gate, gate_.data()}, {expert.up, up_.data()}}, gathered_.data(), m, pool, scratch_);
-  for (std::int64_t t = 0; t < m; ++t) swiglu(&gate_[t * width], &up_[t * width], width, path);
+  const std::int64_t cols = expert.gate->cols();
+  if (one_token_at_a_time(*expert.gate) || one_token_at_a_time(*expert.up)) {
+    for (std::int64_t t = 0; t < m; ++t) {
+      matmul_many({{expert.gate, &gate_[t * width]}, {expert.up, &up_[t * width]}}, &gathered_[t * cols], 1, pool, scratch_);
+    }
+  } else {
+    matmul_many({{expert.gate, gate_.data()}, {expert.up, up_.data()}}, gathered_.data(), m, pool, scratch_);
+  }
+  for (std::int64_t t = 0; t < m; ++t) swiglu(&gate_[t * width], &up_[t * width], width, path, lanes_);
   detail::round_for_f16_weight(gate_.data(), m * width, {expert.down}, path);
-  matmul(*expert.down, gate_.data(), m, expert_out_.data(), pool, scratch_);
+  if (one_token_at_a_time(*expert.down)) {
+    for (std::int64_t t = 0; t < m; ++t) matmul(*expert.down, &gate_[t * width], 1, &expert_out_[t * config_.dim], pool, scratch_);
+  } else {
+    matmul(*expert.down, gate_.data(), m, expert_out_.data(), pool, scratch_);
+  }
   bytes_read_ += expert.gate->bytes + expert.up->bytes + expert.down->bytes;
 }
 
@@ -138,7 +191,7 @@ void ExpertFeedForward::shared_expert(const LayerWeights& layer, const float* xn
   } else {
     matmul_many({{s.gate, gate_.data()}, {s.up, up_.data()}}, xn, n, pool, scratch_);
   }
-  for (std::int64_t t = 0; t < n; ++t) swiglu(&gate_[t * width], &up_[t * width], width, path);
+  for (std::int64_t t = 0; t < n; ++t) swiglu(&gate_[t * width], &up_[t * width], width, path, lanes_);
   matmul(*s.down, gate_.data(), n, expert_out_.data(), pool, scratch_);
   bytes_read_ += s.gate->bytes + s.up->bytes + s.down->bytes;
   if (layer.shared_expert_gate == nullptr) return;
@@ -149,8 +202,9 @@ void ExpertFeedForward::shared_expert(const LayerWeights& layer, const float* xn
 }
 
 void ExpertFeedForward::forward(const LayerWeights& layer, const float* xn, std::int64_t n, float* residual,
-                                ThreadPool& pool, KernelPath path) {
+                                ThreadPool& pool, KernelPath path, LaneWidth lanes) {
   const auto& c = config_;
+  lanes_ = lanes;
   if (n > max_batch_) throw std::invalid_argument("expert feed-forward: " + std::to_string(n) + " tokens exceed its batch");
   const std::int64_t used = c.experts_used;
   const std::int64_t dim = c.dim;

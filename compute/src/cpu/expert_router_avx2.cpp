@@ -45,4 +45,21 @@ void router_logits_avx2(const float* weights, int experts, const float* x, std::
   }
 }
 
+// router_logits_one() (expert_feed_forward.cpp): per expert four 8-lane accumulators over the first n - n % 32
+// values, folded (a0 + a2) + (a1 + a3), the lanes summed by two horizontal adds; the caller adds the rest.
+void router_logits_one_avx2(const float* weights, int experts, const float* x, std::int64_t n, float* out) {
+  const std::int64_t whole = n / 32 * 32;
+  for (int e = 0; e < experts; ++e) {
+    const float* w = weights + e * n;
+    __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (std::int64_t i = 0; i < whole; i += 32) {
+      for (int k = 0; k < 4; ++k) a[k] = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8 * k), _mm256_loadu_ps(x + i + 8 * k), a[k]);
+    }
+    const __m256 folded = _mm256_add_ps(_mm256_add_ps(a[0], a[2]), _mm256_add_ps(a[1], a[3]));
+    const __m128 t = _mm_add_ps(_mm256_castps256_ps128(folded), _mm256_extractf128_ps(folded, 1));
+    const __m128 t1 = _mm_hadd_ps(t, t);
+    out[e] = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+  }
+}
+
 }  // namespace loom::compute::detail

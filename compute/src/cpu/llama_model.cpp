@@ -236,7 +236,7 @@ void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cach
 
     for (std::int64_t t = 0; t < n; ++t) rms_norm(&x_[t * c.dim], f32(w.ffn_norm), &xn_[t * c.dim], c.dim, c.rms_epsilon);
     if (experts_) {
-      experts_->forward(w, xn_.data(), n, x_.data(), pool_, kernel_path_);
+      experts_->forward(w, xn_.data(), n, x_.data(), pool_, kernel_path_, reference_lanes_);
       continue;
     }
     round_for_f16_weight(xn_.data(), n * c.dim, {w.gate, w.up}, kernel_path_);
@@ -245,7 +245,7 @@ void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cach
       if (c.ffn_activation == FfnActivation::gelu_tanh) {
         geglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
       } else {
-        swiglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_);
+        swiglu(&gate_[t * c.ffn_dim], &up_[t * c.ffn_dim], c.ffn_dim, kernel_path_, reference_lanes_);
       }
     }
     round_for_f16_weight(gate_.data(), n * c.ffn_dim, {w.down}, kernel_path_);
@@ -452,6 +452,7 @@ void LlamaModel::attention(std::int64_t layer, std::int64_t n, std::span<const S
     head.window = window;  // each query of the tile gets its own window start (attention.hpp)
     head.softcap = c.attn_softcap;
     head.order = step.tokens.size() == 1 ? SumOrder::vector_dot : SumOrder::tiled;
+    head.lanes = reference_lanes_;
     // The reference's view covers the whole step (its last token's position), padded (attention.hpp).
     head.span = reference_span(step.start + static_cast<std::int64_t>(step.tokens.size()), c.context_length);
     head.scores = &scores_[static_cast<std::size_t>(thread) * scratch];

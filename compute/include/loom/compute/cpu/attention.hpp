@@ -12,7 +12,8 @@
 // 0, 1, 2, ... with rows).
 //
 // The arithmetic is pinned, not just "close": it is the arithmetic of the widely used reference
-// implementation in ../shared/reference as it runs on an AVX-512 x86 machine, reproduced bit for bit so that
+// implementation in ../shared/reference as it runs on an AVX-512 x86 machine (or on an AVX2 one: LaneWidth,
+// at the end of this comment), reproduced bit for bit so that
 // our logits sit on top of its logits instead of drifting away through activations that round the other way.
 // The query is rounded to F16 (what an F16 dot product does with an F32 operand); the scores are F32 dot
 // products summed in fixed 16-lane orders; the exponentials come from a vectorised expf (vector_expf) for
@@ -57,6 +58,18 @@
 //
 // F32 keys and values (a KV cache stored in F32) take the same orders without the F16 roundings (of the
 // query, the keys, the values and the probabilities): close to the F16 results, not equal to them.
+//
+// The reference's orders depend on the vector width it was built for (HeadAttention::lanes): the above is its
+// AVX-512 build. Its AVX2 build (LaneWidth::avx2) has 8 lanes where the AVX-512 one has 16, everywhere:
+// - vector_dot: four 8-lane accumulators over the first n - n % 32 terms (element i in accumulator
+//   (i / 8) % 4, lane i % 8), folded (a0 + a2) + (a1 + a3), the lanes summed as two horizontal adds,
+//   ((l0+l4) + (l1+l5)) + ((l2+l6) + (l3+l7)), then the rest in double (its ggml_vec_dot_f16);
+// - tiled: one 8-lane accumulator when the length is a multiple of 8, the lanes summed as
+//   ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)) (its tinyBLAS<8> kernel and hsum);
+// - softmax: the AVX2 vectorised expf (avx2_expf()) over whole groups of 8 positions, each group's
+//   sum in float as the tiled lanes above, across groups in double.
+// Pinned by the shared references made on an AVX2 machine (synth-gemma-q8_0, synthq320-q4_1 and -iq4_xs
+// match them to print precision in these orders, and drift by 0.05-0.08 in the AVX-512 ones).
 #pragma once
 
 #include <cstddef>
@@ -68,6 +81,9 @@
 namespace loom::compute {
 
 enum class SumOrder : std::uint8_t { vector_dot, tiled };
+// Whose orders to follow: the reference built for AVX-512 (16 lanes) or for AVX2 (8 lanes). Both kernel paths
+// compute either, with the same bits.
+enum class LaneWidth : std::uint8_t { avx512, avx2 };
 
 struct HeadAttention {
   const float* query = nullptr;         // head_dim values for each of query_heads, one after another
@@ -105,6 +121,7 @@ struct HeadAttention {
   std::int64_t window = 0;
   float softcap = 0.0f;                 // > 0: each scaled score s becomes softcap * tanh(s / softcap) (gemma2)
   SumOrder order = SumOrder::vector_dot;
+  LaneWidth lanes = LaneWidth::avx512;   // whose orders: the reference built for AVX-512 or for AVX2 (above)
   std::int64_t span = 0;                // cells of the reference's KV view, >= the last query's positions; 0: those
   float* scores = nullptr;              // scratch of attention_scratch_floats(max(span, positions), head_dim, query_heads, queries)
   float* out = nullptr;                 // head_dim values for each query head
@@ -146,8 +163,9 @@ void attend(const HeadAttention& head, KernelPath path);
 void attend(const HeadAttention& head);  // default_kernel_path()
 
 // gate[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)) with the same exp() as the softmax for
-// whole groups of 16 and the C library's expf for the rest (again the reference's arithmetic).
-void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path);
+// whole groups of 16 and the C library's expf for the rest (again the reference's arithmetic, its AVX-512 build).
+// LaneWidth::avx2: its AVX2 build's form instead, whole groups of 8 through avx2_expf.
+void swiglu(float* gate, const float* up, std::int64_t n, KernelPath path, LaneWidth lanes = LaneWidth::avx512);
 void swiglu(float* gate, const float* up, std::int64_t n);
 
 // dst[i] = float_to_half(src[i]) for i < n: keys and values entering an F16 cache, eight at a time with F16C
@@ -158,6 +176,13 @@ void store_as_f16(const float* src, std::uint16_t* dst, std::int64_t n, KernelPa
 // float, then scaled by 2^n with one rounding (the reference's AVX-512 exp, whose result can differ from its
 // AVX2 one in the last bit). Within 2 ulp of expf; 0 below about -104, +inf above about 88.7.
 float vector_expf(float x) noexcept;
+
+// The reference's AVX2 expf (LaneWidth::avx2), one lane's worth: the same reduction, but the polynomial
+// without its constant term, then 2^n + 2^n p(b) with one rounding (an FMA); 2^n is scaled in two steps
+// beyond |n| > 126, and |n| > 192 is 0 or inf.
+float avx2_expf(float x) noexcept;
+// out[i] = avx2_expf(x[i]) for i < n, eight lanes at a time on the AVX2 path (the same bits).
+void avx2_expf(const float* x, float* out, std::int64_t n, KernelPath path);
 
 // out[i] = vector_expf(x[i]) for i < n, eight lanes at a time on the AVX2 path (the same bits).
 void vector_expf(const float* x, float* out, std::int64_t n, KernelPath path);

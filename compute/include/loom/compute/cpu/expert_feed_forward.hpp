@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "loom/compute/cpu/attention.hpp"
 #include "loom/compute/cpu/kernel_path.hpp"
 #include "loom/compute/cpu/matmul.hpp"
 #include "loom/compute/cpu/thread_pool.hpp"
@@ -25,8 +26,9 @@ class ExpertFeedForward {
   ExpertFeedForward(const ModelConfig& config, std::int64_t max_batch);
 
   // residual[t] += moe(xn[t]) for t < n; xn and residual are [n][dim].
+  // `lanes`: whose SwiGLU form the experts use (attention.hpp, swiglu()).
   void forward(const LayerWeights& layer, const float* xn, std::int64_t n, float* residual, ThreadPool& pool,
-               KernelPath path);
+               KernelPath path, LaneWidth lanes = LaneWidth::avx512);
 
   // Weight bytes the products have read since construction (router, chosen experts, shared expert): how a
   // benchmark shows that decode reads the active parameters only.
@@ -40,6 +42,7 @@ class ExpertFeedForward {
   ModelConfig config_;
   std::int64_t max_batch_;
   std::uint64_t bytes_read_ = 0;
+  LaneWidth lanes_ = LaneWidth::avx512;  // forward()'s, for the experts' SwiGLU
   std::vector<float> logits_;                 // [max_batch][experts]
   std::vector<std::int32_t> chosen_;          // [max_batch][used]: expert ids, highest weight first
   std::vector<float> weight_;                 // [max_batch][used]

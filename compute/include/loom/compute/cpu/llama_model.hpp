@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "loom/compute/cpu/attention.hpp"
 #include "loom/compute/cpu/expert_feed_forward.hpp"
 #include "loom/compute/cpu/kernel_path.hpp"
 #include "loom/compute/cpu/kv_cache.hpp"
@@ -72,6 +73,11 @@ class LlamaModel {
   // Positions computed (tokens run through the layers) since construction: how tests show, by count, that a
   // cached prefix was not computed again.
   std::uint64_t positions_computed() const noexcept { return positions_computed_; }
+  // Whose arithmetic attention and SwiGLU follow (attention.hpp, LaneWidth): by default the reference built
+  // for the vector width of this model's kernel path (AVX2 on the AVX2 path, AVX-512 otherwise); a parity
+  // test sets that of the machine its reference came from. Either runs on every kernel path.
+  LaneWidth reference_lanes() const noexcept { return reference_lanes_; }
+  void set_reference_lanes(LaneWidth lanes) noexcept { reference_lanes_ = lanes; }
   // Expert weight bytes read since construction (0 for a dense model): ExpertFeedForward::weight_bytes_read
   // summed over the layers.
   std::uint64_t expert_bytes_read() const noexcept { return experts_ ? experts_->weight_bytes_read() : 0; }
@@ -115,6 +121,7 @@ class LlamaModel {
   static constexpr std::int64_t kLogitRows = 64;
   std::vector<float> staged_logits_;
   KernelPath kernel_path_ = default_kernel_path();
+  LaneWidth reference_lanes_ = kernel_path_ == KernelPath::avx2 ? LaneWidth::avx2 : LaneWidth::avx512;
   MatmulScratch matmul_scratch_;
 };
 
