@@ -18,11 +18,21 @@
 //
 // Environment: LOOM_SHARED_DIR (default ../shared) for the vocabularies; GRAMMAR_BENCH_SLOW=1 lists the warm
 // positions over 0.5 ms (position, live stacks, whether a UTF-8 character is begun).
+//
+// Step overhead at batch 16 (BM_ConstrainedSampling, BM_ConstrainedStep): what a decode step of 16 sequences
+// pays for their constraints. BM_ConstrainedSampling is the sampling phase alone on the 32,000-token Llama
+// vocabulary (ggml-vocab-llama-spm.gguf): each of 16 sequences walks the JSON document from its own offset,
+// and per step each is masked (its TokenMasker, warm), sampled under the mask (default sampling parameters,
+// fixed random logits) and moved on by the document's next token (accept_token); the same-run baseline is
+// the 16 samples without a constraint. BM_ConstrainedStep is the whole CpuBackend step (forward pass of
+// synth11M-q8_0, the same vocabulary, 2 threads) of 16 decoding sequences, all under the JSON grammar
+// against all free, alternated in the same run.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -37,6 +47,8 @@
 #include "loom/compute/grammar/grammar_state.hpp"
 #include "loom/compute/grammar/token_mask.hpp"
 #include "loom/compute/grammar/token_masker.hpp"
+#include "loom/compute/cpu/cpu_backend.hpp"
+#include "loom/compute/sampler.hpp"
 #include "loom/compute/model/gguf_file.hpp"
 #include "loom/compute/text/tokenizer.hpp"
 #include "../tests/compute/grammar_test_grammars.hpp"
@@ -253,8 +265,214 @@ void BM_Mask(benchmark::State& state, const std::string& vocab_name, const std::
   state.counters["x_walk_mean"] = std::accumulate(walk.begin(), walk.end(), 0.0) / std::accumulate(masked.begin(), masked.end(), 0.0);
 }
 
+// The document cut into the vocabulary's tokens (greedy longest match, as positions() does): their ids.
+std::vector<std::int32_t> token_cut(const TokenTrie& trie, const std::string& doc) {
+  std::vector<std::int32_t> ids;
+  const auto& nodes = trie.nodes();
+  std::size_t at = 0;
+  while (at < doc.size()) {
+    std::size_t node = 0;
+    std::size_t best = 0;
+    std::int32_t best_id = -1;
+    for (std::size_t k = at; k < doc.size(); ++k) {
+      const auto& n = nodes[node];
+      std::size_t next = 0;
+      for (std::uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) {
+        if (nodes[c].byte == static_cast<std::uint8_t>(doc[k])) next = c;
+      }
+      if (next == 0) break;
+      node = next;
+      if (nodes[node].tokens_end > nodes[node].tokens_begin) {
+        best = k + 1 - at;
+        best_id = trie.token_ids()[nodes[node].tokens_begin];
+      }
+    }
+    if (best == 0) throw std::runtime_error("the document has a byte no token covers");
+    ids.push_back(best_id);
+    at += best;
+  }
+  return ids;
+}
+
+constexpr std::size_t kBatch = 16;
+
+void BM_ConstrainedSampling(benchmark::State& state) {
+  const auto tokenizer = std::make_shared<const Tokenizer>(
+      Vocabulary::from_gguf(GgufFile::open(shared_dir() + "/vocab/ggml-vocab-llama-spm.gguf")));
+  const Vocabulary& vocabulary = tokenizer->vocabulary();
+  const std::vector<std::int32_t> ends{vocabulary.eos};
+  const auto trie = TokenTrie::from_tokenizer(*tokenizer);
+  const auto g = parse_gbnf(testing::kJsonGrammar);
+  const TokenMasker masker(g, trie);
+  const std::string doc = json_document();
+  const std::vector<std::int32_t> cut = token_cut(*trie, doc);
+  const auto vocab = static_cast<std::size_t>(trie->vocab_size());
+
+  std::mt19937_64 rng(16);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<std::vector<float>> logits(kBatch, std::vector<float>(vocab));
+  for (auto& row : logits) {
+    for (float& l : row) l = normal(rng);
+  }
+  std::vector<std::int32_t> history(64);
+  for (auto& t : history) t = static_cast<std::int32_t>(rng() % vocab);
+  std::vector<Sampler> constrained_samplers;
+  std::vector<Sampler> free_samplers;
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    loom::proto::SamplingParams params;  // the defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05
+    params.seed = i;
+    constrained_samplers.emplace_back(params, static_cast<std::int32_t>(vocab));
+    free_samplers.emplace_back(params, static_cast<std::int32_t>(vocab));
+  }
+  // Each sequence at its own place in the document; back to its start at the end.
+  std::vector<GrammarState> states(kBatch, GrammarState(g));
+  std::vector<std::size_t> at(kBatch, 0);
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    for (std::size_t k = 0; k < i * cut.size() / kBatch; ++k) accept_token(states[i], *trie, cut[at[i]++]);
+  }
+  std::vector<std::vector<std::uint8_t>> masks(kBatch);
+  using clock = ThreadCpuClock;
+  auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+  double mask_ms = 0.0;  // of the step, by part
+  double accept_ms = 0.0;
+  auto constrained_step = [&] {
+    mask_ms = accept_ms = 0.0;
+    for (std::size_t i = 0; i < kBatch; ++i) {
+      auto t0 = clock::now();
+      masker.fill(states[i], ends, masks[i]);
+      mask_ms += ms_since(t0);
+      benchmark::DoNotOptimize(constrained_samplers[i].sample(logits[i], history, masks[i]));
+      if (at[i] == cut.size()) {
+        states[i] = GrammarState(g);
+        at[i] = 0;
+      }
+      t0 = clock::now();
+      if (!accept_token(states[i], *trie, cut[at[i]++])) throw std::runtime_error("the grammar refused the document");
+      accept_ms += ms_since(t0);
+    }
+  };
+  auto free_step = [&] {
+    for (std::size_t i = 0; i < kBatch; ++i) benchmark::DoNotOptimize(free_samplers[i].sample(logits[i], history));
+  };
+  for (std::size_t k = 0; k < cut.size(); ++k) constrained_step();  // warm: every context met once
+
+  std::vector<double> constrained;
+  std::vector<double> free;
+  std::vector<double> masks_ms;
+  std::vector<double> accepts_ms;
+  for (auto _ : state) {
+    for (std::size_t k = 0; k < cut.size(); ++k) {
+      auto t0 = clock::now();
+      free_step();
+      free.push_back(ms_since(t0));
+      t0 = clock::now();
+      constrained_step();
+      constrained.push_back(ms_since(t0));
+      masks_ms.push_back(mask_ms);
+      accepts_ms.push_back(accept_ms);
+    }
+  }
+  state.counters["mask_median_ms"] = percentile(masks_ms, 0.5);
+  state.counters["mask_p99_ms"] = percentile(masks_ms, 0.99);
+  state.counters["accept_median_ms"] = percentile(accepts_ms, 0.5);
+  state.counters["accept_p99_ms"] = percentile(accepts_ms, 0.99);
+  state.counters["steps"] = static_cast<double>(constrained.size());
+  state.counters["free_median_ms"] = percentile(free, 0.5);
+  state.counters["constrained_median_ms"] = percentile(constrained, 0.5);
+  state.counters["constrained_p99_ms"] = percentile(constrained, 0.99);
+  state.counters["overhead_median_ms"] = percentile(constrained, 0.5) - percentile(free, 0.5);
+  state.counters["x_free"] = percentile(constrained, 0.5) / percentile(free, 0.5);
+}
+
+// args: decode steps measured per run.
+void BM_ConstrainedStep(benchmark::State& state) {
+  constexpr std::int64_t kBlockSize = 16;
+  constexpr std::int64_t kBlocksEach = 8;  // 128 positions per sequence
+  LoadOptions options;
+  options.model_path = shared_dir() + "/models/synth11M-q8_0.gguf";
+  options.threads = 2;
+  options.kv.block_size = kBlockSize;
+  options.kv_tokens = kBlockSize * kBlocksEach * static_cast<std::int64_t>(kBatch);
+  options.max_batch_tokens = 512;
+  const auto backend = CpuBackend::load(options);
+  const auto prompt = backend->tokenizer()->encode("Once upon a time");
+  const Vocabulary& vocabulary = backend->tokenizer()->vocabulary();
+  const auto decode_steps = static_cast<std::size_t>(state.range(0));
+  SequenceId next_id = 0;
+  // The tests' JSON grammar, but objects one after another and the end token banned: a random model closes
+  // an object soon, and a sequence that may only end would measure nothing.
+  std::string grammar = testing::kJsonGrammar;
+  const std::string root = "root   ::= object";
+  grammar.replace(grammar.find(root), root.size(), "root   ::= object (\"\\n\" object)*");
+
+  // One run of 16 sequences: a prefill step, then `decode_steps` decode steps, each timed (wall clock: the
+  // forward pass runs on the pool's threads).
+  std::size_t samples = 0;
+  std::size_t ended = 0;  // constrained samples that were the end token (the grammar complete)
+  std::string example;    // one constrained sequence's text, for the log
+  auto run = [&](bool constrained, std::vector<double>& times) {
+    StepBatch batch;
+    std::vector<SequenceId> ids;
+    for (std::size_t i = 0; i < kBatch; ++i) {
+      StepSequence s;
+      s.sequence = next_id++;
+      ids.push_back(s.sequence);
+      loom::proto::SamplingParams params;
+      params.seed = s.sequence;
+      if (constrained) {
+        params.constraint = loom::proto::OutputConstraint{loom::proto::OutputConstraint::Kind::grammar, grammar};
+        params.logit_bias[vocabulary.eos] = -std::numeric_limits<double>::infinity();
+      }
+      s.begin = SequenceStart{params, {}};
+      s.tokens = prompt;
+      for (std::int64_t b = 0; b < kBlocksEach; ++b) s.blocks.push_back(static_cast<BlockId>(static_cast<std::int64_t>(i) * kBlocksEach + b));
+      s.sample = true;
+      batch.sequences.push_back(std::move(s));
+    }
+    StepResult result = backend->run(batch);
+    std::vector<std::int32_t> first;
+    for (std::size_t step = 0; step < decode_steps; ++step) {
+      for (std::size_t i = 0; i < kBatch; ++i) {
+        StepSequence& s = batch.sequences[i];
+        if (!result.sampled[i].error.empty()) throw std::runtime_error(result.sampled[i].error);
+        if (constrained) {
+          ++samples;
+          ended += vocabulary.is_end_of_generation(result.sampled[i].token) ? 1 : 0;
+          if (i == 0) first.push_back(result.sampled[i].token);
+        }
+        s.start += static_cast<std::int64_t>(s.tokens.size());
+        s.tokens = {result.sampled[i].token};  // an end token too: the grammar then allows only the end again
+        s.begin.reset();
+        s.blocks.clear();
+        s.table_from = kBlocksEach;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      result = backend->run(batch);
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    for (const SequenceId id : ids) backend->release(id);
+    if (constrained) example = backend->tokenizer()->decode(first);
+  };
+  std::vector<double> free;
+  std::vector<double> constrained;
+  std::vector<double> scratch;
+  run(true, scratch);  // warm the masker's contexts the random model's text meets first
+  for (auto _ : state) {
+    run(false, free);
+    run(true, constrained);
+  }
+  state.counters["free_median_ms"] = percentile(free, 0.5);
+  state.counters["constrained_median_ms"] = percentile(constrained, 0.5);
+  state.counters["overhead_median_ms"] = percentile(constrained, 0.5) - percentile(free, 0.5);
+  state.counters["x_free"] = percentile(constrained, 0.5) / percentile(free, 0.5);
+  state.counters["ended_share"] = static_cast<double>(ended) / static_cast<double>(samples);
+  std::fprintf(stderr, "BM_ConstrainedStep: a constrained sequence's text: %s\n", example.c_str());
+}
+
 }  // namespace
 
+BENCHMARK(BM_ConstrainedSampling)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_ConstrainedStep)->Arg(48)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_Mask, llama32000_json, std::string("llama32000"), std::string("json"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_Mask, llama32000_schema, std::string("llama32000"), std::string("schema"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_Mask, synthetic151936_json, std::string("synthetic151936"), std::string("json"))->Unit(benchmark::kMillisecond)->Iterations(1);

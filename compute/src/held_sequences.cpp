@@ -22,6 +22,7 @@ std::size_t payload_bytes(const StepBatch& batch) noexcept {
     for (const auto& stop : s.begin->params.stop) bytes += stop.size();
     bytes += s.begin->params.stop_token_ids.size() * sizeof(std::int32_t);
     bytes += s.begin->params.logit_bias.size() * (sizeof(std::int32_t) + sizeof(double));
+    if (s.begin->params.constraint) bytes += s.begin->params.constraint->text.size();
   }
   return bytes;
 }

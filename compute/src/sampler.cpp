@@ -47,8 +47,8 @@ void validate(const proto::SamplingParams& p, std::int32_t vocab_size) {
 }
 
 [[noreturn]] void no_pickable_token() {
-  throw std::runtime_error(
-      "Sampler::sample: no token can be picked (every logit is -inf or NaN after bias and penalties)");
+  throw NoTokenError(
+      "Sampler::sample: no token can be picked (every logit is -inf or NaN after the mask, bias and penalties)");
 }
 
 template <class Settings>
@@ -268,17 +268,29 @@ std::int32_t Sampler::draw(std::size_t count, float max_logit) {
   return candidates_[count - 1].id;  // only if rounding put the target at the total
 }
 
-std::int32_t Sampler::sample(std::span<const float> logits, std::span<const std::int32_t> history) {
+std::int32_t Sampler::sample(std::span<const float> logits, std::span<const std::int32_t> history,
+                             std::span<const std::uint8_t> allowed) {
   if (logits.size() != candidates_.size()) {
     throw std::invalid_argument("Sampler::sample: got " + std::to_string(logits.size()) +
                                 " logits for a vocabulary of " + std::to_string(vocab_size_));
   }
-  for (std::size_t i = 0; i < logits.size(); ++i) candidates_[i] = {static_cast<std::int32_t>(i), logits[i]};
+  if (!allowed.empty() && allowed.size() != candidates_.size()) {
+    throw std::invalid_argument("Sampler::sample: got a mask of " + std::to_string(allowed.size()) +
+                                " entries for a vocabulary of " + std::to_string(vocab_size_));
+  }
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (allowed.empty()) {
+    for (std::size_t i = 0; i < logits.size(); ++i) candidates_[i] = {static_cast<std::int32_t>(i), logits[i]};
+  } else {
+    // A select, not a branch: a grammar's mask is often half allowed in no pattern a predictor could learn.
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+      candidates_[i] = {static_cast<std::int32_t>(i), allowed[i] != 0 ? logits[i] : -inf};
+    }
+  }
   for (const auto& [id, bias] : config_.logit_bias) candidates_[static_cast<std::size_t>(id)].logit += bias;
   apply_penalties(history);
   if (config_.temperature == 0.0f) return greedy();
 
-  constexpr float inf = std::numeric_limits<float>::infinity();
   float max_logit = -inf;
   std::size_t count = 0;
   for (const Candidate& c : candidates_) {

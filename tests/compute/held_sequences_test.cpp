@@ -107,6 +107,9 @@ TEST(HeldSequences, PayloadBytesCountWhatAStepCarries) {
   batch.sequences[0].begin->params.stop = {"abc"};
   batch.copies.push_back({1, 2});
   EXPECT_EQ(payload_bytes(batch), decode + 10 * sizeof(std::int32_t) + 3 + sizeof(BlockCopy));
+  // A constraint carries its text (a grammar or schema can be large).
+  batch.sequences[0].begin->params.constraint = proto::OutputConstraint{proto::OutputConstraint::Kind::grammar, "root ::= \"x\""};
+  EXPECT_EQ(payload_bytes(batch), decode + 10 * sizeof(std::int32_t) + 3 + sizeof(BlockCopy) + 12);
 }
 
 }  // namespace

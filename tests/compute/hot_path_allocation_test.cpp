@@ -111,7 +111,8 @@ TEST(HotPathAllocation, DecodeAndPrefillStepsAllocateNothing) {
 }
 
 TEST(HotPathAllocation, SamplingATokenAllocatesNothing) {
-  // Every path of the sampler: greedy, top-k, and top-p over the whole vocabulary, penalties and bias on.
+  // Every path of the sampler: greedy, top-k, and top-p over the whole vocabulary, penalties and bias on,
+  // with and without an allowed-token mask.
   constexpr std::int32_t vocab = 5000;
   std::vector<float> logits(vocab);
   for (std::int32_t i = 0; i < vocab; ++i) {
@@ -130,11 +131,15 @@ TEST(HotPathAllocation, SamplingATokenAllocatesNothing) {
     config.presence_penalty = 0.1f;
     config.logit_bias = {{3, 1.0f}, {4, -std::numeric_limits<double>::infinity()}};
   }
+  // A grammar's mask (every third token allowed) takes the masked path of every configuration.
+  std::vector<std::uint8_t> mask(vocab);
+  for (std::int32_t i = 0; i < vocab; ++i) mask[static_cast<std::size_t>(i)] = i % 3 == 0 ? 1 : 0;
   for (const loom::proto::SamplingParams& config : configs) {
     Sampler sampler(config, vocab);
     allocations = 0;
     counting = true;
     for (int i = 0; i < 8; ++i) sampler.sample(logits, history);
+    for (int i = 0; i < 8; ++i) sampler.sample(logits, history, mask);
     counting = false;
     EXPECT_EQ(allocations.load(), 0) << "heap allocations while sampling (temperature " << config.temperature
                                      << ", top_k " << config.top_k << ")";

@@ -446,5 +446,98 @@ TEST(Sampler, BadInputsToSampleThrow) {
   EXPECT_EQ(greedy.sample(logits, std::vector<std::int32_t>{1}), 1);
 }
 
+// ---- The allowed-token mask (a grammar's) ----
+
+TEST(SamplerMask, GreedyPicksTheBestAllowedToken) {
+  Sampler sampler(greedy_config(), 5);
+  const std::vector<float> logits{9.0f, 4.0f, 7.0f, 5.0f, 8.0f};
+  EXPECT_EQ(sampler.sample(logits, {}, std::vector<std::uint8_t>{0, 1, 0, 1, 0}), 3);
+  EXPECT_EQ(sampler.sample(logits, {}, std::vector<std::uint8_t>{0, 1, 1, 1, 0}), 2);
+  EXPECT_EQ(sampler.sample(logits, {}, std::vector<std::uint8_t>{0, 1, 0, 0, 0}), 1);
+  EXPECT_EQ(sampler.sample(logits, {}), 0);  // no mask: no constraint
+  EXPECT_EQ(sampler.sample(logits, {}, std::vector<std::uint8_t>{1, 1, 1, 1, 1}), 0);
+}
+
+TEST(SamplerMask, AMaskedTokenIsNeverPickedEvenWithAnInfiniteLogitOrAPositiveBias) {
+  proto::SamplingParams config = greedy_config();
+  config.logit_bias = {{0, 100.0}};
+  Sampler greedy(config, 4);
+  EXPECT_EQ(greedy.sample(std::vector<float>{1.0f, inf, 0.0f, 2.0f}, {}, std::vector<std::uint8_t>{0, 0, 1, 1}), 3);
+  Sampler random(plain(5), 4);
+  for (int i = 0; i < 500; ++i) {
+    const auto token = random.sample(std::vector<float>{1.0f, inf, 0.0f, 2.0f}, {}, std::vector<std::uint8_t>{1, 0, 1, 1});
+    ASSERT_NE(token, 1);
+  }
+}
+
+TEST(SamplerMask, RandomDrawsFollowTheDistributionRenormalisedOverTheAllowedTokens) {
+  Sampler sampler(plain(77), 5);
+  const auto logits = log_of({0.4, 0.1, 0.2, 0.25, 0.05});
+  const std::vector<std::uint8_t> mask{0, 1, 1, 0, 1};  // 0.1 : 0.2 : 0.05 of 0.35
+  constexpr int n = 20000;
+  std::vector<int> counts(5, 0);
+  for (int i = 0; i < n; ++i) ++counts[static_cast<std::size_t>(sampler.sample(logits, {}, mask))];
+  EXPECT_EQ(counts[0], 0);
+  EXPECT_EQ(counts[3], 0);
+  // Two degrees of freedom over the three allowed: 13.82 is the 0.999 quantile.
+  const double expected[3] = {0.1 / 0.35, 0.2 / 0.35, 0.05 / 0.35};
+  const int observed[3] = {counts[1], counts[2], counts[4]};
+  double chi = 0.0;
+  for (int k = 0; k < 3; ++k) {
+    const double e = expected[k] * n;
+    chi += (observed[k] - e) * (observed[k] - e) / e;
+  }
+  EXPECT_LT(chi, 13.82) << counts[1] << " " << counts[2] << " " << counts[4];
+}
+
+TEST(SamplerMask, FiltersWorkOnTheAllowedTokensOnly) {
+  // top-k 1 keeps the best allowed token, not the best token (which the mask bans).
+  proto::SamplingParams config = plain(3);
+  config.top_k = 1;
+  Sampler top_k(config, 4);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(top_k.sample(std::vector<float>{9.0f, 1.0f, 3.0f, 2.0f}, {}, std::vector<std::uint8_t>{0, 1, 1, 1}), 2);
+  }
+  // min-p relative to the best allowed token: with 0 banned, 2 (e^3) and 3 (e^2.9) pass 0.5, 1 does not.
+  config = plain(4);
+  config.min_p = 0.5;
+  Sampler min_p(config, 4);
+  std::set<std::int32_t> picked;
+  for (int i = 0; i < 400; ++i) {
+    picked.insert(min_p.sample(std::vector<float>{9.0f, 1.0f, 3.0f, 2.9f}, {}, std::vector<std::uint8_t>{0, 1, 1, 1}));
+  }
+  EXPECT_EQ(picked, (std::set<std::int32_t>{2, 3}));
+}
+
+TEST(SamplerMask, NothingAllowedIsANoTokenError) {
+  const std::vector<float> logits{1.0f, 2.0f, 3.0f};
+  const std::vector<std::uint8_t> none{0, 0, 0};
+  Sampler greedy(greedy_config(), 3);
+  EXPECT_THROW(greedy.sample(logits, {}, none), NoTokenError);
+  Sampler random(plain(9), 3);
+  EXPECT_THROW(random.sample(logits, {}, none), NoTokenError);
+  // Allowed, but with -inf logits (the model's or a bias's): nothing pickable either.
+  EXPECT_THROW(random.sample(std::vector<float>{1.0f, -inf, -inf}, {}, std::vector<std::uint8_t>{0, 1, 1}), NoTokenError);
+  // The sampler is fine afterwards.
+  EXPECT_EQ(greedy.sample(logits, {}, std::vector<std::uint8_t>{1, 1, 0}), 1);
+}
+
+TEST(SamplerMask, AMaskOfTheWrongSizeIsRefused) {
+  Sampler sampler(greedy_config(), 3);
+  EXPECT_THROW(sampler.sample(std::vector<float>{1.0f, 2.0f, 3.0f}, {}, std::vector<std::uint8_t>{1, 1}),
+               std::invalid_argument);
+}
+
+TEST(SamplerMask, PenaltiesCannotReviveAMaskedToken) {
+  // A negative frequency penalty raises the logits of repeated tokens; a masked one stays banned.
+  proto::SamplingParams config = greedy_config();
+  config.frequency_penalty = -2.0;
+  config.repetition_last_n = -1;
+  Sampler sampler(config, 3);
+  const std::vector<std::int32_t> history{0, 0, 0, 0};
+  EXPECT_EQ(sampler.sample(std::vector<float>{1.0f, 2.0f, 1.5f}, history), 0);  // 1 + 8 beats 2
+  EXPECT_EQ(sampler.sample(std::vector<float>{1.0f, 2.0f, 1.5f}, history, std::vector<std::uint8_t>{0, 1, 1}), 1);
+}
+
 }  // namespace
 }  // namespace loom::compute

@@ -652,6 +652,32 @@ TEST(Scheduler, AMissingSampledTokenOrAFailedStepEndsOnlyThatStepsSequences) {
   EXPECT_EQ(finished(applied.actions, 3)->error, "the executor returned no token for the sequence");
 }
 
+TEST(Scheduler, ASampledTokenWithAnErrorEndsOnlyItsSequence) {
+  // The backend could not go on with sequence 1 alone (its grammar allows nothing): 1 ends with the
+  // backend's message and its token is neither kept nor streamed; 2, in the same step, goes on.
+  Harness h(SchedulerConfig{.max_running = 2});
+  h.submit(1, 4, 10);
+  h.submit(2, 4, 10);
+  StepPlan plan = h.scheduler.plan_step();
+  const compute::StepBatch batch = h.scheduler.start_step(grant(plan.reserve), h.now);
+  ASSERT_EQ(batch_ids(batch), (Ids{1, 2}));
+  StepDone done = Harness::answer(batch, [](cache::SequenceId) { return kToken; });
+  done.sampled[0].error = "sequence 1: no token of the vocabulary can continue the text under the output constraint";
+  const AppliedStep applied = h.scheduler.apply_step(std::move(done), h.now);
+  const auto one = finished(applied.actions, 1);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->reason, FinishReason::error);
+  EXPECT_EQ(one->error, "sequence 1: no token of the vocabulary can continue the text under the output constraint");
+  EXPECT_EQ(one->completion_tokens, 0);
+  EXPECT_TRUE(tokens(applied.actions, 1).empty());
+  EXPECT_TRUE(releases(applied.actions, 1));
+  EXPECT_FALSE(finished(applied.actions, 2));
+  EXPECT_EQ(tokens(applied.actions, 2), std::vector<std::int32_t>{kToken});
+  EXPECT_TRUE(h.scheduler.contains(2));
+  EXPECT_FALSE(h.scheduler.contains(1));
+  EXPECT_EQ(batch_ids(h.step().batch), (Ids{2}));
+}
+
 // ---- Deadlines and cancellation ----
 
 TEST(Scheduler, DeadlinesEndSequencesAtTheGivenTimeAndInTheStepOnlyWhenItIsBack) {

@@ -176,7 +176,9 @@ void GpuExecutorActor::step_finished(std::uint64_t job, StepOutcome&& outcome, n
   if (auto* done = std::get_if<StepDone>(&outcome)) {
     ++stats_.steps_run;
     stats_.tokens_computed += done->tokens_computed;
-    stats_.tokens_sampled += done->sampled.size();
+    // A sequence that could not go on (its entry carries an error) sampled nothing.
+    stats_.tokens_sampled += static_cast<std::uint64_t>(std::count_if(
+        done->sampled.begin(), done->sampled.end(), [](const compute::SampledToken& t) { return t.error.empty(); }));
     done->executor_time = std::max(nanoseconds{0}, duration_cast<nanoseconds>(Clock::now() - arrived) - done->compute_time);
   } else {
     ++stats_.steps_failed;

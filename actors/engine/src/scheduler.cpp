@@ -562,6 +562,11 @@ void Scheduler::apply_item(const PlannedItem& p, StepDone& done, std::size_t& sa
     finish(p.id, *s.ending, {}, now, out.actions);
     return;
   }
+  if (!sampled.error.empty()) {
+    // This sequence alone cannot go on (its grammar allows nothing, ...); its token means nothing.
+    finish(p.id, FinishReason::error, std::move(sampled.error), now, out.actions);
+    return;
+  }
   const std::int32_t token = sampled.token;
   s.tokens.push_back(token);
   ++s.generated;

@@ -109,7 +109,11 @@ CpuBackend::CpuBackend(std::unique_ptr<LoadedModel> loaded,
       cache_(model_->make_paged_cache(options.kv,
                                       options.kv_tokens > 0 ? options.kv_tokens
                                                             : options.kv_contexts * loaded_->config().context_length,
-                                      options.stop)) {
+                                      options.stop)),
+      constraints_(tokenizer_) {
+  const Vocabulary& vocabulary = tokenizer_->vocabulary();  // the ends the session's end_ids() gives
+  if (vocabulary.valid(vocabulary.eos)) end_ids_.push_back(vocabulary.eos);
+  if (vocabulary.valid(vocabulary.eot) && vocabulary.eot != vocabulary.eos) end_ids_.push_back(vocabulary.eot);
   if (loaded_->gguf() != nullptr) {
     if (auto source = loaded_->gguf()->find_string("tokenizer.chat_template")) chat_template_source_ = std::string(*source);
   }
@@ -181,20 +185,31 @@ void CpuBackend::check_block(BlockId block, const std::string& what) const {
   }
 }
 
-// The samplers of sequences that start with parameters other than their kept sampler's (or have none).
-// Made before anything is touched: a constructor that refuses the parameters fails the step with nothing
-// kept.
-std::vector<std::pair<SequenceId, Sampler>> CpuBackend::new_samplers(const StepBatch& batch) const {
-  std::vector<std::pair<SequenceId, Sampler>> made;
+// The sampling of sequences that start with parameters other than their kept one's (or have none). Made
+// before anything is touched: a sampler that refuses the parameters fails the step with nothing kept. A
+// constraint that does not compile fails only its sequence: the Decoding keeps the error for its sample.
+std::vector<std::pair<SequenceId, CpuBackend::Decoding>> CpuBackend::new_decodings(const StepBatch& batch) {
+  std::vector<std::pair<SequenceId, Decoding>> made;
   const auto vocab = static_cast<std::int32_t>(model_->config().vocab_size);
   for (const StepSequence& s : batch.sequences) {
     if (!s.begin) continue;
-    const auto kept = samplers_.find(s.sequence);
-    if (kept != samplers_.end() && kept->second.params() == s.begin->params) continue;
+    const auto kept = decodings_.find(s.sequence);
+    if (kept != decodings_.end() && kept->second.sampler.params() == s.begin->params) continue;
     try {
-      made.emplace_back(s.sequence, Sampler(s.begin->params, vocab));
+      made.emplace_back(s.sequence, Decoding{Sampler(s.begin->params, vocab), nullptr, std::nullopt, {}});
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(name(s.sequence) + ": " + e.what());
+    }
+  }
+  for (auto& [sequence, decoding] : made) {
+    const auto& constraint = decoding.sampler.params().constraint;
+    if (!constraint) continue;
+    try {
+      grammar::CompiledConstraint compiled = constraints_.get(*constraint);
+      decoding.grammar.emplace(compiled.grammar);
+      decoding.masker = std::move(compiled.masker);
+    } catch (const std::exception& e) {
+      decoding.error = name(sequence) + ": the output constraint does not compile: " + e.what();
     }
   }
   return made;
@@ -202,7 +217,7 @@ std::vector<std::pair<SequenceId, Sampler>> CpuBackend::new_samplers(const StepB
 
 StepResult CpuBackend::run(const StepBatch& batch) {
   check(batch);
-  for (auto& [sequence, sampler] : new_samplers(batch)) samplers_.insert_or_assign(sequence, std::move(sampler));
+  for (auto& [sequence, decoding] : new_decodings(batch)) decodings_.insert_or_assign(sequence, std::move(decoding));
   for (const BlockCopy& copy : batch.copies) cache_.copy_block(copy.source, copy.destination);
   const auto vocab = static_cast<std::size_t>(model_->config().vocab_size);
   const auto sampling = static_cast<std::size_t>(
@@ -234,11 +249,23 @@ StepResult CpuBackend::run(const StepBatch& batch) {
 
 SampledToken CpuBackend::sample(SequenceId id, std::span<const float> logits) {
   const HeldSequences::Sequence& held = *held_.find(id);  // applied before the forward pass
-  const auto it = samplers_.find(id);                     // made when the sequence started
-  if (it == samplers_.end()) throw std::logic_error(name(id) + " has no sampler");
+  const auto it = decodings_.find(id);                    // made when the sequence started
+  if (it == decodings_.end()) throw std::logic_error(name(id) + " has no sampler");
+  Decoding& decoding = it->second;
   SampledToken out;
   out.sequence = id;
-  out.token = it->second.sample(logits, held.tokens);
+  if (decoding.error.empty()) {
+    try {
+      out.token = decoding.masker ? sample_constrained(id, decoding, logits, held.tokens)
+                                  : decoding.sampler.sample(logits, held.tokens);
+    } catch (const NoTokenError& e) {
+      decoding.error = name(id) + ": " + e.what();
+    }
+  }
+  if (!decoding.error.empty()) {
+    out.error = decoding.error;  // kept: a later sample (should the sequence go on) says the same
+    return out;
+  }
   if (held.params.logprobs == 0) return out;
 
   // log softmax(logits)[t] = logit[t] - max - log(sum exp(logit - max)); NaN logits count as impossible.
@@ -269,6 +296,41 @@ SampledToken CpuBackend::sample(SequenceId id, std::span<const float> logits) {
   out.top.reserve(k);
   for (std::size_t i = 0; i < k; ++i) out.top.push_back(TokenLogprob{ids[i], logprob(ids[i])});
   return out;
+}
+
+// Mask, sample under it, move the grammar on. The mask depends only on the state, so it is filled here,
+// after the forward pass, from the state the last token left. Throws NoTokenError (the caller turns it into
+// the sequence's error); a grammar that cannot go on sets decoding.error itself.
+std::int32_t CpuBackend::sample_constrained(SequenceId id, Decoding& decoding, std::span<const float> logits,
+                                            std::span<const std::int32_t> history) {
+  grammar::GrammarState& state = *decoding.grammar;
+  try {
+    decoding.masker->fill(state, end_ids_, mask_);
+  } catch (const grammar::GrammarLimitError& e) {
+    decoding.error = name(id) + ": the output constraint cannot go on: " + e.what();
+    return 0;
+  }
+  std::int32_t token = 0;
+  try {
+    token = decoding.sampler.sample(logits, history, mask_);
+  } catch (const NoTokenError&) {
+    if (std::find(mask_.begin(), mask_.end(), std::uint8_t{1}) == mask_.end()) {
+      decoding.error = name(id) + ": no token of the vocabulary can continue the text under the output constraint";
+      return 0;
+    }
+    throw NoTokenError("every token the output constraint allows has a -inf or NaN logit after bias and penalties");
+  }
+  if (std::find(end_ids_.begin(), end_ids_.end(), token) != end_ids_.end()) return token;  // no bytes; allowed at an end
+  try {
+    if (!grammar::accept_token(state, decoding.masker->trie(), token)) {
+      // The mask allowed it: the masker and the state disagree (a bug), which only this sequence pays for.
+      decoding.error = name(id) + ": the output constraint refused token " + std::to_string(token) +
+                       " that its mask allowed";
+    }
+  } catch (const grammar::GrammarLimitError& e) {
+    decoding.error = name(id) + ": the output constraint cannot go on: " + e.what();
+  }
+  return token;
 }
 
 }  // namespace loom::compute

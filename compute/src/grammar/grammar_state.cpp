@@ -56,9 +56,12 @@ GrammarState::GrammarState(std::shared_ptr<const Grammar> grammar) : grammar_(st
 
 bool GrammarState::accept(std::string_view bytes) {
   if (bytes.empty()) return true;
-  detail::StackArena arena(*grammar_);
-  std::vector<detail::StackId> set;
-  std::vector<detail::StackId> next;
+  // Per-thread scratch, reset rather than made anew: accept() runs once per sampled token of every
+  // constrained sequence, on the backend's step thread.
+  thread_local detail::StackArena arena(*grammar_);
+  thread_local std::vector<detail::StackId> set;
+  thread_local std::vector<detail::StackId> next;
+  arena.reset(*grammar_);
   detail::load_stacks(*this, arena, set);
   Utf8Decoder decoder = partial_;
   for (const char c : bytes) {

@@ -77,7 +77,11 @@ struct BackendInfo {
 struct SequenceStart {
   // The request's sampling parameters, as it came (logprobs among them). The backend makes the sequence's
   // sampler from them and keeps it until release(); a start with the same parameters keeps the sampler (a
-  // preempted sequence's random stream goes on), other parameters replace it.
+  // preempted sequence's random stream goes on), other parameters replace it. With params.constraint the
+  // sequence also gets a grammar state, kept and replaced with the sampler: a preempted sequence whose
+  // history is computed again resumes under its grammar where it was (the state has already taken every
+  // token the history holds). A constraint that does not compile fails only this sequence (its first
+  // sampled token carries the error).
   proto::SamplingParams params{};
   // The tokens at positions [0, start) of this step, whose K/V is already in the cache (a reused prefix):
   // the start of the history the penalties read.
@@ -122,6 +126,10 @@ struct TokenLogprob {
 struct SampledToken {
   SequenceId sequence = 0;
   std::int32_t token = 0;
+  // Non-empty: this sequence cannot go on (its grammar allows no token, a grammar limit was met, every
+  // token it may pick has a -inf or NaN logit) and `token` is meaningless; the message names the sequence.
+  // The other sequences of the step are not affected.
+  std::string error{};
   float logprob = 0.0f;              // of `token`; set only when logprobs were asked for (else 0)
   std::vector<TokenLogprob> top{};   // the `logprobs` most likely tokens, most likely first (lower id on ties)
 };

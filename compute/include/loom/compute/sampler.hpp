@@ -5,7 +5,10 @@
 // application to here) and keeps the fields it computes with as floats.
 //
 // Order of the steps (that of the reference GGUF engine's default sampler chain, where our default values
-// come from):
+// come from, with the grammar's mask in front as there):
+//   0. allowed-token mask      optional (a grammar's TokenMasker fills it): a token whose mask entry is 0
+//                              becomes -inf, banned before anything else looks at it, so the penalties and
+//                              filters below work on the allowed tokens only and greedy picks among them
 //   1. logit bias              added to the raw logits; -inf bans a token
 //   2. penalties               repetition (divide positive / multiply negative logits), then frequency and
 //                              presence (subtracted), for tokens among the last `repetition_last_n` of history
@@ -27,7 +30,8 @@
 // std::exp in double: another math library (or glibc's FMA and non-FMA code paths) may differ in the last
 // bit, which can only change a draw that lands within about 1e-16 of the boundary between two tokens.
 //
-// Cost: no heap allocation per call (buffers are sized in the constructor) and no sort of the vocabulary:
+// Cost: no heap allocation per call (buffers are sized in the constructor; the mask is the caller's) and no
+// sort of the vocabulary:
 // a few linear passes, top-k by a k-entry heap (then sorting k), top-p by a histogram of the probability
 // over logit buckets (then sorting the one bucket where the cut falls).
 #pragma once
@@ -35,12 +39,21 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
 #include "loom/proto/sampling_params.hpp"
 
 namespace loom::compute {
+
+// No token can be picked: every logit is NaN or -inf after the mask, bias and penalties (a grammar that
+// allows nothing the model gives a finite logit, every allowed token banned by a bias). The sequence cannot
+// go on; other sequences can.
+class NoTokenError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class Sampler {
  public:
@@ -56,11 +69,14 @@ class Sampler {
   std::int32_t vocab_size() const noexcept { return vocab_size_; }
 
   // Picks the next token. `logits` has vocab_size values and is not modified; `history` is the sequence
-  // so far (prompt and generated). NaN logits are never picked; a +inf logit takes all the probability
-  // (shared equally among several). Throws std::invalid_argument when logits.size() != vocab_size or a
-  // history token the penalties read is outside the vocabulary, std::runtime_error when no token can be
-  // picked (every logit NaN or -inf after bias and penalties).
-  std::int32_t sample(std::span<const float> logits, std::span<const std::int32_t> history);
+  // so far (prompt and generated). `allowed` is empty (no constraint) or has vocab_size entries, 1 for a
+  // token that may be picked and 0 for one that may not (step 0 above). NaN logits are never picked; a
+  // +inf logit takes all the probability (shared equally among several). Throws std::invalid_argument when
+  // logits.size() != vocab_size, allowed.size() is neither 0 nor vocab_size, or a history token the
+  // penalties read is outside the vocabulary; NoTokenError when no token can be picked (every logit NaN or
+  // -inf after the mask, bias and penalties).
+  std::int32_t sample(std::span<const float> logits, std::span<const std::int32_t> history,
+                      std::span<const std::uint8_t> allowed = {});
 
  private:
   struct Candidate {

@@ -2,16 +2,27 @@
 // with one Sampler per sequence. A step checks everything it can before it touches anything (ids, sampler
 // parameters, logprob counts, block ids), then does the block copies, the forward pass of the whole batch,
 // and the sampling.
+//
+// A sequence whose parameters carry an output constraint also holds a GrammarState, compiled through the
+// backend's ConstraintCache (grammar and masker shared by every sequence with the same constraint). At each
+// sample its TokenMasker fills the allowed-token mask (the vocabulary's EOS and EOT allowed exactly where the
+// grammar may end), the sampler picks under it, and the token's bytes move the state on. A sequence that
+// cannot go on under its constraint gets a SampledToken with an error; the rest of the step is unaffected.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "loom/compute/backend.hpp"
+#include "loom/compute/grammar/constraint_cache.hpp"
+#include "loom/compute/grammar/grammar_state.hpp"
+#include "loom/compute/grammar/token_masker.hpp"
 #include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/cpu/paged_kv_cache.hpp"
 #include "loom/compute/cpu/thread_pool.hpp"
@@ -33,7 +44,7 @@ class CpuBackend final : public Backend {
   std::shared_ptr<const Tokenizer> tokenizer() const override { return tokenizer_; }
   StepResult run(const StepBatch& batch) override;
   void release(SequenceId sequence) override {
-    samplers_.erase(sequence);
+    decodings_.erase(sequence);
     held_.release(sequence);
   }
 
@@ -44,10 +55,21 @@ class CpuBackend final : public Backend {
                const LoadOptions& options);
 
  private:
+  // A sequence's sampling, from its start until release() (kept across a preempted sequence's fresh start
+  // with the same parameters): its sampler and, under a constraint, where its grammar has got to.
+  struct Decoding {
+    Sampler sampler;
+    std::shared_ptr<const grammar::TokenMasker> masker;  // null: free text
+    std::optional<grammar::GrammarState> grammar;        // present with masker
+    std::string error;  // non-empty: the sequence cannot go on (its constraint failed); each sample says so
+  };
+
   void check(const StepBatch& batch) const;
   void check_block(BlockId block, const std::string& what) const;
-  std::vector<std::pair<SequenceId, Sampler>> new_samplers(const StepBatch& batch) const;
+  std::vector<std::pair<SequenceId, Decoding>> new_decodings(const StepBatch& batch);
   SampledToken sample(SequenceId id, std::span<const float> logits);
+  std::int32_t sample_constrained(SequenceId id, Decoding& decoding, std::span<const float> logits,
+                                  std::span<const std::int32_t> history);
 
   std::unique_ptr<LoadedModel> loaded_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -56,8 +78,11 @@ class CpuBackend final : public Backend {
   PagedKvCache cache_;
   std::string chat_template_source_;
   std::string kv_sizing_;  // how the KV storage was sized from the machine's memory, else empty
-  HeldSequences held_;                                // tables, histories and parameters between steps
-  std::unordered_map<SequenceId, Sampler> samplers_;  // kept across a preempted sequence's fresh start
+  HeldSequences held_;                                  // tables, histories and parameters between steps
+  std::unordered_map<SequenceId, Decoding> decodings_;  // kept across a preempted sequence's fresh start
+  grammar::ConstraintCache constraints_;                // compiled constraints, by kind and text
+  std::vector<std::int32_t> end_ids_;                   // EOS and EOT: allowed where a grammar may end
+  std::vector<std::uint8_t> mask_;                      // a constrained sample's allowed tokens
   // Scratch of the step: the sequences' model views and the logits of those that sample, one row each.
   std::vector<LlamaModel::SequenceStep> steps_;
   std::vector<float> logits_;
