@@ -101,6 +101,15 @@ std::string integer_range_gbnf(std::optional<std::int64_t> lo, std::optional<std
 // `key` as one token of a JSON Pointer ('~' and '/' escaped), for SchemaError paths.
 std::string pointer_token(const std::string& key);
 
+// An integer bound of a number (minimum, exclusiveMaximum, ...): its value and whether it is exclusive.
+struct NumberBound {
+  std::int64_t value;
+  bool exclusive;
+};
+// Decimal numbers (no exponent) within integer bounds, exactly, as a rule name; throws Unsatisfiable if none.
+std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<NumberBound> hi, GbnfWriter& out,
+                              const Where& where);
+
 // Keywords that constrain nothing (title, description, ...; $defs and definitions hold schemas for $ref).
 bool is_annotation(const std::string& keyword);
 

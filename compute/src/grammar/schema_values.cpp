@@ -210,13 +210,37 @@ std::string Converter::integer_value(const json& schema, const std::string& path
   return integer_range_gbnf(lo, hi, out_, where);
 }
 
+// Number bounds are honoured exactly when they are integers (minimum 0, maximum 100, ...); the grammar then
+// writes plain decimals, no exponent. Other bounds are refused.
 std::string Converter::number_value(const json& schema, const std::string& path) {
+  std::optional<NumberBound> lo;
+  std::optional<NumberBound> hi;
   for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-    if (schema.contains(key)) {
-      Where{path, key}.fail("bounds are supported on integers only (type integer), not on other numbers");
+    auto it = schema.find(key);
+    if (it == schema.end()) continue;
+    const Where where{path, key};
+    const std::string k = key;
+    const bool lower = k == "minimum" || k == "exclusiveMinimum";
+    if (it->is_boolean()) {
+      if (k.rfind("exclusive", 0) != 0) where.fail("must be a number");
+      continue;
     }
+    bool exclusive = k.rfind("exclusive", 0) == 0;
+    if (!exclusive) {
+      const auto flag = schema.find(lower ? "exclusiveMinimum" : "exclusiveMaximum");
+      exclusive = flag != schema.end() && flag->is_boolean() && flag->get<bool>();
+    }
+    if (!it->is_number()) where.fail("must be a number");
+    const double d = it->get<double>();
+    if (std::floor(d) != d) where.fail("only integer bounds are supported on non-integer numbers");
+    const NumberBound b{integer_bound(*it, lower, false, where), exclusive};
+    std::optional<NumberBound>& slot = lower ? lo : hi;
+    const bool tighter = !slot || (lower ? b.value > slot->value : b.value < slot->value) || (b.value == slot->value && b.exclusive);
+    if (tighter) slot = b;
   }
-  return out_.primitive("number", Where{path, ""});
+  const Where where{path, lo ? (lo->exclusive ? "exclusiveMinimum" : "minimum") : hi ? (hi->exclusive ? "exclusiveMaximum" : "maximum") : ""};
+  if (!lo && !hi) return out_.primitive("number", where);
+  return number_range_gbnf(lo, hi, out_, where);
 }
 
 std::string Converter::object_value(const json& schema, const std::string& path, const std::string& hint,
