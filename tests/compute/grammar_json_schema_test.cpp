@@ -59,12 +59,12 @@ const std::vector<SchemaCase>& cases() {
      {R"({})", R"({"b":"x"})", R"({"a":1,"c":2})", R"({"a":"1"})", R"({"a":1 ,"b":"x"})", R"({"a":1,  "b":"x"})", R"({"b":"x","a":1})", R"({ "a":1})"}},
     {"open object",
      R"({"properties": {"a": {"type": "integer"}}})",
-     {R"({})", R"({"a":1})", R"({"a":1,"z":[1,{}]})", R"({"zz":null})", R"({"ab":true})", R"({"":1})", R"({"b":1, "c":"x"})", R"({"b\u0061":1})"},
+     {R"({})", R"({"a":1})", R"({"a":1,"z":[1,{}]})", R"({"zz":null})", R"({"ab":true})", R"({"":1})", R"({"b":1, "c":"x"})", R"({"b\u0061":1})", R"({"\u0062":1})", R"({"\u00e9":1})"},
      {R"({"a":"x"})", R"({"a":1,"a":"x"})", R"({"\u0061":"x"})", R"({"z":1,"a":1})", R"([])"}},
     {"additionalProperties schema",
      R"({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"], "additionalProperties": {"type": "string"}})",
      {R"({"id":1})", R"({"id":1,"x":"y"})", R"({"id":1,"x":"y","zz":"w"})", R"({"id":1,"i":"y"})", R"({"id":1,"idx":"y"})"},
-     {R"({"id":1,"x":2})", R"({"x":"y"})", R"({"id":1,"id":"y"})"}},
+     {R"({"id":1,"x":2})", R"({"x":"y"})", R"({"id":1,"id":"y"})", R"({"id":1,"\u0069d":"y"})", R"({"id":1,"i\u0064":"y"})"}},
     {"any object",
      R"({"type": "object"})",
      {R"({})", R"({"a":{"b":[1,2]}})", R"({"a":1, "b":null})"},
@@ -297,6 +297,10 @@ const std::vector<SchemaCase>& cases() {
      R"({"properties": {"a\"b": {"const": 1}, "é/x": {"const": 2}}, "required": ["a\"b"], "additionalProperties": false})",
      {R"({"a\"b":1})", R"({"a\"b":1,"é/x":2})"},
      {R"({"ab":1})", R"({"é/x":2,"a\"b":1})"}},
+    {"extra keys never spell a listed name",
+     R"({"properties": {"é": {"type": "null"}, "a/b": {"type": "null"}, "ĉ\n": {"type": "null"}}})",
+     {R"({"é":null,"a\/c":1})", R"({"\u00e8":1})", R"({"a\/bc":1})", R"({"\u0109\t":1})", R"({"ĉ\nx":1})"},
+     {R"({"\u00e9":1})", R"({"\u00E9":1})", R"({"a\/b":1})", R"({"a\u002fb":1})", R"({"\u0109\n":1})", R"({"ĉ\u000a":1})", R"({"\ud83d\ude00":1})"}},
   };
   return table;
 }

@@ -2,9 +2,10 @@
 //
 // Objects: the properties in key order, required ones always and optional ones optionally, then (unless
 // additionalProperties is false) extra members. An extra member's key can never be a listed name, however
-// escaped: it is written through a trie of the listed names that leaves it as soon as it differs, so that a
-// listed property cannot come back with a value its schema refuses. Inside that trie \u escapes are not
-// offered (an escape could spell a listed name); once the key differs, any character goes.
+// escaped: it is written through a trie of the listed names, each character raw or escaped (\uXXXX too),
+// and leaves the trie as soon as it differs from every name, so that a listed property cannot come back
+// with a value its schema refuses. (Only a listed name's character outside the Basic Multilingual Plane
+// written as a surrogate-pair escape is not offered: the grammar writes no surrogate escapes anywhere.)
 //
 // Arrays: prefixItems (or the older array form of items) in order, then items for the rest, minItems and
 // maxItems counted over all of them.
@@ -311,6 +312,50 @@ std::string Converter::object_value(const json& schema, const std::string& path,
   return out_.rule(hint, joined(joined(R"("{")", first), R"("}")"), where);
 }
 
+namespace {
+
+std::string hex_digit_class(const std::set<unsigned>& digits) {
+  std::string out = "[";
+  for (unsigned d : digits) {
+    if (d < 10) {
+      out += static_cast<char>('0' + d);
+    } else {
+      out += static_cast<char>('a' + d - 10);
+      out += static_cast<char>('A' + d - 10);
+    }
+  }
+  return out + "]";
+}
+
+// The hex digits of \uXXXX from digit `level` on, after `prefix`: those spelling a code point in `targets`
+// go on to its rule, the others (never a surrogate, as in `char`) end the name comparison.
+std::string hex_escape_level(const std::map<char32_t, std::string>& targets, std::uint32_t prefix, unsigned level,
+                             const std::string& tail) {
+  std::set<unsigned> present;
+  for (const auto& [cp, name] : targets) {
+    if ((cp >> (16 - 4 * level)) == prefix) present.insert((cp >> (12 - 4 * level)) & 15u);
+  }
+  std::set<unsigned> free;
+  const unsigned top = level == 1 && prefix == 0xD ? 7 : 15;  // D800-DFFF are surrogates
+  for (unsigned d = 0; d <= top; ++d) {
+    if (!present.count(d) && !(level == 0 && d == 0xD)) free.insert(d);
+  }
+  std::vector<std::string> alternatives;
+  for (unsigned d : present) {
+    const std::uint32_t next = (prefix << 4) | d;
+    alternatives.push_back(hex_digit_class({d}) + " " +
+                           (level == 3 ? targets.at(next) : hex_escape_level(targets, next, level + 1, tail)));
+  }
+  const std::string rest = level == 3 ? "" : level == 2 ? " [0-9a-fA-F]" : " [0-9a-fA-F]{" + std::to_string(3 - level) + "}";
+  if (!free.empty()) alternatives.push_back(hex_digit_class(free) + rest + " " + tail);
+  if (level == 0 && !present.count(0xD)) alternatives.push_back("[dD] [0-7] [0-9a-fA-F]{2} " + tail);
+  std::string out = "(";
+  for (std::size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : "") + alternatives[i];
+  return out + ")";
+}
+
+}  // namespace
+
 std::string Converter::other_key(const std::vector<std::string>& keys, const std::string& hint, const Where& where) {
   struct Node {
     std::map<char32_t, std::size_t> kids;
@@ -358,6 +403,11 @@ std::string Converter::other_key(const std::vector<std::string>& keys, const std
       }
     }
     if (!free_escapes.empty()) alternatives.push_back(R"("\\" [)" + free_escapes + "] " + tail);
+    std::map<char32_t, std::string> targets;
+    for (const auto& [cp, next] : node.kids) {
+      if (cp <= 0xFFFF) targets.emplace(cp, names[next]);
+    }
+    alternatives.push_back(R"("\\u" )" + hex_escape_level(targets, 0, 0, tail));
     for (const auto& [cp, next] : node.kids) {
       if (cp >= 0x20 && cp != U'"' && cp != U'\\') alternatives.push_back(gbnf_literal(encode_utf8(cp)) + " " + names[next]);
     }
