@@ -273,6 +273,8 @@ Ranges intersect(const Ranges& a, const Ranges& b) {
   return normalize(out);
 }
 
+}  // namespace
+
 std::string class_text(const Ranges& ranges, bool negated) {
   std::string out = negated ? "[^" : "[";
   for (const auto& [lo, hi] : ranges) {
@@ -283,6 +285,8 @@ std::string class_text(const Ranges& ranges, bool negated) {
   }
   return out + "]";
 }
+
+namespace {
 
 // The raw (unescaped) characters of `set` as one class: listed, or as the negation of what is left out,
 // whichever is shorter. Surrogates are not characters and never appear.

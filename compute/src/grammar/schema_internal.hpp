@@ -74,6 +74,8 @@ class GbnfWriter {
 std::string gbnf_literal(std::string_view text);
 // One code point inside a GBNF character class.
 std::string gbnf_class_char(char32_t cp);
+// A GBNF character class of sorted, merged ranges ("[a-cx]"), or of everything else ("[^...]").
+std::string class_text(const Ranges& ranges, bool negated);
 
 // Decodes UTF-8 into code points; nullopt for invalid UTF-8.
 std::optional<std::u32string> decode_utf8(std::string_view text);

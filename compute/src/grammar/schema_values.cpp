@@ -315,22 +315,26 @@ std::string Converter::object_value(const json& schema, const std::string& path,
 namespace {
 
 std::string hex_digit_class(const std::set<unsigned>& digits) {
-  std::string out = "[";
+  Ranges ranges;
   for (unsigned d : digits) {
     if (d < 10) {
-      out += static_cast<char>('0' + d);
+      ranges.emplace_back(U'0' + d, U'0' + d);
     } else {
-      out += static_cast<char>('a' + d - 10);
-      out += static_cast<char>('A' + d - 10);
+      ranges.emplace_back(U'a' + d - 10, U'a' + d - 10);
+      ranges.emplace_back(U'A' + d - 10, U'A' + d - 10);
     }
   }
-  return out + "]";
+  return class_text(normalize(std::move(ranges)), false);
 }
 
 // The hex digits of \uXXXX from digit `level` on, after `prefix`: those spelling a code point in `targets`
-// go on to its rule, the others (never a surrogate, as in `char`) end the name comparison.
+// go on to its rule, the others (never a surrogate, as in `char`) end the name comparison. `wide` is the
+// shared rule of the escapes above U+00FF, used when every target is below.
 std::string hex_escape_level(const std::map<char32_t, std::string>& targets, std::uint32_t prefix, unsigned level,
-                             const std::string& tail) {
+                             const std::string& tail, const std::string& wide) {
+  if (level == 0 && (targets.empty() || targets.rbegin()->first < 0x100)) {
+    return "(" + wide + " " + tail + " | \"00\" " + hex_escape_level(targets, 0, 2, tail, wide) + ")";
+  }
   std::set<unsigned> present;
   for (const auto& [cp, name] : targets) {
     if ((cp >> (16 - 4 * level)) == prefix) present.insert((cp >> (12 - 4 * level)) & 15u);
@@ -344,7 +348,7 @@ std::string hex_escape_level(const std::map<char32_t, std::string>& targets, std
   for (unsigned d : present) {
     const std::uint32_t next = (prefix << 4) | d;
     alternatives.push_back(hex_digit_class({d}) + " " +
-                           (level == 3 ? targets.at(next) : hex_escape_level(targets, next, level + 1, tail)));
+                           (level == 3 ? targets.at(next) : hex_escape_level(targets, next, level + 1, tail, wide)));
   }
   const std::string rest = level == 3 ? "" : level == 2 ? " [0-9a-fA-F]" : " [0-9a-fA-F]{" + std::to_string(3 - level) + "}";
   if (!free.empty()) alternatives.push_back(hex_digit_class(free) + rest + " " + tail);
@@ -378,6 +382,8 @@ std::string Converter::other_key(const std::vector<std::string>& keys, const std
   }
   const std::string& any = out_.primitive("char", where);
   const std::string& tail = out_.primitive("string-tail", where);
+  // \u escapes of code points from U+0100 (no surrogates): what a name made of Latin-1 cannot be spelled by.
+  const std::string wide = out_.rule("u-wide", R"(([1-9a-cA-CefEF] [0-9a-fA-F]{3} | "0" [1-9a-fA-F] [0-9a-fA-F]{2} | [dD] [0-7] [0-9a-fA-F]{2}))", where);
   std::vector<std::string> names(trie.size());
   for (std::size_t i = 0; i < trie.size(); ++i) {
     names[i] = trie[i].kids.empty() ? out_.rule("key-leaf", any + " " + tail, where) : out_.fresh_name(hint + "-key");
@@ -407,7 +413,7 @@ std::string Converter::other_key(const std::vector<std::string>& keys, const std
     for (const auto& [cp, next] : node.kids) {
       if (cp <= 0xFFFF) targets.emplace(cp, names[next]);
     }
-    alternatives.push_back(R"("\\u" )" + hex_escape_level(targets, 0, 0, tail));
+    alternatives.push_back(R"("\\u" )" + hex_escape_level(targets, 0, 0, tail, wide));
     for (const auto& [cp, next] : node.kids) {
       if (cp >= 0x20 && cp != U'"' && cp != U'\\') alternatives.push_back(gbnf_literal(encode_utf8(cp)) + " " + names[next]);
     }
