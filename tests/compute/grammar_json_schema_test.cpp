@@ -141,6 +141,10 @@ const std::vector<SchemaCase>& cases() {
      R"({"allOf": [{"type": "integer", "minimum": 5, "exclusiveMinimum": true, "$schema": "http://json-schema.org/draft-04/schema#"}, {"minimum": 7}]})",
      {R"(7)", R"(8)"},
      {R"(6)", R"(5)"}},
+    {"unsatisfiable optional parts dropped",
+     R"({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}, {"type": "null"}]}, "b": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer", "minimum": 3, "maximum": 2}], "items": {"type": "string"}}}, "additionalProperties": false})",
+     {R"({})", R"({"b":[]})", R"({"b":[1]})"},
+     {R"({"a":null})", R"({"a":"x"})", R"({"b":[1,2]})", R"({"b":[1,"x"]})"}},
     {"allOf type intersection",
      R"({"allOf": [{"type": ["number", "string"]}, {"type": "integer"}, {"minimum": 3}]})",
      {R"(3)", R"(40)"},
@@ -413,7 +417,7 @@ TEST(JsonSchema, WholeSchemaRefusals) {
     EXPECT_THROW(json_schema_to_gbnf(json::parse(schema)), SchemaError);
   }
   try {
-    json_schema_to_gbnf(json::parse(R"({"properties": {"a": {"items": false, "minItems": 1}}})"));
+    json_schema_to_gbnf(json::parse(R"({"properties": {"a": {"items": false, "minItems": 1}}, "required": ["a"]})"));
     ADD_FAILURE();
   } catch (const SchemaError& e) {
     EXPECT_EQ(e.path(), "/properties/a");

@@ -277,7 +277,16 @@ std::string Converter::object_value(const json& schema, const std::string& path,
       if (required.count(key)) Where{path, "required"}.unsatisfiable("\"" + key + "\" is required but its schema is false");
       continue;  // never present
     }
-    add_member(key, value(sub, path + "/properties/" + pointer_token(key), hint + "-" + key, depth + 1), required.count(key) > 0);
+    const std::string sub_path = path + "/properties/" + pointer_token(key);
+    if (required.count(key)) {
+      add_member(key, value(sub, sub_path, hint + "-" + key, depth + 1), true);
+      continue;
+    }
+    try {
+      add_member(key, value(sub, sub_path, hint + "-" + key, depth + 1), false);
+    } catch (const Unsatisfiable&) {
+      // An optional property that no value satisfies is never present (and is no extra property either).
+    }
   }
   auto additional_item = [&] {
     return additional.is_boolean() ? out_.primitive("value", where) : value(additional, additional_path, hint + "-additional", depth + 1);
@@ -424,10 +433,10 @@ std::string Converter::other_key(const std::vector<std::string>& keys, const std
   return std::string(kQuote) + " " + names[0];
 }
 
-std::string Converter::array_value(const json& schema, const std::string& path, const std::string& hint,
-                                   std::uint32_t depth) {
-  const Where where{path, "items"};
-  out_.primitive("ws", where);
+// The positions of an array: the converted prefixItems (cut at the first that nothing satisfies: no array
+// is that long), the rest's item (empty when no more may follow) and the count bounds.
+Converter::ArrayParts Converter::array_parts(const json& schema, const std::string& path, const std::string& hint,
+                                             std::uint32_t depth) {
   json prefix = json::array();
   json rest = true;
   std::string prefix_key = "prefixItems";
@@ -446,36 +455,58 @@ std::string Converter::array_value(const json& schema, const std::string& path, 
     rest = *items;
   }
   if (!rest.is_boolean() && !rest.is_object()) Where{path, rest_key}.fail("must be a schema");
-  const std::uint32_t min = count_of(schema, "minItems", path, limits_).value_or(0);
-  std::optional<std::uint32_t> max = count_of(schema, "maxItems", path, limits_);
-  auto cap = [&](std::size_t n) { max = static_cast<std::uint32_t>(std::min<std::size_t>(max.value_or(n), n)); };
-  if (rest.is_boolean() && !rest.get<bool>()) cap(prefix.size());
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (prefix[i].is_boolean() && !prefix[i].get<bool>()) cap(i);
+  ArrayParts parts;
+  parts.min = count_of(schema, "minItems", path, limits_).value_or(0);
+  parts.max = count_of(schema, "maxItems", path, limits_);
+  auto cap = [&](std::size_t n) { parts.max = static_cast<std::uint32_t>(std::min<std::size_t>(parts.max.value_or(n), n)); };
+  auto convert = [&](const json& item, const std::string& item_path, const std::string& item_hint) -> std::string {
+    if (item.is_boolean()) return item.get<bool>() ? out_.primitive("value", Where{item_path, ""}) : std::string();
+    try {
+      return value(item, item_path, item_hint, depth + 1);
+    } catch (const Unsatisfiable&) {
+      return std::string();
+    }
+  };
+  for (std::size_t i = 0; i < prefix.size() && (!parts.max || i < *parts.max); ++i) {
+    std::string name = convert(prefix[i], path + "/" + prefix_key + "/" + std::to_string(i), hint + "-" + std::to_string(i));
+    if (name.empty()) break;
+    parts.prefix.push_back(std::move(name));
   }
-  if (max && min > *max) Where{path, "minItems"}.unsatisfiable("no array length satisfies minItems and the other bounds");
-  const std::size_t k = std::min<std::size_t>(prefix.size(), max.value_or(prefix.size()));
-  std::string rest_item;
-  if (!max || *max > k) {
-    rest_item = rest.is_boolean() ? out_.primitive("value", where)
-                                  : value(rest, path + "/" + rest_key, hint + "-item", depth + 1);
+  if (parts.prefix.size() < prefix.size()) cap(parts.prefix.size());
+  if (!parts.max || *parts.max > parts.prefix.size()) {
+    parts.rest = convert(rest, path + "/" + rest_key, hint + "-item");
+    if (parts.rest.empty()) cap(parts.prefix.size());
   }
-  const std::string more = rest_item.empty() ? "" : "(" + std::string(kComma) + rest_item + ")";
+  if (parts.max && parts.min > *parts.max) {
+    Where{path, "minItems"}.unsatisfiable("no array length satisfies minItems and the other items");
+  }
+  return parts;
+}
+
+std::string Converter::array_value(const json& schema, const std::string& path, const std::string& hint,
+                                   std::uint32_t depth) {
+  const Where where{path, "items"};
+  out_.primitive("ws", where);
+  const ArrayParts parts = array_parts(schema, path, hint, depth);
+  const std::uint32_t min = parts.min;
+  const std::optional<std::uint32_t> max = parts.max;
+  const std::size_t k = parts.prefix.size();
+  const std::string more = parts.rest.empty() ? "" : "(" + std::string(kComma) + parts.rest + ")";
   std::string inner;
   if (k == 0) {
-    if (!rest_item.empty()) {
+    if (!parts.rest.empty()) {
       std::optional<std::uint32_t> more_max;
       if (max) more_max = *max - 1;
-      inner = joined(rest_item, repeated(more, min > 0 ? min - 1 : 0, more_max));
+      inner = joined(parts.rest, repeated(more, min > 0 ? min - 1 : 0, more_max));
       if (min == 0) inner = "(" + inner + ")?";
     }
   } else {
+    // From the last position back: each is optional from minItems on, and the rest follows the last.
     std::optional<std::uint32_t> more_max;
     if (max) more_max = *max - static_cast<std::uint32_t>(k);
-    inner = rest_item.empty() ? "" : repeated(more, min > k ? min - static_cast<std::uint32_t>(k) : 0, more_max);
+    inner = parts.rest.empty() ? "" : repeated(more, min > k ? min - static_cast<std::uint32_t>(k) : 0, more_max);
     for (std::size_t i = k; i-- > 0;) {
-      const std::string p = value(prefix[i], path + "/" + prefix_key + "/" + std::to_string(i), hint + "-" + std::to_string(i), depth + 1);
-      std::string seg = joined((i ? std::string(kComma) : std::string()) + p, inner);
+      std::string seg = joined((i ? std::string(kComma) : std::string()) + parts.prefix[i], inner);
       if (i >= min) seg = "(" + seg + ")?";
       inner = i > 0 ? as_item(seg, hint + "-tail", where) : seg;
     }

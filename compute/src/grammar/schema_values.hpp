@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -56,6 +57,13 @@ class Converter {
   std::string number_value(const json& schema, const std::string& path);
   std::string object_value(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
   std::string other_key(const std::vector<std::string>& keys, const std::string& hint, const Where& where);
+  struct ArrayParts {
+    std::vector<std::string> prefix;  // items of the first positions
+    std::string rest;                 // item of the others; empty: no others
+    std::uint32_t min = 0;
+    std::optional<std::uint32_t> max;
+  };
+  ArrayParts array_parts(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
   std::string array_value(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
   std::string as_item(const std::string& text, const std::string& hint, const Where& where);
 
