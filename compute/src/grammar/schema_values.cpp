@@ -1,11 +1,6 @@
 // The values of each JSON type under their keywords, and enum/const.
 //
-// Objects: the properties in key order, required ones always and optional ones optionally, then (unless
-// additionalProperties is false) extra members. An extra member's key can never be a listed name, however
-// escaped: it is written through a trie of the listed names, each character raw or escaped (\uXXXX too),
-// and leaves the trie as soon as it differs from every name, so that a listed property cannot come back
-// with a value its schema refuses. (Only a listed name's character outside the Basic Multilingual Plane
-// written as a surrogate-pair escape is not offered: the grammar writes no surrogate escapes anywhere.)
+// (Objects are in schema_objects.cpp.)
 //
 // Arrays: prefixItems (or the older array form of items) in order, then items for the rest, minItems and
 // maxItems counted over all of them.
@@ -20,8 +15,6 @@ namespace loom::compute::grammar::schema {
 
 namespace {
 
-const char* const kQuote = R"("\"")";
-const char* const kComma = R"("," ws )";
 
 std::string repeat_suffix(std::uint32_t min, std::optional<std::uint32_t> max) {
   if (!max) return min == 0 ? "*" : min == 1 ? "+" : "{" + std::to_string(min) + ",}";
@@ -36,7 +29,6 @@ std::string repeated(const std::string& item, std::uint32_t min, std::optional<s
   return item + repeat_suffix(min, max);
 }
 
-std::string joined(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + " " + b; }
 
 // A count keyword (minLength, maxItems, ...): a non-negative integer within max_repetition.
 std::optional<std::uint32_t> count_of(const json& schema, const std::string& key, const std::string& path,
@@ -53,13 +45,6 @@ std::optional<std::uint32_t> count_of(const json& schema, const std::string& key
   return static_cast<std::uint32_t>(it->get<double>());
 }
 
-std::string dumped(const json& v, const Where& where) {
-  try {
-    return v.dump();
-  } catch (const json::exception&) {
-    where.fail("a string in the schema is not valid UTF-8");
-  }
-}
 
 // A bound of an integer as an inclusive int64: up for minimum, down for maximum, past it when exclusive.
 std::int64_t integer_bound(const json& v, bool lower, bool exclusive, const Where& where) {
@@ -242,195 +227,6 @@ std::string Converter::number_value(const json& schema, const std::string& path)
   const Where where{path, lo ? (lo->exclusive ? "exclusiveMinimum" : "minimum") : hi ? (hi->exclusive ? "exclusiveMaximum" : "maximum") : ""};
   if (!lo && !hi) return out_.primitive("number", where);
   return number_range_gbnf(lo, hi, out_, where);
-}
-
-std::string Converter::object_value(const json& schema, const std::string& path, const std::string& hint,
-                                    std::uint32_t depth) {
-  const Where where{path, "properties"};
-  out_.primitive("ws", where);
-  const json props = schema.value("properties", json::object());
-  if (!props.is_object()) where.fail("properties must be an object");
-  std::set<std::string> required;
-  if (auto r = schema.find("required"); r != schema.end()) {
-    if (!r->is_array()) Where{path, "required"}.fail("required must be an array of strings");
-    for (const json& name : *r) {
-      if (!name.is_string()) Where{path, "required"}.fail("required must be an array of strings");
-      required.insert(name.get<std::string>());
-    }
-  }
-  const json additional = schema.contains("additionalProperties") ? schema["additionalProperties"] : json(true);
-  if (!additional.is_boolean() && !additional.is_object()) Where{path, "additionalProperties"}.fail("must be a schema");
-  const bool open = !(additional.is_boolean() && !additional.get<bool>());
-  const std::string additional_path = path + "/additionalProperties";
-  struct Member {
-    std::string text;
-    bool required;
-  };
-  std::vector<Member> members;
-  std::vector<std::string> keys;
-  auto add_member = [&](const std::string& key, const std::string& value_item, bool is_required) {
-    members.push_back({gbnf_literal(dumped(json(key), where)) + R"( ":" ws )" + value_item, is_required});
-  };
-  for (const auto& [key, sub] : props.items()) {
-    keys.push_back(key);
-    if (sub.is_boolean() && !sub.get<bool>()) {
-      if (required.count(key)) Where{path, "required"}.unsatisfiable("\"" + key + "\" is required but its schema is false");
-      continue;  // never present
-    }
-    const std::string sub_path = path + "/properties/" + pointer_token(key);
-    if (required.count(key)) {
-      add_member(key, value(sub, sub_path, hint + "-" + key, depth + 1), true);
-      continue;
-    }
-    try {
-      add_member(key, value(sub, sub_path, hint + "-" + key, depth + 1), false);
-    } catch (const Unsatisfiable&) {
-      // An optional property that no value satisfies is never present (and is no extra property either).
-    }
-  }
-  auto additional_item = [&] {
-    return additional.is_boolean() ? out_.primitive("value", where) : value(additional, additional_path, hint + "-additional", depth + 1);
-  };
-  for (const std::string& key : required) {
-    if (props.contains(key)) continue;
-    if (!open) Where{path, "required"}.unsatisfiable("\"" + key + "\" is required, but additionalProperties is false and properties does not list it");
-    keys.push_back(key);
-    add_member(key, additional_item(), true);
-  }
-  std::string after;  // the members from here on, when one was written before
-  std::string first;  // the same, when none was
-  if (open) {
-    const std::string key = keys.empty() ? out_.primitive("string", where) : other_key(keys, hint, where);
-    const std::string extra = out_.rule(hint + "-extra", key + R"( ":" ws )" + additional_item(), where);
-    after = "(" + std::string(kComma) + extra + ")*";
-    first = "(" + extra + " " + after + ")?";
-  }
-  for (std::size_t i = members.size(); i-- > 0;) {
-    const Member& m = members[i];
-    if (m.required) {
-      first = joined(m.text, after);
-      after = joined(kComma + m.text, after);
-      continue;
-    }
-    // Both continuations are used twice below: rules keep the text linear in the number of members.
-    const std::string a = as_item(after, hint + "-rest", where);
-    const std::string f = as_item(first, hint + "-first", where);
-    first = f.empty() ? "(" + joined(m.text, a) + ")?" : "(" + joined(m.text, a) + " | " + f + ")";
-    after = joined("(" + std::string(kComma) + m.text + ")?", a);
-  }
-  return out_.rule(hint, joined(joined(R"("{")", first), R"("}")"), where);
-}
-
-namespace {
-
-std::string hex_digit_class(const std::set<unsigned>& digits) {
-  Ranges ranges;
-  for (unsigned d : digits) {
-    if (d < 10) {
-      ranges.emplace_back(U'0' + d, U'0' + d);
-    } else {
-      ranges.emplace_back(U'a' + d - 10, U'a' + d - 10);
-      ranges.emplace_back(U'A' + d - 10, U'A' + d - 10);
-    }
-  }
-  return class_text(normalize(std::move(ranges)), false);
-}
-
-// The hex digits of \uXXXX from digit `level` on, after `prefix`: those spelling a code point in `targets`
-// go on to its rule, the others (never a surrogate, as in `char`) end the name comparison. `wide` is the
-// shared rule of the escapes above U+00FF, used when every target is below.
-std::string hex_escape_level(const std::map<char32_t, std::string>& targets, std::uint32_t prefix, unsigned level,
-                             const std::string& tail, const std::string& wide) {
-  if (level == 0 && (targets.empty() || targets.rbegin()->first < 0x100)) {
-    return "(" + wide + " " + tail + " | \"00\" " + hex_escape_level(targets, 0, 2, tail, wide) + ")";
-  }
-  std::set<unsigned> present;
-  for (const auto& [cp, name] : targets) {
-    if ((cp >> (16 - 4 * level)) == prefix) present.insert((cp >> (12 - 4 * level)) & 15u);
-  }
-  std::set<unsigned> free;
-  const unsigned top = level == 1 && prefix == 0xD ? 7 : 15;  // D800-DFFF are surrogates
-  for (unsigned d = 0; d <= top; ++d) {
-    if (!present.count(d) && !(level == 0 && d == 0xD)) free.insert(d);
-  }
-  std::vector<std::string> alternatives;
-  for (unsigned d : present) {
-    const std::uint32_t next = (prefix << 4) | d;
-    alternatives.push_back(hex_digit_class({d}) + " " +
-                           (level == 3 ? targets.at(next) : hex_escape_level(targets, next, level + 1, tail, wide)));
-  }
-  const std::string rest = level == 3 ? "" : level == 2 ? " [0-9a-fA-F]" : " [0-9a-fA-F]{" + std::to_string(3 - level) + "}";
-  if (!free.empty()) alternatives.push_back(hex_digit_class(free) + rest + " " + tail);
-  if (level == 0 && !present.count(0xD)) alternatives.push_back("[dD] [0-7] [0-9a-fA-F]{2} " + tail);
-  std::string out = "(";
-  for (std::size_t i = 0; i < alternatives.size(); ++i) out += (i ? " | " : "") + alternatives[i];
-  return out + ")";
-}
-
-}  // namespace
-
-std::string Converter::other_key(const std::vector<std::string>& keys, const std::string& hint, const Where& where) {
-  struct Node {
-    std::map<char32_t, std::size_t> kids;
-    bool terminal = false;
-  };
-  std::vector<Node> trie(1);
-  for (const std::string& key : keys) {
-    const auto cps = decode_utf8(key);
-    if (!cps) where.fail("a property name is not valid UTF-8");
-    std::size_t at = 0;
-    for (char32_t cp : *cps) {
-      auto it = trie[at].kids.find(cp);
-      if (it == trie[at].kids.end()) {
-        it = trie[at].kids.emplace(cp, trie.size()).first;
-        trie.emplace_back();
-      }
-      at = it->second;
-    }
-    trie[at].terminal = true;
-  }
-  const std::string& any = out_.primitive("char", where);
-  const std::string& tail = out_.primitive("string-tail", where);
-  // \u escapes of code points from U+0100 (no surrogates): what a name made of Latin-1 cannot be spelled by.
-  const std::string wide = out_.rule("u-wide", R"(([1-9a-cA-CefEF] [0-9a-fA-F]{3} | "0" [1-9a-fA-F] [0-9a-fA-F]{2} | [dD] [0-7] [0-9a-fA-F]{2}))", where);
-  std::vector<std::string> names(trie.size());
-  for (std::size_t i = 0; i < trie.size(); ++i) {
-    names[i] = trie[i].kids.empty() ? out_.rule("key-leaf", any + " " + tail, where) : out_.fresh_name(hint + "-key");
-  }
-  static const std::vector<std::pair<char, char32_t>> escapes = {
-      {'"', U'"'}, {'\\', U'\\'}, {'/', U'/'}, {'b', 8}, {'f', 12}, {'n', 10}, {'r', 13}, {'t', 9}};
-  for (std::size_t i = 0; i < trie.size(); ++i) {
-    const Node& node = trie[i];
-    if (node.kids.empty()) continue;
-    std::vector<std::string> alternatives;
-    if (!node.terminal) alternatives.push_back(kQuote);  // a proper prefix of a name is another name
-    Ranges taken = {{0, 0x1F}, {U'"', U'"'}, {U'\\', U'\\'}};
-    for (const auto& [cp, next] : node.kids) taken.emplace_back(cp, cp);
-    const std::string differs = json_char_item(complement(taken));
-    if (!differs.empty()) alternatives.push_back(differs + " " + tail);
-    std::string free_escapes;
-    for (const auto& [letter, decoded] : escapes) {
-      auto kid = node.kids.find(decoded);
-      if (kid != node.kids.end()) {
-        alternatives.push_back(gbnf_literal(std::string{'\\', letter}) + " " + names[kid->second]);
-      } else {
-        free_escapes += gbnf_class_char(static_cast<unsigned char>(letter));
-      }
-    }
-    if (!free_escapes.empty()) alternatives.push_back(R"("\\" [)" + free_escapes + "] " + tail);
-    std::map<char32_t, std::string> targets;
-    for (const auto& [cp, next] : node.kids) {
-      if (cp <= 0xFFFF) targets.emplace(cp, names[next]);
-    }
-    alternatives.push_back(R"("\\u" )" + hex_escape_level(targets, 0, 0, tail, wide));
-    for (const auto& [cp, next] : node.kids) {
-      if (cp >= 0x20 && cp != U'"' && cp != U'\\') alternatives.push_back(gbnf_literal(encode_utf8(cp)) + " " + names[next]);
-    }
-    std::string body;
-    for (const std::string& a : alternatives) body += (body.empty() ? "" : " | ") + a;
-    out_.define(names[i], body, where);
-  }
-  return std::string(kQuote) + " " + names[0];
 }
 
 // The positions of an array: the converted prefixItems (cut at the first that nothing satisfies: no array

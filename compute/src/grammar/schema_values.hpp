@@ -16,6 +16,21 @@ namespace loom::compute::grammar::schema {
 
 using json = nlohmann::json;
 
+inline const char* const kQuote = R"("\"")";   // a '"' in the JSON text
+inline const char* const kComma = R"("," ws )";  // between members or items
+
+// Two GBNF sequences one after the other.
+inline std::string joined(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + " " + b; }
+
+// A value's compact JSON text; a string that is not UTF-8 is the schema's fault.
+inline std::string dumped(const json& v, const Where& where) {
+  try {
+    return v.dump();
+  } catch (const json::exception&) {
+    where.fail("a string in the schema is not valid UTF-8");
+  }
+}
+
 // The GBNF of one value and the rules it may begin with without reading a character (anyOf branches, $ref
 // targets), for the left-recursion check.
 struct Body {
@@ -55,6 +70,12 @@ class Converter {
   std::string string_value(const json& schema, const std::string& path, const std::string& hint);
   std::string integer_value(const json& schema, const std::string& path);
   std::string number_value(const json& schema, const std::string& path);
+  struct ObjectParts {
+    std::vector<std::pair<std::string, bool>> members;  // "\"key\"" ":" ws item, and whether required
+    std::vector<std::string> keys;                      // every listed name, present or not
+    std::string extra;                                  // the extra members' value item; empty: none
+  };
+  ObjectParts object_parts(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
   std::string object_value(const json& schema, const std::string& path, const std::string& hint, std::uint32_t depth);
   std::string other_key(const std::vector<std::string>& keys, const std::string& hint, const Where& where);
   struct ArrayParts {
