@@ -86,7 +86,30 @@ Converter::Converter(const json& root, const SchemaLimits& limits) : root_(root)
   resolver_ = [this](const std::string& ref, const Where& where) -> const json& { return resolve(ref, where); };
 }
 
+namespace {
+
+// nlohmann::json copies, compares and serializes recursively, so a document nested thousands deep (a const
+// value, say) could exhaust the stack before any schema limit is met: its depth is checked first, without
+// recursion. A schema needs max_depth levels of schemas, each one or two JSON levels deep.
+void check_document_depth(const json& root, std::uint32_t max_depth) {
+  const std::size_t limit = 4 * static_cast<std::size_t>(max_depth) + 16;
+  std::vector<std::pair<const json*, std::size_t>> todo = {{&root, 1}};
+  while (!todo.empty()) {
+    const auto [node, depth] = todo.back();
+    todo.pop_back();
+    if (depth > limit) {
+      Where{"", ""}.fail("the schema document is nested more than " + std::to_string(limit) + " deep (4 x max_depth + 16)");
+    }
+    if (node->is_structured()) {
+      for (const json& child : *node) todo.emplace_back(&child, depth + 1);
+    }
+  }
+}
+
+}  // namespace
+
 std::string Converter::run() {
+  check_document_depth(root_, limits_.max_depth);
   const Body root = body(root_, "", "root", 0);
   out_.define("root", root.text, Where{"", ""});
   edges_["root"] = root.left;

@@ -90,8 +90,8 @@ std::string Converter::object_value(const json& schema, const std::string& path,
   if (!parts.extra.empty()) {
     const std::string key = parts.keys.empty() ? out_.primitive("string", where) : other_key(parts.keys, hint, where);
     const std::string extra = out_.rule(hint + "-extra", key + R"( ":" ws )" + parts.extra, where);
-    after = "(" + std::string(kComma) + extra + ")*";
-    first = "(" + extra + " " + after + ")?";
+    after = grouped(kComma + extra, "*");
+    first = grouped(joined(extra, after), "?");
   }
   for (std::size_t i = parts.members.size(); i-- > 0;) {
     const auto& [text, required] = parts.members[i];
@@ -102,8 +102,8 @@ std::string Converter::object_value(const json& schema, const std::string& path,
     }
     const std::string a = as_item(after, hint + "-rest", where);
     const std::string f = as_item(first, hint + "-first", where);
-    first = f.empty() ? "(" + joined(text, a) + ")?" : "(" + joined(text, a) + " | " + f + ")";
-    after = joined("(" + std::string(kComma) + text + ")?", a);
+    first = f.empty() ? grouped(joined(text, a), "?") : grouped(joined(text, a) + " | " + f);
+    after = joined(grouped(kComma + text, "?"), a);
   }
   return out_.rule(hint, joined(joined(R"("{")", first), R"("}")"), where);
 }

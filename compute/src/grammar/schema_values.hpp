@@ -22,6 +22,17 @@ inline const char* const kComma = R"("," ws )";  // between members or items
 // Two GBNF sequences one after the other.
 inline std::string joined(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + " " + b; }
 
+// "(inner)" and a repetition suffix ("", "?", "*").
+inline std::string grouped(const std::string& inner, const char* suffix = "") {
+  std::string out;
+  out.reserve(inner.size() + 4);
+  out += '(';
+  out += inner;
+  out += ')';
+  out += suffix;
+  return out;
+}
+
 // A value's compact JSON text; a string that is not UTF-8 is the schema's fault.
 inline std::string dumped(const json& v, const Where& where) {
   try {
