@@ -459,7 +459,7 @@ TEST(JsonSchema, Limits) {
   for (int i = 0; i < 70; ++i) deep = {{"type", "object"}, {"properties", {{"a", deep}}}};
   EXPECT_EQ(limit_named(deep, defaults), "max_depth");
   json deep_value = 1;
-  for (int i = 0; i < 100000; ++i) deep_value = json::array({std::move(deep_value)});
+  for (int i = 0; i < 2000; ++i) deep_value = json::array({std::move(deep_value)});
   EXPECT_EQ(limit_named({{"const", deep_value}}, defaults), "max_depth");
   EXPECT_EQ(limit_named({{"type", "string"}, {"maxLength", 5000}}, defaults), "max_repetition");
   EXPECT_EQ(limit_named({{"type", "array"}, {"minItems", 1001}}, defaults), "max_repetition");
