@@ -50,6 +50,10 @@ class GbnfWriter {
   void define(const std::string& name, const std::string& body, const Where& where);
   // A rule with this body: an existing one with the same body, else a new one named after `base`.
   std::string rule(std::string_view base, const std::string& body, const Where& where);
+  // Gives rule `from` the name `to` (not yet defined), when nothing refers to `from` (a name that appears
+  // anywhere in another body, even inside a literal, counts as a reference): so that `root` or a $ref
+  // target is the value's rule itself rather than `root ::= root-1`. Returns whether it did.
+  bool rename_unreferenced(const std::string& from, const std::string& to);
   // One of the shared rules below (string, number, value, ...), defined with what it needs on first use.
   const std::string& primitive(const std::string& name, const Where& where);
   bool defined(const std::string& name) const { return bodies_.count(name) != 0; }

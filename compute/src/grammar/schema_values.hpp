@@ -62,6 +62,7 @@ class Converter {
   };
 
   // json_schema.cpp
+  void define_named(const std::string& name, const Body& b, const std::string& path);
   const json& resolve(const std::string& ref, const Where& at) const;
   std::string ref_rule(const std::string& ref, const Where& where);
   void check_depth(const std::string& path, std::uint32_t depth) const;
