@@ -59,12 +59,12 @@ const std::vector<SchemaCase>& cases() {
      {R"({})", R"({"b":"x"})", R"({"a":1,"c":2})", R"({"a":"1"})", R"({"a":1 ,"b":"x"})", R"({"a":1,  "b":"x"})", R"({"b":"x","a":1})", R"({ "a":1})"}},
     {"open object",
      R"({"properties": {"a": {"type": "integer"}}})",
-     {R"({})", R"({"a":1})", R"({"a":1,"z":[1,{}]})", R"({"zz":null})", R"({"ab":true})", R"({"":1})", R"({"b":1, "c":"x"})", R"({"b\u0061":1})"},
+     {R"({})", R"({"a":1})", R"({"a":1,"z":[1,{}]})", R"({"zz":null})", R"({"ab":true})", R"({"":1})", R"({"b":1, "c":"x"})", R"({"b\u0061":1})", R"({"\u0062":1})", R"({"\u00e9":1})"},
      {R"({"a":"x"})", R"({"a":1,"a":"x"})", R"({"\u0061":"x"})", R"({"z":1,"a":1})", R"([])"}},
     {"additionalProperties schema",
      R"({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"], "additionalProperties": {"type": "string"}})",
      {R"({"id":1})", R"({"id":1,"x":"y"})", R"({"id":1,"x":"y","zz":"w"})", R"({"id":1,"i":"y"})", R"({"id":1,"idx":"y"})"},
-     {R"({"id":1,"x":2})", R"({"x":"y"})", R"({"id":1,"id":"y"})"}},
+     {R"({"id":1,"x":2})", R"({"x":"y"})", R"({"id":1,"id":"y"})", R"({"id":1,"\u0069d":"y"})", R"({"id":1,"i\u0064":"y"})"}},
     {"any object",
      R"({"type": "object"})",
      {R"({})", R"({"a":{"b":[1,2]}})", R"({"a":1, "b":null})"},
@@ -133,6 +133,22 @@ const std::vector<SchemaCase>& cases() {
      R"({"$defs": {"base": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}}, "allOf": [{"$ref": "#/$defs/base"}, {"properties": {"name": {"type": "string"}}, "required": ["name"]}]})",
      {R"({"id":1,"name":"x"})", R"({"id":1,"name":"x","more":true})"},
      {R"({"id":1})", R"({"name":"x"})", R"({"id":"1","name":"x"})"}},
+    {"allOf of array keywords",
+     R"({"allOf": [{"type": "array", "prefixItems": [{"type": "integer"}]}, {"items": {"type": "number", "maximum": 5}, "maxItems": 2}]})",
+     {R"([])", R"([1])", R"([1,4.5])"},
+     {R"([1.5])", R"([6])", R"([1,2,3])", R"(["a"])"}},
+    {"allOf draft 4 exclusive bounds",
+     R"({"allOf": [{"type": "integer", "minimum": 5, "exclusiveMinimum": true, "$schema": "http://json-schema.org/draft-04/schema#"}, {"minimum": 7}]})",
+     {R"(7)", R"(8)"},
+     {R"(6)", R"(5)"}},
+    {"unsatisfiable optional parts dropped",
+     R"({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}, {"type": "null"}]}, "b": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer", "minimum": 3, "maximum": 2}], "items": {"type": "string"}}}, "additionalProperties": false})",
+     {R"({})", R"({"b":[]})", R"({"b":[1]})"},
+     {R"({"a":null})", R"({"a":"x"})", R"({"b":[1,2]})", R"({"b":[1,"x"]})"}},
+    {"unsatisfiable additionalProperties closes the object",
+     R"({"properties": {"a": {"type": "null"}}, "additionalProperties": {"allOf": [{"type": "string"}, {"type": "integer"}]}})",
+     {R"({})", R"({"a":null})"},
+     {R"({"b":1})", R"({"a":null,"b":"x"})"}},
     {"allOf type intersection",
      R"({"allOf": [{"type": ["number", "string"]}, {"type": "integer"}, {"minimum": 3}]})",
      {R"(3)", R"(40)"},
@@ -145,6 +161,14 @@ const std::vector<SchemaCase>& cases() {
      R"({"definitions": {"s": {"type": "string"}}, "properties": {"v": {"$ref": "#/definitions/s"}}, "required": ["v"], "additionalProperties": false})",
      {R"({"v":"x"})"},
      {R"({"v":1})", R"({})"}},
+    {"$ref with escaped pointer",
+     R"({"$defs": {"a/b": {"type": "integer"}, "x y": {"type": "string"}}, "prefixItems": [{"$ref": "#/$defs/a~1b"}, {"$ref": "#/$defs/x%20y"}], "items": false})",
+     {R"([1,"s"])", R"([2])"},
+     {R"(["s"])", R"([1,2])"}},
+    {"$ref to a local pointer",
+     R"({"properties": {"a": {"type": "boolean"}, "b": {"$ref": "#/properties/a"}}, "additionalProperties": false})",
+     {R"({"a":true,"b":false})"},
+     {R"({"b":1})"}},
     {"$ref with siblings",
      R"({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s", "maxLength": 2, "description": "short"})",
      {R"("ab")", R"("")"},
@@ -257,6 +281,22 @@ const std::vector<SchemaCase>& cases() {
      R"({"type": "integer", "minimum": 1.5, "maximum": 3.5})",
      {R"(2)", R"(3)"},
      {R"(1)", R"(4)"}},
+    {"number bounds inclusive",
+     R"({"type": "number", "minimum": 0, "maximum": 1})",
+     {R"(0)", R"(0.5)", R"(1)", R"(1.0)", R"(1.00)", R"(0.999)", R"(0.0)"},
+     {R"(1.01)", R"(-0.1)", R"(2)", R"(10)", R"(-1)", R"(1.5)"}},
+    {"number bounds exclusive",
+     R"({"type": "number", "exclusiveMinimum": -2, "exclusiveMaximum": 3})",
+     {R"(-1.99)", R"(-1)", R"(0)", R"(2.999)", R"(-1.9999)", R"(2)"},
+     {R"(-2)", R"(-2.0)", R"(3)", R"(3.0)", R"(-2.5)", R"(3.01)"}},
+    {"number minimum only",
+     R"({"type": "number", "minimum": 10})",
+     {R"(10)", R"(10.5)", R"(99999.1)", R"(11)"},
+     {R"(9.99)", R"(-10)", R"(0)"}},
+    {"number negative maximum",
+     R"({"type": "number", "maximum": -1.0, "exclusiveMinimum": -100})",
+     {R"(-1)", R"(-1.5)", R"(-99.99)", R"(-50)"},
+     {R"(-0.5)", R"(0)", R"(-100)", R"(-100.5)", R"(1)"}},
     {"true schema",
      R"(true)",
      {R"(1)", R"({"a":[null]})", R"("x")", R"([true, {"b": -1.5e3}])"},
@@ -281,6 +321,10 @@ const std::vector<SchemaCase>& cases() {
      R"({"properties": {"a\"b": {"const": 1}, "é/x": {"const": 2}}, "required": ["a\"b"], "additionalProperties": false})",
      {R"({"a\"b":1})", R"({"a\"b":1,"é/x":2})"},
      {R"({"ab":1})", R"({"é/x":2,"a\"b":1})"}},
+    {"extra keys never spell a listed name",
+     R"({"properties": {"é": {"type": "null"}, "a/b": {"type": "null"}, "ĉ\n": {"type": "null"}}})",
+     {R"({"é":null,"a\/c":1})", R"({"\u00e8":1})", R"({"a\/bc":1})", R"({"\u0109\t":1})", R"({"ĉ\nx":1})"},
+     {R"({"\u00e9":1})", R"({"\u00E9":1})", R"({"a\/b":1})", R"({"a\u002fb":1})", R"({"\u0109\n":1})", R"({"ĉ\u000a":1})", R"({"\ud83d\ude00":1})"}},
   };
   return table;
 }
@@ -343,8 +387,8 @@ TEST(JsonSchema, RefusedKeywordsNameKeywordAndPath) {
       {R"({"type": "string", "pattern": "[z-a]"})", "pattern", ""},
       {R"({"type": "string", "pattern": "x", "maxLength": 3})", "maxLength", ""},
       {R"({"type": "string", "format": "date", "minLength": 3})", "minLength", ""},
-      {R"({"type": "number", "minimum": 0})", "minimum", ""},
-      {R"({"items": {"type": "number", "exclusiveMaximum": 1}})", "exclusiveMaximum", "/items"},
+      {R"({"type": "number", "minimum": 0.5})", "minimum", ""},
+      {R"({"items": {"type": "number", "exclusiveMaximum": 1.5}})", "exclusiveMaximum", "/items"},
       {R"({"type": "integer", "minimum": 5, "maximum": 1})", "minimum", ""},
       {R"({"type": "integer", "minimum": 1e300})", "minimum", ""},
       {R"({"type": "strin"})", "type", ""},
@@ -361,6 +405,7 @@ TEST(JsonSchema, RefusedKeywordsNameKeywordAndPath) {
       {R"({"type": "string", "enum": [1, 2]})", "enum", ""},
       {R"({"properties": {"a": false}, "required": ["a"]})", "required", ""},
       {R"({"type": "object", "required": ["a"], "additionalProperties": false})", "required", ""},
+      {R"({"type": "object", "required": ["a"], "additionalProperties": {"enum": []}})", "required", ""},
       {R"({"type": "array", "minItems": 3, "maxItems": 2})", "minItems", ""},
       {R"({"prefixItems": [{}], "items": false, "minItems": 2})", "minItems", ""},
       {R"({"type": "string", "minLength": -1})", "minLength", ""},
@@ -385,7 +430,7 @@ TEST(JsonSchema, WholeSchemaRefusals) {
     EXPECT_THROW(json_schema_to_gbnf(json::parse(schema)), SchemaError);
   }
   try {
-    json_schema_to_gbnf(json::parse(R"({"properties": {"a": {"items": false, "minItems": 1}}})"));
+    json_schema_to_gbnf(json::parse(R"({"properties": {"a": {"items": false, "minItems": 1}}, "required": ["a"]})"));
     ADD_FAILURE();
   } catch (const SchemaError& e) {
     EXPECT_EQ(e.path(), "/properties/a");
@@ -413,6 +458,9 @@ TEST(JsonSchema, Limits) {
   json deep = {{"type", "integer"}};
   for (int i = 0; i < 70; ++i) deep = {{"type", "object"}, {"properties", {{"a", deep}}}};
   EXPECT_EQ(limit_named(deep, defaults), "max_depth");
+  json deep_value = 1;
+  for (int i = 0; i < 2000; ++i) deep_value = json::array({std::move(deep_value)});
+  EXPECT_EQ(limit_named({{"const", deep_value}}, defaults), "max_depth");
   EXPECT_EQ(limit_named({{"type", "string"}, {"maxLength", 5000}}, defaults), "max_repetition");
   EXPECT_EQ(limit_named({{"type", "array"}, {"minItems", 1001}}, defaults), "max_repetition");
   EXPECT_EQ(limit_named({{"type", "string"}, {"pattern", "^a{2000}$"}}, defaults), "max_repetition");

@@ -86,19 +86,53 @@ Converter::Converter(const json& root, const SchemaLimits& limits) : root_(root)
   resolver_ = [this](const std::string& ref, const Where& where) -> const json& { return resolve(ref, where); };
 }
 
+namespace {
+
+// nlohmann::json copies, compares and serializes recursively, so a document nested thousands deep (a const
+// value, say) could exhaust the stack before any schema limit is met: its depth is checked first, without
+// recursion. A schema needs max_depth levels of schemas, each one or two JSON levels deep.
+void check_document_depth(const json& root, std::uint32_t max_depth) {
+  const std::size_t limit = 4 * static_cast<std::size_t>(max_depth) + 16;
+  std::vector<std::pair<const json*, std::size_t>> todo = {{&root, 1}};
+  while (!todo.empty()) {
+    const auto [node, depth] = todo.back();
+    todo.pop_back();
+    if (depth > limit) {
+      Where{"", ""}.fail("the schema document is nested more than " + std::to_string(limit) + " deep (4 x max_depth + 16)");
+    }
+    if (node->is_structured()) {
+      for (const json& child : *node) todo.emplace_back(&child, depth + 1);
+    }
+  }
+}
+
+}  // namespace
+
 std::string Converter::run() {
-  const Body root = body(root_, "", "root", 0);
-  out_.define("root", root.text, Where{"", ""});
-  edges_["root"] = root.left;
+  check_document_depth(root_, limits_.max_depth);
+  define_named("root", body(root_, "", "root", 0), "");
   while (!pending_.empty()) {
     const Pending next = pending_.front();
     pending_.pop_front();
-    const Body b = body(*next.schema, next.path, next.name, 0);
-    out_.define(next.name, b.text, Where{next.path, ""});
-    edges_[next.name] = b.left;
+    define_named(next.name, body(*next.schema, next.path, next.name, 0), next.path);
   }
   check_left_recursion();
   return out_.text();
+}
+
+// The rule `name` (root, a $ref target) with the body of a value: that value's own rule renamed when it is
+// the whole body and nothing else uses it, else `name ::= body`.
+void Converter::define_named(const std::string& name, const Body& b, const std::string& path) {
+  const bool bare = b.text.find_first_of(" \"[(|?*+{") == std::string::npos;
+  if (bare && b.text != name && b.text.rfind(name + "-", 0) == 0 && out_.rename_unreferenced(b.text, name)) {
+    if (auto it = edges_.find(b.text); it != edges_.end()) {
+      edges_[name] = it->second;
+      edges_.erase(b.text);
+    }
+    return;
+  }
+  out_.define(name, b.text, Where{path, ""});
+  edges_[name] = b.left;
 }
 
 const json& Converter::resolve(const std::string& ref, const Where& at) const {

@@ -127,4 +127,53 @@ std::string integer_range_gbnf(std::optional<std::int64_t> lo, std::optional<std
   return out.rule("integer-range", body, where);
 }
 
+namespace {
+
+// Numbers I.F >= 0 (I without leading zeros, F optional) between magnitudes lo and hi. Write v = I + f: a
+// "zero" fraction (none, or all zeros) gives v = I, which must lie within the bounds themselves; a nonzero one
+// gives I < v < I + 1, so I may reach the lower bound even when it is exclusive and must stay below the upper.
+std::vector<std::string> magnitudes(NumberBound lo, std::optional<NumberBound> hi, GbnfWriter& out, const Where& where) {
+  std::vector<std::string> alternatives;
+  auto add = [&](std::int64_t a, std::optional<std::int64_t> b, const char* fraction) {
+    if (b && a > *b) return;
+    alternatives.push_back(integer_range_gbnf(a, b, out, where) + fraction);
+  };
+  std::optional<std::int64_t> zero_hi;
+  std::optional<std::int64_t> nonzero_hi;
+  if (hi) {
+    zero_hi = hi->value - (hi->exclusive ? 1 : 0);
+    nonzero_hi = hi->value - 1;
+  }
+  const std::int64_t zero_lo = lo.value + (lo.exclusive ? 1 : 0);
+  if (zero_lo == lo.value && zero_hi == nonzero_hi) {
+    add(zero_lo, zero_hi, R"( ("." [0-9]+)?)");
+    return alternatives;
+  }
+  add(zero_lo, zero_hi, R"( ("." "0"+)?)");
+  add(lo.value, nonzero_hi, R"( "." [0-9]* [1-9] [0-9]*)");
+  return alternatives;
+}
+
+}  // namespace
+
+std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<NumberBound> hi, GbnfWriter& out,
+                              const Where& where) {
+  std::vector<std::string> alternatives;
+  if (!hi || hi->value >= 0) {  // written without '-': magnitudes from max(lo, 0)
+    const NumberBound from = lo && lo->value >= 0 ? *lo : NumberBound{0, false};
+    alternatives = magnitudes(from, hi, out, where);
+  }
+  if (!lo || lo->value < 0) {  // '-' and a magnitude above 0 ("-0" is not written), between -hi and -lo
+    NumberBound from{0, true};
+    if (hi && hi->value < 0) from = NumberBound{-hi->value, hi->exclusive};
+    std::optional<NumberBound> to;
+    if (lo) to = NumberBound{-lo->value, lo->exclusive};
+    for (const std::string& a : magnitudes(from, to, out, where)) alternatives.push_back("\"-\" " + a);
+  }
+  if (alternatives.empty()) where.unsatisfiable("no number lies within the bounds");
+  std::string body;
+  for (std::size_t i = 0; i < alternatives.size(); ++i) body += (i ? " | " : "") + alternatives[i];
+  return out.rule("number-range", body, where);
+}
+
 }  // namespace loom::compute::grammar::schema

@@ -136,6 +136,26 @@ void GbnfWriter::define(const std::string& name, const std::string& body, const 
   by_body_.emplace(body, name);
 }
 
+bool GbnfWriter::rename_unreferenced(const std::string& from, const std::string& to) {
+  if (bodies_.count(to) || !bodies_.count(from)) return false;
+  for (const auto& [name, body] : order_) {
+    for (std::size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + 1)) {
+      const bool starts = at == 0 || !is_name_char(body[at - 1]);
+      const bool ends = at + from.size() == body.size() || !is_name_char(body[at + from.size()]);
+      if (starts && ends) return false;
+    }
+  }
+  const std::string body = bodies_[from];
+  bodies_.erase(from);
+  bodies_.emplace(to, body);
+  by_body_[body] = to;
+  for (auto& entry : order_) {
+    if (entry.first == from) entry.first = to;
+  }
+  bytes_ = bytes_ + to.size() - from.size();
+  return true;
+}
+
 std::string GbnfWriter::rule(std::string_view base, const std::string& body, const Where& where) {
   if (auto it = by_body_.find(body); it != by_body_.end()) return it->second;
   std::string name = fresh_name(base);
@@ -273,6 +293,8 @@ Ranges intersect(const Ranges& a, const Ranges& b) {
   return normalize(out);
 }
 
+}  // namespace
+
 std::string class_text(const Ranges& ranges, bool negated) {
   std::string out = negated ? "[^" : "[";
   for (const auto& [lo, hi] : ranges) {
@@ -283,6 +305,8 @@ std::string class_text(const Ranges& ranges, bool negated) {
   }
   return out + "]";
 }
+
+namespace {
 
 // The raw (unescaped) characters of `set` as one class: listed, or as the negation of what is left out,
 // whichever is shorter. Surrogates are not characters and never appear.

@@ -50,6 +50,10 @@ class GbnfWriter {
   void define(const std::string& name, const std::string& body, const Where& where);
   // A rule with this body: an existing one with the same body, else a new one named after `base`.
   std::string rule(std::string_view base, const std::string& body, const Where& where);
+  // Gives rule `from` the name `to` (not yet defined), when nothing refers to `from` (a name that appears
+  // anywhere in another body, even inside a literal, counts as a reference): so that `root` or a $ref
+  // target is the value's rule itself rather than `root ::= root-1`. Returns whether it did.
+  bool rename_unreferenced(const std::string& from, const std::string& to);
   // One of the shared rules below (string, number, value, ...), defined with what it needs on first use.
   const std::string& primitive(const std::string& name, const Where& where);
   bool defined(const std::string& name) const { return bodies_.count(name) != 0; }
@@ -74,6 +78,8 @@ class GbnfWriter {
 std::string gbnf_literal(std::string_view text);
 // One code point inside a GBNF character class.
 std::string gbnf_class_char(char32_t cp);
+// A GBNF character class of sorted, merged ranges ("[a-cx]"), or of everything else ("[^...]").
+std::string class_text(const Ranges& ranges, bool negated);
 
 // Decodes UTF-8 into code points; nullopt for invalid UTF-8.
 std::optional<std::u32string> decode_utf8(std::string_view text);
@@ -100,6 +106,15 @@ std::string integer_range_gbnf(std::optional<std::int64_t> lo, std::optional<std
 
 // `key` as one token of a JSON Pointer ('~' and '/' escaped), for SchemaError paths.
 std::string pointer_token(const std::string& key);
+
+// An integer bound of a number (minimum, exclusiveMaximum, ...): its value and whether it is exclusive.
+struct NumberBound {
+  std::int64_t value;
+  bool exclusive;
+};
+// Decimal numbers (no exponent) within integer bounds, exactly, as a rule name; throws Unsatisfiable if none.
+std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<NumberBound> hi, GbnfWriter& out,
+                              const Where& where);
 
 // Keywords that constrain nothing (title, description, ...; $defs and definitions hold schemas for $ref).
 bool is_annotation(const std::string& keyword);

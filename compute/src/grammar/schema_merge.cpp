@@ -10,6 +10,9 @@
 //     of it (its own schema there, or that branch's additionalProperties); a property some branch forbids
 //     (additionalProperties false without listing it) is left out; extra properties need every branch's
 //     consent.
+//   prefixItems and items (or the older items array and additionalItems), together: each position gets
+//     the allOf of what every branch says of that position.
+// Draft 4's boolean exclusiveMinimum/exclusiveMaximum are first turned into the numeric form.
 // A `$ref` inside allOf (or beside other keywords) is replaced by what it names, so that a base object
 // can be extended; a chain of them deeper than max_depth is refused (a reference cycle).
 #include <algorithm>
@@ -61,9 +64,12 @@ class Merger {
       if (!a->is_array() || a->empty()) where_.fail("allOf must be a non-empty array of schemas");
       for (const json& branch : *a) add(branch, depth + 1);
     }
-    if (s.contains("properties") || s.contains("additionalProperties")) merge_objects(s);
-    for (const auto& [k, v] : s.items()) {
-      if (k == "$ref" || k == "allOf" || k == "properties" || k == "additionalProperties" || is_annotation(k)) continue;
+    const json plain = numeric_exclusive_bounds(s);
+    if (plain.contains("properties") || plain.contains("additionalProperties")) merge_objects(plain);
+    if (plain.contains("items") || plain.contains("prefixItems") || plain.contains("additionalItems")) merge_arrays(plain);
+    static const std::set<std::string> joint = {"$ref", "allOf", "properties", "additionalProperties", "items", "prefixItems", "additionalItems"};
+    for (const auto& [k, v] : plain.items()) {
+      if (joint.count(k) || is_annotation(k)) continue;
       if (auto it = acc_.find(k); it == acc_.end()) {
         acc_[k] = v;
       } else {
@@ -125,6 +131,61 @@ class Merger {
     } else {
       acc_["additionalProperties"] = extra.size() == 1 ? extra[0] : json{{"allOf", extra}};
     }
+  }
+
+  // {minimum: 5, exclusiveMinimum: true} (draft 4) as {exclusiveMinimum: 5}, so that bounds merge by value.
+  static json numeric_exclusive_bounds(const json& s) {
+    json out = s;
+    for (const auto& [bound, flag] : {std::pair<const char*, const char*>{"minimum", "exclusiveMinimum"}, {"maximum", "exclusiveMaximum"}}) {
+      auto f = out.find(flag);
+      if (f == out.end() || !f->is_boolean()) continue;
+      const bool exclusive = f->get<bool>();
+      out.erase(flag);
+      if (exclusive && out.contains(bound)) {
+        out[flag] = out[bound];
+        out.erase(bound);
+      }
+    }
+    return out;
+  }
+
+  // Two schemas that must both hold, simplified where one says nothing or both say the same.
+  static json both(const json& a, const json& b) {
+    if (a == b || b == json(true) || b == json::object()) return a;
+    if (a == json(true) || a == json::object()) return b;
+    if (a == json(false) || b == json(false)) return false;
+    return json{{"allOf", json::array({a, b})}};
+  }
+
+  // One branch's array keywords as (schemas of the first positions, schema of the rest).
+  std::pair<json, json> positions(const json& s) const {
+    json prefix = json::array();
+    json rest = true;
+    const auto items = s.find("items");
+    if (auto p = s.find("prefixItems"); p != s.end()) {
+      prefix = *p;
+      if (items != s.end()) rest = *items;
+    } else if (items != s.end() && items->is_array()) {
+      prefix = *items;
+      if (s.contains("additionalItems")) rest = s["additionalItems"];
+    } else if (items != s.end()) {
+      rest = *items;
+    }
+    if (!prefix.is_array()) where_.fail("prefixItems must be an array of schemas");
+    return {prefix, rest};
+  }
+
+  void merge_arrays(const json& s) {
+    const auto [pa, ra] = positions(acc_);
+    const auto [ps, rs] = positions(s);
+    json prefix = json::array();
+    for (std::size_t i = 0; i < std::max(pa.size(), ps.size()); ++i) {
+      prefix.push_back(both(i < pa.size() ? pa[i] : ra, i < ps.size() ? ps[i] : rs));
+    }
+    for (const char* k : {"items", "prefixItems", "additionalItems"}) acc_.erase(k);
+    if (!prefix.empty()) acc_["prefixItems"] = std::move(prefix);
+    const json rest = both(ra, rs);
+    if (rest != json(true)) acc_["items"] = rest;
   }
 
   void combine(const std::string& k, json& a, const json& b) {

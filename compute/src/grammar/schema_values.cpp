@@ -1,10 +1,6 @@
 // The values of each JSON type under their keywords, and enum/const.
 //
-// Objects: the properties in key order, required ones always and optional ones optionally, then (unless
-// additionalProperties is false) extra members. An extra member's key can never be a listed name, however
-// escaped: it is written through a trie of the listed names that leaves it as soon as it differs, so that a
-// listed property cannot come back with a value its schema refuses. Inside that trie \u escapes are not
-// offered (an escape could spell a listed name); once the key differs, any character goes.
+// (Objects are in schema_objects.cpp.)
 //
 // Arrays: prefixItems (or the older array form of items) in order, then items for the rest, minItems and
 // maxItems counted over all of them.
@@ -19,8 +15,6 @@ namespace loom::compute::grammar::schema {
 
 namespace {
 
-const char* const kQuote = R"("\"")";
-const char* const kComma = R"("," ws )";
 
 std::string repeat_suffix(std::uint32_t min, std::optional<std::uint32_t> max) {
   if (!max) return min == 0 ? "*" : min == 1 ? "+" : "{" + std::to_string(min) + ",}";
@@ -35,7 +29,6 @@ std::string repeated(const std::string& item, std::uint32_t min, std::optional<s
   return item + repeat_suffix(min, max);
 }
 
-std::string joined(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + " " + b; }
 
 // A count keyword (minLength, maxItems, ...): a non-negative integer within max_repetition.
 std::optional<std::uint32_t> count_of(const json& schema, const std::string& key, const std::string& path,
@@ -52,13 +45,6 @@ std::optional<std::uint32_t> count_of(const json& schema, const std::string& key
   return static_cast<std::uint32_t>(it->get<double>());
 }
 
-std::string dumped(const json& v, const Where& where) {
-  try {
-    return v.dump();
-  } catch (const json::exception&) {
-    where.fail("a string in the schema is not valid UTF-8");
-  }
-}
 
 // A bound of an integer as an inclusive int64: up for minimum, down for maximum, past it when exclusive.
 std::int64_t integer_bound(const json& v, bool lower, bool exclusive, const Where& where) {
@@ -210,144 +196,43 @@ std::string Converter::integer_value(const json& schema, const std::string& path
   return integer_range_gbnf(lo, hi, out_, where);
 }
 
+// Number bounds are honoured exactly when they are integers (minimum 0, maximum 100, ...); the grammar then
+// writes plain decimals, no exponent. Other bounds are refused.
 std::string Converter::number_value(const json& schema, const std::string& path) {
+  std::optional<NumberBound> lo;
+  std::optional<NumberBound> hi;
   for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-    if (schema.contains(key)) {
-      Where{path, key}.fail("bounds are supported on integers only (type integer), not on other numbers");
-    }
-  }
-  return out_.primitive("number", Where{path, ""});
-}
-
-std::string Converter::object_value(const json& schema, const std::string& path, const std::string& hint,
-                                    std::uint32_t depth) {
-  const Where where{path, "properties"};
-  out_.primitive("ws", where);
-  const json props = schema.value("properties", json::object());
-  if (!props.is_object()) where.fail("properties must be an object");
-  std::set<std::string> required;
-  if (auto r = schema.find("required"); r != schema.end()) {
-    if (!r->is_array()) Where{path, "required"}.fail("required must be an array of strings");
-    for (const json& name : *r) {
-      if (!name.is_string()) Where{path, "required"}.fail("required must be an array of strings");
-      required.insert(name.get<std::string>());
-    }
-  }
-  const json additional = schema.contains("additionalProperties") ? schema["additionalProperties"] : json(true);
-  if (!additional.is_boolean() && !additional.is_object()) Where{path, "additionalProperties"}.fail("must be a schema");
-  const bool open = !(additional.is_boolean() && !additional.get<bool>());
-  const std::string additional_path = path + "/additionalProperties";
-  struct Member {
-    std::string text;
-    bool required;
-  };
-  std::vector<Member> members;
-  std::vector<std::string> keys;
-  auto add_member = [&](const std::string& key, const std::string& value_item, bool is_required) {
-    members.push_back({gbnf_literal(dumped(json(key), where)) + R"( ":" ws )" + value_item, is_required});
-  };
-  for (const auto& [key, sub] : props.items()) {
-    keys.push_back(key);
-    if (sub.is_boolean() && !sub.get<bool>()) {
-      if (required.count(key)) Where{path, "required"}.unsatisfiable("\"" + key + "\" is required but its schema is false");
-      continue;  // never present
-    }
-    add_member(key, value(sub, path + "/properties/" + pointer_token(key), hint + "-" + key, depth + 1), required.count(key) > 0);
-  }
-  auto additional_item = [&] {
-    return additional.is_boolean() ? out_.primitive("value", where) : value(additional, additional_path, hint + "-additional", depth + 1);
-  };
-  for (const std::string& key : required) {
-    if (props.contains(key)) continue;
-    if (!open) Where{path, "required"}.unsatisfiable("\"" + key + "\" is required, but additionalProperties is false and properties does not list it");
-    keys.push_back(key);
-    add_member(key, additional_item(), true);
-  }
-  std::string after;  // the members from here on, when one was written before
-  std::string first;  // the same, when none was
-  if (open) {
-    const std::string key = keys.empty() ? out_.primitive("string", where) : other_key(keys, hint, where);
-    const std::string extra = out_.rule(hint + "-extra", key + R"( ":" ws )" + additional_item(), where);
-    after = "(" + std::string(kComma) + extra + ")*";
-    first = "(" + extra + " " + after + ")?";
-  }
-  for (std::size_t i = members.size(); i-- > 0;) {
-    const Member& m = members[i];
-    if (m.required) {
-      first = joined(m.text, after);
-      after = joined(kComma + m.text, after);
+    auto it = schema.find(key);
+    if (it == schema.end()) continue;
+    const Where where{path, key};
+    const std::string k = key;
+    const bool lower = k == "minimum" || k == "exclusiveMinimum";
+    if (it->is_boolean()) {
+      if (k.rfind("exclusive", 0) != 0) where.fail("must be a number");
       continue;
     }
-    // Both continuations are used twice below: rules keep the text linear in the number of members.
-    const std::string a = as_item(after, hint + "-rest", where);
-    const std::string f = as_item(first, hint + "-first", where);
-    first = f.empty() ? "(" + joined(m.text, a) + ")?" : "(" + joined(m.text, a) + " | " + f + ")";
-    after = joined("(" + std::string(kComma) + m.text + ")?", a);
+    bool exclusive = k.rfind("exclusive", 0) == 0;
+    if (!exclusive) {
+      const auto flag = schema.find(lower ? "exclusiveMinimum" : "exclusiveMaximum");
+      exclusive = flag != schema.end() && flag->is_boolean() && flag->get<bool>();
+    }
+    if (!it->is_number()) where.fail("must be a number");
+    const double d = it->get<double>();
+    if (std::floor(d) != d) where.fail("only integer bounds are supported on non-integer numbers");
+    const NumberBound b{integer_bound(*it, lower, false, where), exclusive};
+    std::optional<NumberBound>& slot = lower ? lo : hi;
+    const bool tighter = !slot || (lower ? b.value > slot->value : b.value < slot->value) || (b.value == slot->value && b.exclusive);
+    if (tighter) slot = b;
   }
-  return out_.rule(hint, joined(joined(R"("{")", first), R"("}")"), where);
+  const Where where{path, lo ? (lo->exclusive ? "exclusiveMinimum" : "minimum") : hi ? (hi->exclusive ? "exclusiveMaximum" : "maximum") : ""};
+  if (!lo && !hi) return out_.primitive("number", where);
+  return number_range_gbnf(lo, hi, out_, where);
 }
 
-std::string Converter::other_key(const std::vector<std::string>& keys, const std::string& hint, const Where& where) {
-  struct Node {
-    std::map<char32_t, std::size_t> kids;
-    bool terminal = false;
-  };
-  std::vector<Node> trie(1);
-  for (const std::string& key : keys) {
-    const auto cps = decode_utf8(key);
-    if (!cps) where.fail("a property name is not valid UTF-8");
-    std::size_t at = 0;
-    for (char32_t cp : *cps) {
-      auto it = trie[at].kids.find(cp);
-      if (it == trie[at].kids.end()) {
-        it = trie[at].kids.emplace(cp, trie.size()).first;
-        trie.emplace_back();
-      }
-      at = it->second;
-    }
-    trie[at].terminal = true;
-  }
-  const std::string& any = out_.primitive("char", where);
-  const std::string& tail = out_.primitive("string-tail", where);
-  std::vector<std::string> names(trie.size());
-  for (std::size_t i = 0; i < trie.size(); ++i) {
-    names[i] = trie[i].kids.empty() ? out_.rule("key-leaf", any + " " + tail, where) : out_.fresh_name(hint + "-key");
-  }
-  static const std::vector<std::pair<char, char32_t>> escapes = {
-      {'"', U'"'}, {'\\', U'\\'}, {'/', U'/'}, {'b', 8}, {'f', 12}, {'n', 10}, {'r', 13}, {'t', 9}};
-  for (std::size_t i = 0; i < trie.size(); ++i) {
-    const Node& node = trie[i];
-    if (node.kids.empty()) continue;
-    std::vector<std::string> alternatives;
-    if (!node.terminal) alternatives.push_back(kQuote);  // a proper prefix of a name is another name
-    Ranges taken = {{0, 0x1F}, {U'"', U'"'}, {U'\\', U'\\'}};
-    for (const auto& [cp, next] : node.kids) taken.emplace_back(cp, cp);
-    const std::string differs = json_char_item(complement(taken));
-    if (!differs.empty()) alternatives.push_back(differs + " " + tail);
-    std::string free_escapes;
-    for (const auto& [letter, decoded] : escapes) {
-      auto kid = node.kids.find(decoded);
-      if (kid != node.kids.end()) {
-        alternatives.push_back(gbnf_literal(std::string{'\\', letter}) + " " + names[kid->second]);
-      } else {
-        free_escapes += gbnf_class_char(static_cast<unsigned char>(letter));
-      }
-    }
-    if (!free_escapes.empty()) alternatives.push_back(R"("\\" [)" + free_escapes + "] " + tail);
-    for (const auto& [cp, next] : node.kids) {
-      if (cp >= 0x20 && cp != U'"' && cp != U'\\') alternatives.push_back(gbnf_literal(encode_utf8(cp)) + " " + names[next]);
-    }
-    std::string body;
-    for (const std::string& a : alternatives) body += (body.empty() ? "" : " | ") + a;
-    out_.define(names[i], body, where);
-  }
-  return std::string(kQuote) + " " + names[0];
-}
-
-std::string Converter::array_value(const json& schema, const std::string& path, const std::string& hint,
-                                   std::uint32_t depth) {
-  const Where where{path, "items"};
-  out_.primitive("ws", where);
+// The positions of an array: the converted prefixItems (cut at the first that nothing satisfies: no array
+// is that long), the rest's item (empty when no more may follow) and the count bounds.
+Converter::ArrayParts Converter::array_parts(const json& schema, const std::string& path, const std::string& hint,
+                                             std::uint32_t depth) {
   json prefix = json::array();
   json rest = true;
   std::string prefix_key = "prefixItems";
@@ -366,36 +251,58 @@ std::string Converter::array_value(const json& schema, const std::string& path, 
     rest = *items;
   }
   if (!rest.is_boolean() && !rest.is_object()) Where{path, rest_key}.fail("must be a schema");
-  const std::uint32_t min = count_of(schema, "minItems", path, limits_).value_or(0);
-  std::optional<std::uint32_t> max = count_of(schema, "maxItems", path, limits_);
-  auto cap = [&](std::size_t n) { max = static_cast<std::uint32_t>(std::min<std::size_t>(max.value_or(n), n)); };
-  if (rest.is_boolean() && !rest.get<bool>()) cap(prefix.size());
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (prefix[i].is_boolean() && !prefix[i].get<bool>()) cap(i);
+  ArrayParts parts;
+  parts.min = count_of(schema, "minItems", path, limits_).value_or(0);
+  parts.max = count_of(schema, "maxItems", path, limits_);
+  auto cap = [&](std::size_t n) { parts.max = static_cast<std::uint32_t>(std::min<std::size_t>(parts.max.value_or(n), n)); };
+  auto convert = [&](const json& item, const std::string& item_path, const std::string& item_hint) -> std::string {
+    if (item.is_boolean()) return item.get<bool>() ? out_.primitive("value", Where{item_path, ""}) : std::string();
+    try {
+      return value(item, item_path, item_hint, depth + 1);
+    } catch (const Unsatisfiable&) {
+      return std::string();
+    }
+  };
+  for (std::size_t i = 0; i < prefix.size() && (!parts.max || i < *parts.max); ++i) {
+    std::string name = convert(prefix[i], path + "/" + prefix_key + "/" + std::to_string(i), hint + "-" + std::to_string(i));
+    if (name.empty()) break;
+    parts.prefix.push_back(std::move(name));
   }
-  if (max && min > *max) Where{path, "minItems"}.unsatisfiable("no array length satisfies minItems and the other bounds");
-  const std::size_t k = std::min<std::size_t>(prefix.size(), max.value_or(prefix.size()));
-  std::string rest_item;
-  if (!max || *max > k) {
-    rest_item = rest.is_boolean() ? out_.primitive("value", where)
-                                  : value(rest, path + "/" + rest_key, hint + "-item", depth + 1);
+  if (parts.prefix.size() < prefix.size()) cap(parts.prefix.size());
+  if (!parts.max || *parts.max > parts.prefix.size()) {
+    parts.rest = convert(rest, path + "/" + rest_key, hint + "-item");
+    if (parts.rest.empty()) cap(parts.prefix.size());
   }
-  const std::string more = rest_item.empty() ? "" : "(" + std::string(kComma) + rest_item + ")";
+  if (parts.max && parts.min > *parts.max) {
+    Where{path, "minItems"}.unsatisfiable("no array length satisfies minItems and the other items");
+  }
+  return parts;
+}
+
+std::string Converter::array_value(const json& schema, const std::string& path, const std::string& hint,
+                                   std::uint32_t depth) {
+  const Where where{path, "items"};
+  out_.primitive("ws", where);
+  const ArrayParts parts = array_parts(schema, path, hint, depth);
+  const std::uint32_t min = parts.min;
+  const std::optional<std::uint32_t> max = parts.max;
+  const std::size_t k = parts.prefix.size();
+  const std::string more = parts.rest.empty() ? "" : "(" + std::string(kComma) + parts.rest + ")";
   std::string inner;
   if (k == 0) {
-    if (!rest_item.empty()) {
+    if (!parts.rest.empty()) {
       std::optional<std::uint32_t> more_max;
       if (max) more_max = *max - 1;
-      inner = joined(rest_item, repeated(more, min > 0 ? min - 1 : 0, more_max));
+      inner = joined(parts.rest, repeated(more, min > 0 ? min - 1 : 0, more_max));
       if (min == 0) inner = "(" + inner + ")?";
     }
   } else {
+    // From the last position back: each is optional from minItems on, and the rest follows the last.
     std::optional<std::uint32_t> more_max;
     if (max) more_max = *max - static_cast<std::uint32_t>(k);
-    inner = rest_item.empty() ? "" : repeated(more, min > k ? min - static_cast<std::uint32_t>(k) : 0, more_max);
+    inner = parts.rest.empty() ? "" : repeated(more, min > k ? min - static_cast<std::uint32_t>(k) : 0, more_max);
     for (std::size_t i = k; i-- > 0;) {
-      const std::string p = value(prefix[i], path + "/" + prefix_key + "/" + std::to_string(i), hint + "-" + std::to_string(i), depth + 1);
-      std::string seg = joined((i ? std::string(kComma) : std::string()) + p, inner);
+      std::string seg = joined((i ? std::string(kComma) : std::string()) + parts.prefix[i], inner);
       if (i >= min) seg = "(" + seg + ")?";
       inner = i > 0 ? as_item(seg, hint + "-tail", where) : seg;
     }
