@@ -74,7 +74,7 @@ SCHEMAS = [
         "type": "object", "additionalProperties": False, "required": ["at", "stamp", "mail"],
         "properties": {"at": {"type": "string", "format": "time"},
                        "stamp": {"type": "string", "format": "date-time"},
-                       "mail": {"type": "string", "format": "email", "maxLength": 24}}}),
+                       "mail": {"type": "string", "format": "email"}}}),
     ("number_null", {
         "type": "object", "additionalProperties": False, "required": ["x", "y"],
         "properties": {"x": {"type": "number"}, "y": {"type": ["null", "integer"], "maximum": 1000}}}),
@@ -171,7 +171,7 @@ def check_refusals(port, problems):
 
 def main():
     args = sys.argv[1:]
-    seeds = 4
+    seeds = 6
     if "--seeds" in args:
         seeds = int(args[args.index("--seeds") + 1])
         del args[args.index("--seeds"):args.index("--seeds") + 2]
