@@ -11,8 +11,9 @@
 // to 3 ideographs (half with a leading space), then concatenations of two random GPT-2 pieces (at most 16
 // bytes) until 151,936, all distinct, from a fixed seed.
 //
-// Grammars: the generic JSON grammar of the tests, and a schema-shaped one (fixed keys, typed values: the
-// shape the JSON Schema converter will emit).
+// Grammars: the generic JSON grammar of the tests, a schema-shaped one written by hand (fixed keys, typed
+// values), and the JSON Schema converter's own grammar of a person schema (json_schema_to_gbnf: keys in
+// order, bounded whitespace, an integer range, an email format, a nested object).
 //
 //   build/bin/grammar_bench --benchmark_min_time=1
 //
@@ -28,6 +29,8 @@
 // synth11M-q8_0, the same vocabulary, 2 threads) of 16 decoding sequences, all under the JSON grammar
 // against all free, alternated in the same run.
 #include <benchmark/benchmark.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -45,6 +48,7 @@
 
 #include "loom/compute/grammar/grammar.hpp"
 #include "loom/compute/grammar/grammar_state.hpp"
+#include "loom/compute/grammar/json_schema.hpp"
 #include "loom/compute/grammar/token_mask.hpp"
 #include "loom/compute/grammar/token_masker.hpp"
 #include "loom/compute/cpu/cpu_backend.hpp"
@@ -144,6 +148,22 @@ std::string json_document() {
   return doc;
 }
 
+// The person schema the converter's grammar comes from, and a document under it (the converter writes keys
+// in sorted order: nlohmann::json keeps objects sorted).
+constexpr const char* kPersonSchema = R"j({"type":"object","additionalProperties":false,
+  "required":["address","age","email","name","tags"],
+  "properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150},
+    "email":{"type":"string","format":"email"},"tags":{"type":"array","items":{"type":"string"}},
+    "address":{"type":"object","additionalProperties":false,"required":["city","street","zip"],
+      "properties":{"street":{"type":"string"},"city":{"type":"string"},"zip":{"type":"string"}}}}})j";
+
+std::string converted_document() {
+  std::string doc = "{\"address\": {\"city\": \"London\", \"street\": \"12 St James's Square\", \"zip\": \"SW1Y 4JH\"}, "
+                    "\"age\": 36, \"email\": \"ada@example.org\", \"name\": \"Ada Lovelace\", \"tags\": [";
+  for (int i = 0; i < 30; ++i) doc += std::string(i ? ", " : "") + "\"tag number " + std::to_string(i) + "\"";
+  return doc + "]}";
+}
+
 std::string schema_document() {
   std::string doc = "{\"name\": \"Ada Lovelace\", \"age\": 36, \"email\": \"ada@example.org\", \"tags\": [";
   for (int i = 0; i < 30; ++i) doc += std::string(i ? ", " : "") + "\"tag number " + std::to_string(i) + "\"";
@@ -203,8 +223,11 @@ double percentile(std::vector<double> v, double p) {
 void BM_Mask(benchmark::State& state, const std::string& vocab_name, const std::string& grammar_name) {
   const Vocab& v = vocabulary(vocab_name);
   const bool schema = grammar_name == "schema";
-  const auto g = parse_gbnf(schema ? kSchemaGrammar : testing::kJsonGrammar);
-  const auto states = positions(g, v, schema ? schema_document() : json_document());
+  const bool converted = grammar_name == "converted";
+  const auto g = parse_gbnf(converted ? json_schema_to_gbnf(nlohmann::json::parse(kPersonSchema))
+                                      : schema ? kSchemaGrammar : testing::kJsonGrammar);
+  const auto states =
+      positions(g, v, converted ? converted_document() : schema ? schema_document() : json_document());
   std::vector<std::uint8_t> mask;
   using clock = ThreadCpuClock;
   auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
@@ -477,4 +500,6 @@ BENCHMARK_CAPTURE(BM_Mask, llama32000_json, std::string("llama32000"), std::stri
 BENCHMARK_CAPTURE(BM_Mask, llama32000_schema, std::string("llama32000"), std::string("schema"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_Mask, synthetic151936_json, std::string("synthetic151936"), std::string("json"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_Mask, synthetic151936_schema, std::string("synthetic151936"), std::string("schema"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Mask, llama32000_converted, std::string("llama32000"), std::string("converted"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_Mask, synthetic151936_converted, std::string("synthetic151936"), std::string("converted"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_MAIN();

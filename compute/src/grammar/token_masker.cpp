@@ -34,9 +34,50 @@ struct TokenMasker::Context {
 TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie)
     : TokenMasker(std::move(grammar), std::move(trie), Options{}) {}
 
+namespace {
+
+// Which rules end a context: the named ones, except "lexical" rules, those from which no other named rule
+// can be reached and that cannot reach themselves (a JSON string's `char ::= [^"\\] | "\\" ...`, `ws`, a
+// digit range). Stopping at such a rule would make its one character the whole context, so that every
+// longer token leaves it and goes through the leftover check: inside `string ::= "\"" char* "\""` that is
+// the whole vocabulary on every step (llama.cpp's schema converter writes strings that way). Looking through
+// it to the rule that repeats it keeps those tokens inside one cached context.
+std::vector<bool> context_boundaries(const Grammar& g) {
+  const auto& rules = g.rules();
+  std::vector<bool> boundary(rules.size());
+  std::vector<std::uint32_t> todo;
+  std::vector<bool> seen(rules.size());
+  for (std::uint32_t r = 0; r < rules.size(); ++r) {
+    if (rules[r].generated) continue;
+    std::fill(seen.begin(), seen.end(), false);
+    todo.assign(1, r);
+    bool lexical = true;
+    while (!todo.empty() && lexical) {
+      const std::uint32_t at = todo.back();
+      todo.pop_back();
+      for (const std::uint32_t first : rules[at].alternatives) {
+        for (std::uint32_t e = first; g.elements()[e].kind != ElementKind::end; ++e) {
+          if (g.elements()[e].kind != ElementKind::rule_ref) continue;
+          const std::uint32_t to = g.elements()[e].value;
+          if (to == r || !rules[to].generated) lexical = false;
+          if (!seen[to]) {
+            seen[to] = true;
+            todo.push_back(to);
+          }
+        }
+      }
+    }
+    boundary[r] = !lexical;
+  }
+  return boundary;
+}
+
+}  // namespace
+
 TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie, Options options)
     : grammar_(std::move(grammar)), trie_(std::move(trie)), options_(options) {
   if (!grammar_ || !trie_) throw std::invalid_argument("TokenMasker needs a grammar and a token trie");
+  context_boundary_ = context_boundaries(*grammar_);
 }
 
 TokenMasker::~TokenMasker() = default;
@@ -212,13 +253,13 @@ void TokenMasker::fill(const GrammarState& state, std::span<const std::int32_t> 
   detail::load_stacks(state, arena, set);
   for (const StackId top : set) {
     if (top < 0) continue;
-    // The context: frames from the top down to the first one in a named rule.
+    // The context: frames from the top down to the first one in a named rule that is not lexical.
     key.clear();
     StackId id = top;
     for (;;) {
       const auto& n = arena.node(id);
       key.push_back(n.position);
-      if (!grammar_->rules()[grammar_->rule_at(n.position)].generated || n.parent == kEmptyStack) break;
+      if (context_boundary_[grammar_->rule_at(n.position)] || n.parent == kEmptyStack) break;
       id = n.parent;
     }
     const StackId rest = arena.node(id).parent;

@@ -4,7 +4,8 @@
 //
 // How: each live stack of a state splits into a context, its top frames down to (and including) the first
 // frame of a rule named in the grammar text (the frames above it belong to groups and repetitions of that
-// rule), and the rest below. Everything a token does while it stays inside the context depends on the
+// rule; a named rule that reaches no other named rule and not itself, such as a string's `char`, is looked
+// through), and the rest below. Everything a token does while it stays inside the context depends on the
 // context alone, so for each context met the masker walks the trie once and keeps (1) the tokens accepted
 // inside it, and (2) for tokens that return below the context part-way, the bytes still left at that point
 // (sorted, shared by the tokens that leave them). A step then ORs the kept sets of its stacks' contexts and
@@ -66,6 +67,7 @@ class TokenMasker {
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
   Options options_;
+  std::vector<bool> context_boundary_;  // per rule: a frame of it ends a context (named, not lexical)
   mutable std::mutex mutex_;
   mutable std::unordered_map<std::string, std::shared_ptr<const Context>> contexts_;
   mutable std::size_t kept_bytes_ = 0;
