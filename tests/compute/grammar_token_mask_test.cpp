@@ -170,6 +170,37 @@ TEST(TokenMask, LlamaVocabularyEqualsBruteForce) {
   EXPECT_EQ(byte_tokens, 1);
 }
 
+// The JSON Schema converter names a string's character (`char`), digit ranges and whitespace as rules of
+// their own; the masker looks through such lexical rules to the rule that repeats them. Its masks along a
+// document under that grammar still equal brute force at every position.
+TEST(TokenMask, LexicalRulesLookedThroughEqualBruteForce) {
+  const std::string path = loom::compute::testing::shared_path("models/synth11M-q8_0.gguf");
+  REQUIRE_SHARED_FILE(path);
+  const Tokenizer tokenizer(Vocabulary::from_gguf(GgufFile::open(path)));
+  const auto trie = TokenTrie::from_tokenizer(tokenizer);
+  const auto g = parse_gbnf(R"g(root ::= "{" "\"a\":" ws string "," ws "\"n\":" ws digits "," ws "\"t\":" ws "[" (string ("," ws string)*)? "]" "}"
+ws ::= " "?
+string ::= "\"" char* "\""
+char ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+digits ::= [0-9] | [1-9] [0-9]
+)g");
+  const std::string doc = "{\"a\": \"caf\xc3\xa9 \\\"x\\\" \\u00e9\", \"n\": 42, \"t\": [\"one two\",\"\"]}";
+  std::vector<std::size_t> cuts;
+  for (std::size_t i = 0; i <= doc.size(); ++i) cuts.push_back(i);
+  const auto states = states_along(g, doc, cuts);
+  const TokenMasker masker(g, trie);
+  std::vector<std::uint8_t> mask;
+  std::vector<std::vector<std::uint8_t>> wanted;
+  for (const auto& state : states) wanted.push_back(brute_force(state, *trie, tokenizer.vocabulary().eos));
+  for (int pass = 0; pass < 2; ++pass) {  // cold, then warm
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      const auto& want = wanted[i];
+      masker.fill(states[i], tokenizer.vocabulary().eos, mask);
+      ASSERT_EQ(mask, want) << "pass " << pass << ", position " << i << ":" << differences(mask, want, *trie);
+    }
+  }
+}
+
 TEST(TokenMask, ByteLevelBpeVocabularyEqualsBruteForce) {
   check_real_vocabulary(loom::compute::testing::shared_path("vocab/ggml-vocab-gpt-2.gguf"));
 }
