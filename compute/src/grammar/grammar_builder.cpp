@@ -114,16 +114,21 @@ void GrammarBuilder::count_elements(std::size_t n, Place where) {
   element_count_ += n;
 }
 
-std::uint32_t GrammarBuilder::char_set(Ranges ranges, bool negated) {
+GrammarBuilder::Ranges GrammarBuilder::merged(Ranges ranges) {
   std::sort(ranges.begin(), ranges.end());
-  Ranges merged;
+  Ranges out;
   for (const auto& r : ranges) {
-    if (!merged.empty() && r.first <= merged.back().second + 1) {
-      merged.back().second = std::max(merged.back().second, r.second);
+    if (!out.empty() && r.first <= out.back().second + 1) {
+      out.back().second = std::max(out.back().second, r.second);
     } else {
-      merged.push_back(r);
+      out.push_back(r);
     }
   }
+  return out;
+}
+
+std::uint32_t GrammarBuilder::char_set(Ranges ranges, bool negated) {
+  Ranges merged = GrammarBuilder::merged(std::move(ranges));
   if (negated) {
     Ranges complement;
     char32_t next = 0;

@@ -45,6 +45,8 @@ class GrammarBuilder {
   }
   // The index of a character set made of `ranges` (any order, overlaps allowed), negated if asked.
   std::uint32_t char_set(Ranges ranges, bool negated);
+  // Sorted, overlapping and adjacent ranges joined.
+  static Ranges merged(Ranges ranges);
 
   // Counts elements as the parser creates them, so that {m,n} cannot allocate past the limit.
   void count_elements(std::size_t n, Place where);

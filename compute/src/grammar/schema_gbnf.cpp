@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "grammar_builder.hpp"
 #include "schema_internal.hpp"
+#include "../text/unicode_text.hpp"
 
 namespace loom::compute::grammar::schema {
 
@@ -237,36 +239,11 @@ std::optional<std::u32string> decode_utf8(std::string_view text) {
 
 std::string encode_utf8(char32_t cp) {
   std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  detail::append_utf8(s, cp);
   return s;
 }
 
-Ranges normalize(Ranges ranges) {
-  std::sort(ranges.begin(), ranges.end());
-  Ranges merged;
-  for (const auto& r : ranges) {
-    if (!merged.empty() && r.first <= merged.back().second + 1) {
-      merged.back().second = std::max(merged.back().second, r.second);
-    } else {
-      merged.push_back(r);
-    }
-  }
-  return merged;
-}
+Ranges normalize(Ranges ranges) { return GrammarBuilder::merged(std::move(ranges)); }
 
 Ranges complement(const Ranges& ranges) {
   Ranges out;
