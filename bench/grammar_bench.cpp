@@ -171,16 +171,15 @@ std::string schema_document() {
   return doc;
 }
 
-// The states before each token of `doc`, cut greedily into the vocabulary's longest matching pieces.
-std::vector<GrammarState> positions(const std::shared_ptr<const Grammar>& g, const Vocab& v, const std::string& doc) {
-  std::vector<GrammarState> states;
-  GrammarState state(g);
-  const auto& nodes = v.trie->nodes();
+// The document cut into the vocabulary's tokens (greedy longest match over the trie): their ids.
+std::vector<std::int32_t> token_cut(const TokenTrie& trie, const std::string& doc) {
+  std::vector<std::int32_t> ids;
+  const auto& nodes = trie.nodes();
   std::size_t at = 0;
   while (at < doc.size()) {
-    states.push_back(state);
     std::size_t node = 0;
     std::size_t best = 0;
+    std::int32_t best_id = -1;
     for (std::size_t k = at; k < doc.size(); ++k) {
       const auto& n = nodes[node];
       std::size_t next = 0;
@@ -189,11 +188,25 @@ std::vector<GrammarState> positions(const std::shared_ptr<const Grammar>& g, con
       }
       if (next == 0) break;
       node = next;
-      if (nodes[node].tokens_end > nodes[node].tokens_begin) best = k + 1 - at;
+      if (nodes[node].tokens_end > nodes[node].tokens_begin) {
+        best = k + 1 - at;
+        best_id = trie.token_ids()[nodes[node].tokens_begin];
+      }
     }
     if (best == 0) throw std::runtime_error("the document has a byte no token covers");
-    if (!state.accept(doc.substr(at, best))) throw std::runtime_error("the grammar refuses the document");
+    ids.push_back(best_id);
     at += best;
+  }
+  return ids;
+}
+
+// The states before each token of `doc`, cut greedily into the vocabulary's longest matching pieces.
+std::vector<GrammarState> positions(const std::shared_ptr<const Grammar>& g, const Vocab& v, const std::string& doc) {
+  std::vector<GrammarState> states;
+  GrammarState state(g);
+  for (const std::int32_t id : token_cut(*v.trie, doc)) {
+    states.push_back(state);
+    if (!state.accept(v.trie->bytes(id))) throw std::runtime_error("the grammar refuses the document");
   }
   states.push_back(state);
   return states;
@@ -288,34 +301,6 @@ void BM_Mask(benchmark::State& state, const std::string& vocab_name, const std::
   state.counters["x_walk_mean"] = std::accumulate(walk.begin(), walk.end(), 0.0) / std::accumulate(masked.begin(), masked.end(), 0.0);
 }
 
-// The document cut into the vocabulary's tokens (greedy longest match, as positions() does): their ids.
-std::vector<std::int32_t> token_cut(const TokenTrie& trie, const std::string& doc) {
-  std::vector<std::int32_t> ids;
-  const auto& nodes = trie.nodes();
-  std::size_t at = 0;
-  while (at < doc.size()) {
-    std::size_t node = 0;
-    std::size_t best = 0;
-    std::int32_t best_id = -1;
-    for (std::size_t k = at; k < doc.size(); ++k) {
-      const auto& n = nodes[node];
-      std::size_t next = 0;
-      for (std::uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) {
-        if (nodes[c].byte == static_cast<std::uint8_t>(doc[k])) next = c;
-      }
-      if (next == 0) break;
-      node = next;
-      if (nodes[node].tokens_end > nodes[node].tokens_begin) {
-        best = k + 1 - at;
-        best_id = trie.token_ids()[nodes[node].tokens_begin];
-      }
-    }
-    if (best == 0) throw std::runtime_error("the document has a byte no token covers");
-    ids.push_back(best_id);
-    at += best;
-  }
-  return ids;
-}
 
 constexpr std::size_t kBatch = 16;
 

@@ -168,12 +168,13 @@ std::string Converter::string_value(const json& schema, const std::string& path,
   return out_.rule(hint, joined(joined(kQuote, chars), kQuote), where);
 }
 
-std::string Converter::integer_value(const json& schema, const std::string& path) {
-  std::optional<std::int64_t> lo;
-  std::optional<std::int64_t> hi;
-  auto tighten = [](std::optional<std::int64_t>& bound, std::int64_t v, bool lower) {
-    if (!bound || (lower ? v > *bound : v < *bound)) bound = v;
-  };
+namespace {
+
+// Calls each(value, lower, exclusive, where) for every numeric bound keyword of `schema`: whether it bounds
+// from below, and whether it excludes its value (exclusiveMinimum/exclusiveMaximum, or draft 4's boolean
+// form beside minimum/maximum, whose booleans are not bounds themselves).
+template <class Each>
+void for_each_bound(const json& schema, const std::string& path, Each each) {
   for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
     auto it = schema.find(key);
     if (it == schema.end()) continue;
@@ -189,8 +190,20 @@ std::string Converter::integer_value(const json& schema, const std::string& path
       const auto flag = schema.find(lower ? "exclusiveMinimum" : "exclusiveMaximum");
       exclusive = flag != schema.end() && flag->is_boolean() && flag->get<bool>();
     }
-    tighten(lower ? lo : hi, integer_bound(*it, lower, exclusive, where), lower);
+    each(*it, lower, exclusive, where);
   }
+}
+
+}  // namespace
+
+std::string Converter::integer_value(const json& schema, const std::string& path) {
+  std::optional<std::int64_t> lo;
+  std::optional<std::int64_t> hi;
+  for_each_bound(schema, path, [&](const json& value, bool lower, bool exclusive, const Where& where) {
+    const std::int64_t v = integer_bound(value, lower, exclusive, where);
+    std::optional<std::int64_t>& bound = lower ? lo : hi;
+    if (!bound || (lower ? v > *bound : v < *bound)) bound = v;
+  });
   const Where where{path, lo ? "minimum" : "maximum"};
   if (!lo && !hi) return out_.primitive("integer", where);
   return integer_range_gbnf(lo, hi, out_, where);
@@ -201,29 +214,15 @@ std::string Converter::integer_value(const json& schema, const std::string& path
 std::string Converter::number_value(const json& schema, const std::string& path) {
   std::optional<NumberBound> lo;
   std::optional<NumberBound> hi;
-  for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-    auto it = schema.find(key);
-    if (it == schema.end()) continue;
-    const Where where{path, key};
-    const std::string k = key;
-    const bool lower = k == "minimum" || k == "exclusiveMinimum";
-    if (it->is_boolean()) {
-      if (k.rfind("exclusive", 0) != 0) where.fail("must be a number");
-      continue;
-    }
-    bool exclusive = k.rfind("exclusive", 0) == 0;
-    if (!exclusive) {
-      const auto flag = schema.find(lower ? "exclusiveMinimum" : "exclusiveMaximum");
-      exclusive = flag != schema.end() && flag->is_boolean() && flag->get<bool>();
-    }
-    if (!it->is_number()) where.fail("must be a number");
-    const double d = it->get<double>();
+  for_each_bound(schema, path, [&](const json& value, bool lower, bool exclusive, const Where& where) {
+    if (!value.is_number()) where.fail("must be a number");
+    const double d = value.get<double>();
     if (std::floor(d) != d) where.fail("only integer bounds are supported on non-integer numbers");
-    const NumberBound b{integer_bound(*it, lower, false, where), exclusive};
+    const NumberBound b{integer_bound(value, lower, false, where), exclusive};
     std::optional<NumberBound>& slot = lower ? lo : hi;
     const bool tighter = !slot || (lower ? b.value > slot->value : b.value < slot->value) || (b.value == slot->value && b.exclusive);
     if (tighter) slot = b;
-  }
+  });
   const Where where{path, lo ? (lo->exclusive ? "exclusiveMinimum" : "minimum") : hi ? (hi->exclusive ? "exclusiveMaximum" : "maximum") : ""};
   if (!lo && !hi) return out_.primitive("number", where);
   return number_range_gbnf(lo, hi, out_, where);
