@@ -511,7 +511,7 @@ TEST_F(MetricsEndToEnd, ARequestOverTheWebSocketIsCounted) {
   const std::map<std::string, std::string> websocket_outcome{{"endpoint", "websocket"}, {"outcome", finish_reason}};
   const std::map<std::string, std::string> frames_out{{"direction", "out"}};
   Exposition parsed;
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;  // generous: under ASan at -j2 the writes can lag seconds behind
   do {
     parsed = scrape();
   } while ((parsed.value("loom_gateway_requests_total", websocket_outcome).value_or(0) < 1 ||
@@ -548,7 +548,7 @@ TEST_F(MetricsEndToEnd, ACompletionOverHttpIsCounted) {
 
   const std::map<std::string, std::string> completions_outcome{{"endpoint", "completions"}, {"outcome", outcome}};
   Exposition parsed;
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
   do {
     parsed = scrape();
   } while ((parsed.value("loom_gateway_requests_total", completions_outcome).value_or(0) < 1 ||
