@@ -104,7 +104,7 @@ std::optional<proto::OutputConstraint> read_constraint(CommandLine& args) {
   if (json_object) return proto::OutputConstraint{Kind::json_object, ""};
   if (schema.empty()) return std::nullopt;
   const std::string text = schema.front() == '{' ? schema : read_text_file("json-schema", schema, max_bytes);
-  const auto parsed = nlohmann::json::parse(text, nullptr, false);
+  const auto parsed = nlohmann::ordered_json::parse(text, nullptr, false);  // properties in the file's order
   if (parsed.is_discarded() || !(parsed.is_object() || parsed.is_boolean())) {
     throw UsageError("option --json-schema: " + (schema.front() == '{' ? std::string("the text") : schema) +
                      " is not a JSON Schema (a JSON object or boolean)");

@@ -314,6 +314,12 @@ std::variant<Request, Error> translate_request(std::string_view body_text, OpenA
     if (!parsed) return from_validation_error(parsed.error(), client_names);
     request.generate = std::move(parsed).value();
     request.client_names = std::move(client_names);
+    const auto& constraint = request.generate.params.constraint;
+    if (constraint && constraint->kind == proto::OutputConstraint::Kind::json_schema) {
+      // The body again, keeping key order, so that the schema's properties come in the client's order (the
+      // body parsed once already within the depth bound).
+      proto::keep_schema_order(request.generate.params, nlohmann::ordered_json::parse(body_text, nullptr, false));
+    }
     return request;
   } catch (Refused& refused) {
     return std::move(refused.error);

@@ -46,9 +46,20 @@ Parsed<ClientMessage> parse_client_message(const nlohmann::json& j, const ParseO
 }
 
 Parsed<ClientMessage> parse_client_message(std::string_view text, const ParseOptions& options) {
-  return detail::parse_text<ClientMessage>(text, options, [](const nlohmann::json& j, const ParseOptions& o) {
+  auto parsed = detail::parse_text<ClientMessage>(text, options, [](const nlohmann::json& j, const ParseOptions& o) {
     return parse_client_message(j, o);
   });
+  // A schema's properties in the client's order: the text again, keeping key order (it parsed once already,
+  // within the depth bound, so this cannot fail).
+  if (parsed.ok()) {
+    if (auto* request = std::get_if<GenerateRequest>(&parsed.value());
+        request != nullptr && request->params.constraint &&
+        request->params.constraint->kind == OutputConstraint::Kind::json_schema) {
+      const auto ordered = nlohmann::ordered_json::parse(text, nullptr, false);
+      if (ordered.is_object() && ordered.contains("params")) keep_schema_order(request->params, ordered["params"]);
+    }
+  }
+  return parsed;
 }
 
 }  // namespace loom::proto

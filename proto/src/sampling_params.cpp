@@ -48,6 +48,23 @@ void to_json(nlohmann::json& j, const SamplingParams& params) {
   }
 }
 
+void keep_schema_order(SamplingParams& params, const nlohmann::ordered_json& fields) {
+  if (!params.constraint || params.constraint->kind != OutputConstraint::Kind::json_schema || !fields.is_object()) return;
+  const nlohmann::ordered_json* schema = nullptr;
+  if (const auto it = fields.find("json_schema"); it != fields.end()) {
+    schema = &*it;
+  } else if (const auto format = fields.find("response_format"); format != fields.end() && format->is_object()) {
+    const auto inner = format->find("json_schema");
+    if (inner != format->end() && inner->is_object()) {
+      if (const auto s = inner->find("schema"); s != inner->end()) schema = &*s;
+    }
+  }
+  if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) return;
+  // The same value in another order: the same bytes in all, so the size bound checked already holds.
+  std::string text = schema->dump();
+  if (text.size() == params.constraint->text.size()) params.constraint->text = std::move(text);
+}
+
 Parsed<SamplingParams> parse_sampling_params(const nlohmann::json& j, const ParseOptions& options) {
   return detail::guarded<SamplingParams>([&] { return detail::read_sampling_params(j, "", options); }, nullptr,
                                          options);

@@ -12,6 +12,7 @@
 #include "loom/compute/grammar/grammar.hpp"
 #include "loom/compute/grammar/grammar_state.hpp"
 #include "loom/compute/grammar/json_schema.hpp"
+#include "loom/compute/grammar/output_constraint.hpp"
 
 namespace loom::compute::grammar {
 namespace {
@@ -530,6 +531,24 @@ TEST(JsonSchema, RealisticSchemaCompilesAndIsCompact) {
                          R"("id": "123e4567-e89b-12d3-a456-426614174000", "lines": [{"price": 1, "quantity": 999, "sku": "XYZ-0000"}], "status": "pending"})"));
   EXPECT_FALSE(matches(g, R"({"customer":{"email":"a@b.co","name":"Ann"},"id":"123e4567-e89b-12d3-a456-426614174000","lines":[],"status":"paid"})"));
   EXPECT_FALSE(matches(g, R"({"customer":{"email":"a@b.co","name":"Ann"},"id":"x","lines":[{"price":1,"quantity":1,"sku":"ABC-1234"}],"status":"paid"})"));
+}
+
+// From an ordered_json (what a request's schema is parsed into), properties come in the schema's order, as
+// OpenAI writes them: a model asked for {"reasoning", "answer"} writes its reasoning first.
+TEST(JsonSchema, PropertiesFollowTheSchemasOrder) {
+  const auto schema = nlohmann::ordered_json::parse(
+      R"({"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"integer"}},)"
+      R"("required":["reasoning","answer"],"additionalProperties":false})");
+  const auto g = parse_gbnf(json_schema_to_gbnf(schema));
+  EXPECT_TRUE(matches(g, R"({"reasoning":"why","answer":4})"));
+  EXPECT_FALSE(matches(g, R"({"answer":4,"reasoning":"why"})"));
+  // A plain nlohmann::json has sorted the keys already: key order is all it can give.
+  const auto sorted = parse_gbnf(json_schema_to_gbnf(nlohmann::json::parse(schema.dump())));
+  EXPECT_TRUE(matches(sorted, R"({"answer":4,"reasoning":"why"})"));
+  // The constraint a request carries keeps the order of its text.
+  const auto compiled = compile_constraint(proto::OutputConstraint{proto::OutputConstraint::Kind::json_schema, schema.dump()});
+  EXPECT_TRUE(matches(compiled, R"({"reasoning":"why","answer":4})"));
+  EXPECT_FALSE(matches(compiled, R"({"answer":4,"reasoning":"why"})"));
 }
 
 TEST(JsonSchema, AnyObjectGrammar) {

@@ -247,6 +247,16 @@ TEST(OpenAiTranslate, ConstraintsReachTheParams) {
   EXPECT_EQ(constraint_of({{"grammar", "root ::= [0-9]+"}}), (proto::OutputConstraint{Kind::grammar, "root ::= [0-9]+"}));
 }
 
+TEST(OpenAiTranslate, ASchemaKeepsTheClientsPropertyOrder) {
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":)"
+      R"({"name":"n","schema":{"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"integer"}}}}}})";
+  auto result = openai::translate_request(body, OpenAiRoute::chat_completions, "chatcmpl-1", {});
+  ASSERT_TRUE(std::holds_alternative<openai::Request>(result));
+  EXPECT_EQ(std::get<openai::Request>(result).generate.params.constraint->text,
+            R"({"type":"object","properties":{"reasoning":{"type":"string"},"answer":{"type":"integer"}}})");
+}
+
 TEST(OpenAiTranslate, ASchemaTheEngineRefusesIsNamedAsTheClientSentIt) {
   const json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
                      {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "set"}}}}}}}};

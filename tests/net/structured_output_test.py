@@ -5,8 +5,8 @@ Starts loom-gateway on a random-weight model with a real 32,000-token vocabulary
 so only the constraint can make it valid) and asks for JSON under a table of schemas, over many seeds,
 through OpenAI's HTTP routes (whole and streamed, response_format and llama.cpp's json_schema) and the
 WebSocket protocol (params.json_schema). Every answer that did not end by length must parse and validate
-against its schema with Debian's python3-jsonschema (formats checked too); an answer cut by max_tokens
-must say "length". A GBNF grammar, a bad schema and a bad grammar (400 naming the field) are checked too.
+against its schema with Debian's python3-jsonschema (formats checked too), with its properties in the
+schema's order; an answer cut by max_tokens must say "length". A GBNF grammar, a bad schema and a bad grammar (400 naming the field) are checked too.
 
 Usage: structured_output_test.py GATEWAY_BINARY SHARED_DIR [--seeds N]
 """
@@ -149,6 +149,11 @@ class Tally:
         try:
             value = json.loads(text)
             jsonschema.validate(value, schema, format_checker=jsonschema.FormatChecker())
+            # Properties come in the schema's order, as OpenAI writes them.
+            listed = list(schema.get("properties", {}))
+            if isinstance(value, dict) and [k for k in value if k in listed] != [k for k in listed if k in value]:
+                self.problems.append(f"{where}: properties out of the schema's order {listed}: {text!r}")
+                return
             self.valid += 1
         except (ValueError, jsonschema.ValidationError) as error:
             self.problems.append(f"{where}: {text!r}: {str(error).splitlines()[0]}")

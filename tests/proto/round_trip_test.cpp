@@ -6,6 +6,7 @@
 
 #include "loom/proto/cancel_request.hpp"
 #include "loom/proto/chat_message.hpp"
+#include "loom/proto/client_message.hpp"
 #include "loom/proto/done_event.hpp"
 #include "loom/proto/error_event.hpp"
 #include "loom/proto/generate_request.hpp"
@@ -80,6 +81,19 @@ TEST(RoundTrip, ResponseFormatsBecomeConstraints) {
   const auto any = parse(R"({"response_format":{"type":"json_schema","json_schema":{"name":"n"}}})");
   ASSERT_TRUE(any.ok());
   EXPECT_EQ(any.value().constraint, (OutputConstraint{OutputConstraint::Kind::json_schema, "{}"}));
+}
+
+TEST(RoundTrip, ASchemaKeepsTheClientsKeyOrderFromAFrame) {
+  for (const char* params :
+       {R"({"json_schema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}}})",
+        R"({"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object",)"
+        R"("properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}}}}})"}) {
+    const std::string frame = std::string(R"({"type":"generate","id":"r","prompt":"x","params":)") + params + "}";
+    const auto parsed = parse_client_message(std::string_view(frame));
+    ASSERT_TRUE(parsed.ok()) << to_string(parsed.error());
+    const auto& text = std::get<GenerateRequest>(parsed.value()).params.constraint->text;
+    EXPECT_EQ(text, R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}})");
+  }
 }
 
 TEST(RoundTrip, SamplingParamsDefaultsWithoutSeed) {

@@ -8,7 +8,8 @@
 // - Untyped schemas whose keywords all belong to one kind (properties: object, minLength: string, ...) are
 //   taken to mean that kind, as a model is meant to write one; the grammar then accepts a subset of what the
 //   schema allows, never a value it refuses. With no such keyword, any JSON value.
-// - nlohmann::json keeps object keys sorted, so properties are written in key order whatever the schema's.
+// - Properties are written in the schema's order (nlohmann::ordered_json keeps it; a plain nlohmann::json
+//   has sorted it already, and then key order is what there is).
 #include "loom/compute/grammar/json_schema.hpp"
 
 #include <cctype>
@@ -328,8 +329,13 @@ void Converter::check_left_recursion() const {
 
 }  // namespace schema
 
-std::string json_schema_to_gbnf(const nlohmann::json& schema, const SchemaLimits& limits) {
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const SchemaLimits& limits) {
   return schema::Converter(schema, limits).run();
+}
+
+std::string json_schema_to_gbnf(const nlohmann::json& schema, const SchemaLimits& limits) {
+  const nlohmann::ordered_json ordered(schema);
+  return json_schema_to_gbnf(ordered, limits);
 }
 
 std::string json_object_gbnf() {

@@ -14,7 +14,8 @@ std::string constraint_gbnf(const proto::OutputConstraint& constraint, const Sch
     case Kind::json_schema:
       break;
   }
-  const nlohmann::json schema = nlohmann::json::parse(constraint.text, nullptr, false);
+  // Parsed keeping key order, so that properties come in the order the schema gives them.
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(constraint.text, nullptr, false);
   if (schema.is_discarded()) throw SchemaError("", "", "the schema is not valid JSON");
   return json_schema_to_gbnf(schema, limits);
 }

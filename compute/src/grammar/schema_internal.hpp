@@ -120,16 +120,16 @@ std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<Numbe
 bool is_annotation(const std::string& keyword);
 
 // The schema a local `$ref` ("#", "#/$defs/x", any "#/json/pointer") names; throws SchemaError (keyword $ref).
-using RefResolver = std::function<const nlohmann::json&(const std::string& ref, const Where& where)>;
+using RefResolver = std::function<const nlohmann::ordered_json&(const std::string& ref, const Where& where)>;
 
 // `allOf` (and `$ref` beside other keywords) folded into one schema with the same meaning (schema_merge.cpp):
 // the branches' keywords side by side, where they meet combined exactly (types intersected, `required`
 // joined, bounds tightened, `properties` and `additionalProperties` merged property by property, two
 // `anyOf` multiplied out) or else refused. The result has neither allOf nor $ref at its top.
-nlohmann::json merge_all_of(const nlohmann::json& schema, const Where& where, const RefResolver& resolve,
+nlohmann::ordered_json merge_all_of(const nlohmann::ordered_json& schema, const Where& where, const RefResolver& resolve,
                             const SchemaLimits& limits);
 // Two schemas as one (an anyOf branch with the keywords beside the anyOf).
-nlohmann::json merge_pair(const nlohmann::json& a, const nlohmann::json& b, const Where& where,
+nlohmann::ordered_json merge_pair(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b, const Where& where,
                           const RefResolver& resolve, const SchemaLimits& limits);
 
 }  // namespace loom::compute::grammar::schema

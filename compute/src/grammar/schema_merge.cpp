@@ -25,7 +25,7 @@ namespace loom::compute::grammar::schema {
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::set<std::string> type_set(const json& t, const Where& where) {
   std::set<std::string> out;

@@ -1,4 +1,4 @@
-// Objects: the properties in key order (nlohmann::json keeps keys sorted), required ones always and optional
+// Objects: the properties in the schema's order, required ones always and optional
 // ones optionally, then (unless additionalProperties is false) extra members. An extra member's key can never
 // be a listed name, however escaped: it is written through a trie of the listed names, each character raw or
 // escaped (\uXXXX too), and leaves the trie as soon as it differs from every name, so that a listed property

@@ -14,7 +14,8 @@
 
 namespace loom::compute::grammar::schema {
 
-using json = nlohmann::json;
+// Key order kept: an object's properties are written in the schema's order, as OpenAI does.
+using json = nlohmann::ordered_json;
 
 inline const char* const kQuote = R"("\"")";   // a '"' in the JSON text
 inline const char* const kComma = R"("," ws )";  // between members or items

@@ -95,4 +95,10 @@ void to_json(nlohmann::json& j, const SamplingParams& params);
 // std::bad_alloc).
 Parsed<SamplingParams> parse_sampling_params(const nlohmann::json& j, const ParseOptions& options = {});
 
+// An nlohmann::json object keeps its keys sorted, which loses the order of a schema's properties: the order
+// the model is to write them in (OpenAI keeps it). `fields` is the object that held the constraint fields
+// (a generate message's params, an OpenAI body) parsed again from the same text as an ordered_json: the
+// json_schema constraint's text is taken from it, in the client's order. Nothing changes without one.
+void keep_schema_order(SamplingParams& params, const nlohmann::ordered_json& fields);
+
 }  // namespace loom::proto

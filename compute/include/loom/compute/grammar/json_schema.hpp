@@ -4,8 +4,8 @@
 // it may accept fewer, in these ways:
 // - the JSON is compact except for optional single spaces after ':' and ',' (a model writes what it was
 //   trained on; bounded whitespace means a model cannot loop on it);
-// - objects list their properties in key order (nlohmann::json keeps keys sorted, so the schema's order is
-//   not known here), listed ones first, then the extra ones;
+// - objects list their properties in the schema's order (from an nlohmann::ordered_json; a plain
+//   nlohmann::json has sorted the keys already), listed ones first, then the extra ones;
 // - numbers are written as JSON allows, but integers never as 1.0, bounded numbers without an exponent,
 //   and no "-0"; strings use no surrogate \u escapes (a character past U+FFFF is written raw);
 // - enum/const values are written in their compact serialization;
@@ -75,8 +75,9 @@ struct SchemaLimits {
   std::size_t max_grammar_bytes = 256 * 1024;  // the GBNF text produced
 };
 
-// The GBNF grammar (start rule `root`) of JSON texts valid under `schema` (a JSON object or boolean, as
-// parsed by nlohmann::json). Throws SchemaError.
+// The GBNF grammar (start rule `root`) of JSON texts valid under `schema` (a JSON object or boolean).
+// Throws SchemaError. Parse the schema into an ordered_json to keep its properties' order.
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const SchemaLimits& limits = {});
 std::string json_schema_to_gbnf(const nlohmann::json& schema, const SchemaLimits& limits = {});
 
 // The grammar of any JSON object (OpenAI's response_format {"type": "json_object"}), nested values bounded
