@@ -219,10 +219,13 @@ void write_synthetic_model(const SynthSpec& s, const std::string& path) {
     const GgufFile vocab_file = GgufFile::open(s.vocab_from);
     vocab = static_cast<std::int64_t>(vocab_file.get_string_array("tokenizer.ggml.tokens").size());
     for (const auto& kv : vocab_file.metadata()) {
-      if (kv.key.rfind("tokenizer.", 0) == 0) writer.add(kv.key, kv.value);
+      if (kv.key.rfind("tokenizer.", 0) == 0 && !(kv.key == "tokenizer.chat_template" && !s.chat_template.empty())) {
+        writer.add(kv.key, kv.value);
+      }
     }
   }
   if (s.vocab_from.empty() && s.builtin_vocabulary) vocab = add_builtin_vocabulary(writer);
+  if (!s.chat_template.empty()) writer.add_string("tokenizer.chat_template", s.chat_template);
   require(vocab > 0, "the vocabulary must not be empty");
 
   const std::string arch = to_string(s.architecture);

@@ -41,8 +41,10 @@ Model:
                          with random weights, made on first run: it streams gibberish)
   --tokenizer PATH       a separate tokenizer file (llama2.c checkpoints)
   --model-id NAME        the model's name in the API (default: the file name without extension)
-  --chat-template NAME   chatml, llama2, llama3, mistral, gemma, phi3, zephyr, alpaca or vicuna
-                         (default: the model's own; chatml when it has none loom recognises)
+  --chat-template-file F a Jinja chat template to use instead of the model's own (tokenizer.chat_template)
+  --chat-template NAME   a built-in layout instead: chatml, llama2, llama3, mistral, gemma, phi3, zephyr,
+                         alpaca or vicuna (default: the model's own template; chatml, with a warning in the
+                         log, for a model without one)
   --device cpu|vulkan    where the forward pass runs (default cpu; vulkan is not built yet)
   --compute-threads N    forward-pass threads (default: the physical cores)
   --kv-cache-mb M        KV cache size in MiB (default: sized from the machine, see --kv-cache-percent);
@@ -182,6 +184,7 @@ int main(int argc, char** argv) {
     config.tokenizer = args.text("tokenizer", config.tokenizer);
     config.model_id = args.text("model-id", config.model_id);
     config.chat_template = args.text("chat-template", config.chat_template);
+    config.chat_template_file = args.text("chat-template-file", config.chat_template_file);
     config.device = args.text("device", config.device);
     count("compute-threads", config.compute_threads, 0, 1024);
     count("kv-cache-mb", config.kv_cache_mb, 0, 1 << 20);

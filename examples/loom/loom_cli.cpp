@@ -31,10 +31,11 @@ Commands:
          top-k 40, top-p 0.95, min-p 0.05, a random seed. Ctrl-C stops the generation. The constraint
          options make the output follow a GBNF grammar (start rule root), a JSON Schema (inline when it
          starts with '{', else a file) or any JSON object; the output ends where the grammar may end.
-  chat   --model PATH [--system TEXT] [--chat-template NAME] [sampling options as for generate]
+  chat   --model PATH [--system TEXT] [--chat-template-file F | --chat-template NAME] [sampling options as for generate]
          An interactive chat: each line you type is a user turn; the reply streams as it is produced.
-         The template is detected from the model's tokenizer.chat_template unless named (chatml, llama2,
-         llama3, mistral, gemma, phi3, zephyr, alpaca, vicuna). Ctrl-C stops the current reply; Ctrl-D or
+         The model's own chat template (tokenizer.chat_template, rendered as transformers does) unless a
+         Jinja file or a built-in layout is named (chatml, llama2, llama3, mistral, gemma, phi3, zephyr,
+         alpaca, vicuna); chatml for a model without one. Ctrl-C stops the current reply; Ctrl-D or
          /quit leaves; /reset forgets the conversation.
   tokenize --model PATH (--text T | --file F) [--no-bos] [--special] [--tokenizer FILE]
          Prints the token ids, space-separated, on one line. --special recognises control tokens
@@ -58,7 +59,7 @@ Commands:
          [--vocab-from VOCAB.gguf | --vocab V]
          [--sliding-window W] [--attn-softcap C] [--final-softcap C] [--rope-base B] [--rope-base-swa B]
          [--experts E] [--experts-used K] [--expert-ffn H] [--shared-expert-ffn H]
-         [--long-rope-context C] [--seed S]
+         [--long-rope-context C] [--chat-template-file F.jinja] [--seed S]
          Writes a random-weight model, the same for the same options and seed. K-quant types need dim
          and ffn to be multiples of 256, the others multiples of 32. --experts gives each layer E
          experts of width --expert-ffn (default --ffn), K of them used per token (qwen2moe and

@@ -14,6 +14,7 @@
 #include "loom/compute/cpu/thread_pool.hpp"
 #include "loom/compute/model/model_loader.hpp"
 #include "loom/compute/model_synth.hpp"
+#include "loom/compute/text/chat_format.hpp"
 
 namespace loom::cli {
 namespace {
@@ -288,6 +289,9 @@ int run_synth(CommandLine& args) {
   }
   spec.type = types.at(type);
   spec.vocab_from = args.text("vocab-from", "");
+  if (const auto template_file = args.text("chat-template-file", ""); !template_file.empty()) {
+    spec.chat_template = read_chat_template_file(template_file);
+  }
   spec.seed = static_cast<std::uint64_t>(args.integer("seed", 1, 0, INT64_MAX));
   spec.head_dim = args.integer("head-dim", 0, 0, 4096);
   spec.sliding_window = args.integer("sliding-window", 0, 0, 1 << 20);

@@ -27,6 +27,7 @@
 #include "loom/compute/cpu/thread_pool.hpp"
 #include "loom/compute/model/gguf_file.hpp"
 #include "loom/compute/model/model_loader.hpp"
+#include "loom/compute/text/chat_format.hpp"
 #include "loom/compute/text/chat_template.hpp"
 #include "loom/compute/text/tokenizer.hpp"
 #include "loom/engine.hpp"
@@ -180,27 +181,32 @@ Engine::Config engine_config(const EngineOptions& options) {
   return config;
 }
 
-// The template chat renders with: the one named, else the one the model's GGUF names (when loom knows it).
-ChatTemplate chat_template_for(const std::string& model_path, const std::string& template_name) {
-  auto known_names = [] {
-    std::string names;
-    for (const auto t : all_chat_templates()) names += (names.empty() ? "" : ", ") + std::string(name(t));
-    return names;
-  };
-  std::optional<ChatTemplate> chat_template;
+// How chat renders: a built-in layout by name, a Jinja file, else the model's own template (chatml for a
+// model without one, as the gateway does). Fills the engine config; returns what the banner names.
+std::string choose_chat_template(Engine::Config& config, const std::string& model_path,
+                                 const std::string& template_name, const std::string& template_file) {
+  if (!template_name.empty() && !template_file.empty()) {
+    throw UsageError("--chat-template and --chat-template-file: give one of them");
+  }
   if (!template_name.empty()) {
-    chat_template = find_chat_template(template_name);
-    if (!chat_template) throw UsageError("unknown chat template '" + template_name + "' (known: " + known_names() + ")");
-  } else if (GgufFile::has_magic(model_path)) {
-    if (auto source = GgufFile::open(model_path).find_string("tokenizer.chat_template")) {
-      chat_template = detect_chat_template(*source);
+    if (!find_chat_template(template_name)) {
+      std::string names;
+      for (const auto t : all_chat_templates()) names += (names.empty() ? "" : ", ") + std::string(name(t));
+      throw UsageError("unknown chat template '" + template_name + "' (known: " + names + ")");
     }
+    config.chat_template = template_name;
+    return "the built-in " + template_name + " template";
   }
-  if (!chat_template) {
-    throw UsageError("the model names no chat template that loom recognises; pass --chat-template NAME (one of " +
-                     known_names() + ")");
+  if (!template_file.empty()) {
+    config.chat_template_source = read_chat_template_file(template_file);
+    config.chat_template_label = template_file;
+    return "the template " + template_file;
   }
-  return *chat_template;
+  config.fallback_chat_template = "chatml";
+  if (GgufFile::has_magic(model_path) && GgufFile::open(model_path).find_string("tokenizer.chat_template")) {
+    return "the model's chat template";
+  }
+  return "chatml (the model has no chat template)";
 }
 
 bool write_out(std::string_view text) {
@@ -429,25 +435,25 @@ int run_chat(CommandLine& args) {
   const std::string tokenizer_path = args.text("tokenizer", "");
   const std::string system = args.text("system", "");
   const std::string template_name = args.text("chat-template", "");
+  const std::string template_file = args.text("chat-template-file", "");
   const int threads = static_cast<int>(args.integer("threads", physical_core_count(), 1, 1024));
   const auto context = args.integer("context", 0, 0, 1 << 24);
   const compute::KvCacheOptions kv = read_kv_cache_options(args);
   const proto::SamplingParams params = read_sampling_params(args, 1024);
   args.reject_unknown();
   check_model_files(model_path, tokenizer_path, kv);
-  const ChatTemplate chat_template = chat_template_for(model_path, template_name);
 
   EngineOptions options{model_path, tokenizer_path, threads, context, kv};
   Engine::Config config = engine_config(options);
-  config.chat_template = std::string(name(chat_template));
+  const std::string template_label = choose_chat_template(config, model_path, template_name, template_file);
   Engine engine(config);
   const auto loaded = engine.async_load(boost::asio::use_future).get();
   if (!loaded.loaded()) throw std::runtime_error(loaded.error);
 
   const bool interactive = ::isatty(STDIN_FILENO) != 0;
   install_interrupt_handler();
-  std::fprintf(stderr, "loom chat: %s template; Ctrl-C stops a reply, Ctrl-D or /quit leaves, /reset forgets the history\n",
-               std::string(name(chat_template)).c_str());
+  std::fprintf(stderr, "loom chat: %s; Ctrl-C stops a reply, Ctrl-D or /quit leaves, /reset forgets the history\n",
+               template_label.c_str());
 
   std::uint64_t sessions = 0;
   std::string session_id = open_chat_session(engine, system, sessions);

@@ -16,6 +16,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "gateway_context.hpp"
+#include "loom/compute/text/chat_format.hpp"
 #include "http_connection.hpp"
 #include "listener.hpp"
 #include "net_logger.hpp"
@@ -48,7 +49,11 @@ actors::EngineConfig engine_config_for(const GatewayConfig& config) {
     };
   }
   engine.chat_template = config.chat_template;
-  // Like llama.cpp's server: a model without a template still chats, in ChatML.
+  if (!config.chat_template_file.empty()) {
+    engine.chat_template_source = compute::read_chat_template_file(config.chat_template_file);
+    engine.chat_template_label = config.chat_template_file;
+  }
+  // Like llama.cpp's server: a model without a template still chats, in ChatML (with a warning in the log).
   engine.fallback_chat_template = "chatml";
   engine.max_prompt_tokens = config.max_prompt_tokens;
   engine.default_timeout = config.request_timeout;

@@ -106,6 +106,7 @@ void apply_json(GatewayConfig& c, const nlohmann::json& object) {
     else if (key == "tokenizer") text(c.tokenizer);
     else if (key == "model_id") text(c.model_id);
     else if (key == "chat_template") text(c.chat_template);
+    else if (key == "chat_template_file") text(c.chat_template_file);
     else if (key == "device") text(c.device);
     else if (key == "compute_threads") integer(c.compute_threads);
     else if (key == "kv_cache_mb") integer(c.kv_cache_mb);

@@ -1,4 +1,5 @@
 // `loom chat` at a terminal: a pseudo-terminal types lines and Ctrl-C / Ctrl-D into it, as a person would.
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -70,12 +71,26 @@ TEST(ChatCommand, AnUnknownTemplateIsAUsageErrorListingTheKnownOnes) {
   EXPECT_NE(run.err.find("chatml"), std::string::npos) << run.err;
 }
 
-TEST(ChatCommand, AModelWithoutATemplateAsksForOne) {
+TEST(ChatCommand, AModelWithoutATemplateChatsInChatmlAndSaysSo) {
   const std::string model = shared_path("models/aidreams260K.gguf");
   REQUIRE_SHARED_FILE(model);
-  const auto run = run_loom({"chat", "--model", model});
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("--chat-template"), std::string::npos) << run.err;
+  const auto run = run_loom({"chat", "--model", model, "--max-tokens", "3"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("chatml (the model has no chat template)"), std::string::npos) << run.err;
+}
+
+TEST(ChatCommand, AChatTemplateFileThatDoesNotParseIsRefusedNamingTheFile) {
+  const std::string model = shared_path("models/aidreams260K.gguf");
+  REQUIRE_SHARED_FILE(model);
+  const std::string file = ::testing::TempDir() + "/broken_template.jinja";
+  {
+    std::ofstream out(file);
+    out << "{% for m in messages %}{{ m.content }}";  // no endfor
+  }
+  const auto run = run_loom({"chat", "--model", model, "--chat-template-file", file, "--max-tokens", "3"});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find(file), std::string::npos) << run.err;
+  std::remove(file.c_str());
 }
 
 TEST(ChatCommand, WithoutATerminalItPrintsNoPromptAndEndsAtEndOfInput) {

@@ -24,6 +24,7 @@
 #include "loom/actors/engine/session_actor.hpp"
 #include "loom/cache/block_manager.hpp"
 #include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/text/chat_format.hpp"
 #include "loom/compute/text/chat_template.hpp"
 #include "loom/compute/text/tokenizer.hpp"
 #include "test_files.hpp"
@@ -329,7 +330,7 @@ class SessionActorTest : public ::testing::Test {
                                                 std::shared_ptr<const compute::Tokenizer> tokenizer = nullptr) {
     auto c = std::make_shared<SessionContext>();
     c->tokenizer = tokenizer ? std::move(tokenizer) : tokenizer_;
-    c->chat_template = chat_template;
+    if (chat_template) c->chat_format = compute::ChatFormat::from_builtin(*chat_template);
     c->context_length = context_length;
     c->scheduler = scheduler_.address();
     return c;

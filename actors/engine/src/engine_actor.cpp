@@ -15,6 +15,7 @@
 #include "loom/actors/engine/session_actor.hpp"
 #include "loom/actors/engine/thermal_monitor_actor.hpp"
 #include "loom/actors/runtime/logger.hpp"
+#include "loom/compute/text/chat_format.hpp"
 #include "loom/compute/text/chat_template.hpp"
 
 namespace loom::actors {
@@ -88,6 +89,45 @@ proto::ErrorEvent error_event(const std::string& request_id, proto::ErrorCode co
   event.message = std::move(message);
   event.field = std::move(field);
   return event;
+}
+
+
+// The vocabulary's text for a special token, as a template's bos_token / eos_token; nullopt without one.
+std::optional<std::string> special_text(const compute::Vocabulary& vocabulary, std::int32_t id) {
+  if (!vocabulary.valid(id)) return std::nullopt;
+  return vocabulary.tokens[static_cast<std::size_t>(id)];
+}
+
+// The configured built-in, the configured Jinja text, the model's template, then the fallback (see
+// EngineConfig). A model template that does not parse is logged and passed over, since the model still
+// serves raw prompts; a configured one that does not parse refuses the load, as the operator asked for it.
+std::shared_ptr<const compute::ChatFormat> choose_chat_format(const EngineConfig& config,
+                                                              const compute::BackendInfo& info,
+                                                              const compute::Tokenizer& tokenizer) {
+  if (!config.chat_template.empty()) {
+    const auto layout = compute::find_chat_template(config.chat_template);
+    if (!layout) throw std::runtime_error("unknown chat template '" + config.chat_template + "'");
+    return compute::ChatFormat::from_builtin(*layout);
+  }
+  const auto& vocabulary = tokenizer.vocabulary();
+  const auto bos = special_text(vocabulary, vocabulary.bos);
+  const auto eos = special_text(vocabulary, vocabulary.eos);
+  if (!config.chat_template_source.empty()) {
+    return compute::ChatFormat::from_jinja(config.chat_template_source, config.chat_template_label, bos, eos);
+  }
+  if (!info.chat_template_source.empty()) {
+    try {
+      return compute::ChatFormat::from_jinja(info.chat_template_source, "the model's template", bos, eos);
+    } catch (const std::exception& e) {
+      logger().warn("actor=engine {}", e.what());
+    }
+  }
+  if (config.fallback_chat_template.empty()) return nullptr;
+  const auto layout = compute::find_chat_template(config.fallback_chat_template);
+  if (!layout) throw std::runtime_error("unknown chat template '" + config.fallback_chat_template + "'");
+  logger().warn("actor=engine the model has no usable chat template; chat requests use the built-in {}",
+                config.fallback_chat_template);
+  return compute::ChatFormat::from_builtin(*layout);
 }
 
 }  // namespace
@@ -256,18 +296,7 @@ void EngineActor::on_loaded(LoadResult result) {
     scheduler_config.context_length = context_length;
     scheduler_config.validate();
 
-    std::optional<compute::ChatTemplate> chat_template;
-    if (!s.config.chat_template.empty()) {
-      chat_template = compute::find_chat_template(s.config.chat_template);
-      if (!chat_template) throw std::runtime_error("unknown chat template '" + s.config.chat_template + "'");
-    } else if (!info.chat_template_source.empty()) {
-      chat_template = compute::detect_chat_template(info.chat_template_source);
-    }
-    if (!chat_template && !s.config.fallback_chat_template.empty()) {
-      chat_template = compute::find_chat_template(s.config.fallback_chat_template);
-      logger().warn("actor={} the model has no chat template loom recognises; chat requests use {}", name(),
-                    s.config.fallback_chat_template);
-    }
+    const auto chat_format = choose_chat_format(s.config, info, *result.tokenizer);
 
     cache::BlockManagerConfig blocks;
     blocks.block_count = static_cast<std::size_t>(info.kv_blocks);
@@ -285,12 +314,12 @@ void EngineActor::on_loaded(LoadResult result) {
                                              s.config.thermal);
     }
     s.context = std::make_shared<const SessionContext>(
-        SessionContext{result.tokenizer, chat_template, context_length, s.scheduler.address(),
+        SessionContext{result.tokenizer, chat_format, context_length, s.scheduler.address(),
                        s.config.max_prompt_tokens});
     s.model = State::Model::loaded;
     logger().info("actor={} engine ready context_length={} kv_blocks={} kv_block_size={} chat_template={}", name(),
                   context_length, info.kv_blocks, info.kv_block_size,
-                  chat_template ? compute::name(*chat_template) : std::string_view("none"));
+                  chat_format ? chat_format->description() : std::string("none"));
   } catch (const std::exception& e) {
     s.thermal = {};
     s.thermal_pool.reset();

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "chat_prompt.hpp"
 #include "loom/actors/runtime/logger.hpp"
 #include "loom/compute/grammar/output_constraint.hpp"
 #include "loom/compute/text/stop_matcher.hpp"
@@ -86,7 +87,7 @@ struct SessionActor::Prepared {
   std::vector<std::string> stops;       // the request's own, then the template's end-of-turn markers
   std::size_t request_stops = 0;        // how many of `stops` are the request's own
   bool chat = false;
-  std::vector<compute::ChatTurn> new_turns;  // chat: the request's turns the history keeps
+  std::vector<proto::ChatMessage> new_turns;  // chat: the request's turns the history keeps
   std::size_t drop_history = 0;              // chat: oldest history turns dropped to fit
   std::size_t dropped = 0;                   // chat: turns dropped, the request's own included
   std::string raw_prompt;                    // raw: what the transcript gains besides the reply
@@ -223,64 +224,44 @@ std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_raw(const
 
 std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_chat(const proto::GenerateRequest& request) const {
   const auto& messages = std::get<std::vector<proto::ChatMessage>>(request.input);
-  if (!context_->chat_template) {
+  if (!context_->chat_format) {
     return ErrorEvent{request.id, ErrorCode::unsupported,
-                      "the model has no chat template that loom recognises: send a raw prompt instead of messages", {}};
+                      "the model has no chat template: send a raw prompt instead of messages", {}};
   }
   if (messages.empty()) return invalid(request.id, "messages", "a chat request needs at least one message");
-  const auto chat_template = *context_->chat_template;
 
-  std::vector<compute::ChatTurn> system;
-  std::vector<compute::ChatTurn> fresh;  // the request's user and assistant turns
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    const auto& message = messages[i];
-    switch (message.role) {
-      case proto::ChatRole::system:
-        system.push_back({compute::ChatTurnRole::system, message.content});
-        break;
-      case proto::ChatRole::user:
-        fresh.push_back({compute::ChatTurnRole::user, message.content});
-        break;
-      case proto::ChatRole::assistant:
-        fresh.push_back({compute::ChatTurnRole::assistant, message.content});
-        break;
-      case proto::ChatRole::tool:
-        return ErrorEvent{request.id, ErrorCode::unsupported,
-                          "message " + std::to_string(i) + " has role tool, which no chat template here can render", {}};
-    }
+  detail::ChatPromptInput input;
+  std::vector<proto::ChatMessage> fresh;  // the request's turns other than system ones
+  for (const auto& message : messages) {
+    (message.role == proto::ChatRole::system ? input.system : fresh).push_back(message);
   }
-  if (system.empty() && options_.system_prompt) system.push_back({compute::ChatTurnRole::system, *options_.system_prompt});
+  if (input.system.empty() && options_.system_prompt) {
+    input.system.push_back(proto::ChatMessage{.role = proto::ChatRole::system, .content = *options_.system_prompt});
+  }
+  input.conversation = history_;
+  input.conversation.insert(input.conversation.end(), fresh.begin(), fresh.end());
+  input.kept = fresh.empty() ? 0 : 1;
+  input.tools = detail::template_tools(request.tools);
+  if (request.chat_template_kwargs) input.kwargs = nlohmann::ordered_json::parse(*request.chat_template_kwargs);
+  input.capacity = context_->prompt_capacity();
 
-  // The droppable turns, oldest first: the history, then the request's turns but its last.
-  std::vector<compute::ChatTurn> conversation = history_;
-  conversation.insert(conversation.end(), fresh.begin(), fresh.end());
-  const std::size_t droppable = conversation.size() - (fresh.empty() ? 0 : 1);
-
+  auto built = detail::build_chat_prompt(*context_->chat_format, *context_->tokenizer, input);
+  if (auto* error = std::get_if<detail::ChatPromptError>(&built)) {
+    if (!error->too_long) return invalid(request.id, "messages", std::move(error->message));
+    return invalid(request.id, "messages",
+                   "the prompt is " + std::to_string(error->tokens) + " tokens with the chat template; at most " +
+                       std::to_string(context_->prompt_capacity()) + " fit" + capacity_reason(*context_));
+  }
+  auto& prompt = std::get<detail::ChatPrompt>(built);
   Prepared p;
   p.chat = true;
-  std::size_t first = 0;  // conversation[first..] is rendered
-  std::vector<compute::ChatTurn> turns;
-  for (;;) {
-    turns = system;
-    turns.insert(turns.end(), conversation.begin() + static_cast<std::ptrdiff_t>(first), conversation.end());
-    p.tokens = compute::encode_prompt(*context_->tokenizer, compute::render_chat(chat_template, turns, true), true);
-    if (static_cast<std::int64_t>(p.tokens.size()) <= context_->prompt_capacity()) break;
-    if (first >= droppable) {
-      return invalid(request.id, "messages",
-                     "the prompt is " + std::to_string(p.tokens.size()) + " tokens with the chat template; at most " +
-                         std::to_string(context_->prompt_capacity()) + " fit" + capacity_reason(*context_));
-    }
-    // A user turn goes with the assistant's reply to it, so the history never starts with a lone reply.
-    const bool pair = conversation[first].role == compute::ChatTurnRole::user && first + 1 < droppable &&
-                      conversation[first + 1].role == compute::ChatTurnRole::assistant;
-    first += pair ? 2 : 1;
-  }
-  p.dropped = first;
-  p.drop_history = std::min(first, history_.size());
-  p.new_turns.assign(fresh.begin() + static_cast<std::ptrdiff_t>(first - p.drop_history), fresh.end());
+  p.tokens = std::move(prompt.tokens);
+  p.dropped = prompt.dropped;
+  p.drop_history = std::min(prompt.dropped, history_.size());
+  p.new_turns.assign(fresh.begin() + static_cast<std::ptrdiff_t>(prompt.dropped - p.drop_history), fresh.end());
   p.stops = request.params.stop;
   p.request_stops = p.stops.size();
-  for (const auto marker : compute::end_of_turn_markers(chat_template)) p.stops.emplace_back(marker);
+  for (const auto& marker : context_->chat_format->end_of_turn_markers()) p.stops.push_back(marker);
   return p;
 }
 
@@ -404,7 +385,7 @@ void SessionActor::record(const Active& done) {
   }
   history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(p.drop_history));
   history_.insert(history_.end(), p.new_turns.begin(), p.new_turns.end());
-  history_.push_back({compute::ChatTurnRole::assistant, done.shown});
+  history_.push_back(proto::ChatMessage{.role = proto::ChatRole::assistant, .content = done.shown});
   info_.dropped_messages += p.dropped;
 }
 

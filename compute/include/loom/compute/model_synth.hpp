@@ -27,6 +27,9 @@ struct SynthSpec {
   // characters and common English words), so the model needs no other file to take and produce text (the
   // gateway's demo model); false writes no tokenizer (vocab_size tokens, for the maths only).
   bool builtin_vocabulary = false;
+  // Written as tokenizer.chat_template when non-empty (replacing one vocab_from carries): a Jinja chat
+  // template, so that tests can serve a model whose own template is a tool or reasoning template.
+  std::string chat_template;
   std::uint64_t seed = 1;
   float rope_freq_base = 10000.0f;
   float rms_epsilon = 1e-5f;

@@ -19,7 +19,8 @@ struct GatewayConfig {
   std::string model;             // a GGUF (or llama2.c) file; empty: the built-in demo model
   std::string tokenizer;         // optional separate tokenizer file (llama2.c checkpoints)
   std::string model_id;          // the name in /v1/models and in responses; empty: the file's stem
-  std::string chat_template;     // a template name (chatml, llama2, llama3, ...); empty: from the model
+  std::string chat_template;     // a built-in layout (chatml, llama2, llama3, ...), overriding the model's
+  std::string chat_template_file;  // a Jinja chat template file, overriding the model's template
   std::string device = "cpu";    // cpu | vulkan
   int compute_threads = 0;       // forward-pass threads; 0: the physical core count
   std::int64_t kv_cache_mb = 0;  // KV cache budget; 0: sized from the machine (kv_cache_percent, capped)

@@ -31,9 +31,14 @@ namespace loom::actors {
 struct EngineConfig {
   compute::LoadOptions model;                          // what async_load loads
   SchedulerConfig scheduler;                  // context_length is filled in from the model at load
-  std::string chat_template;                  // a template name (chat_template.hpp); empty: from the model
-  std::string fallback_chat_template;         // used when the model has none loom recognises; empty: chat
-                                              // requests are then refused as unsupported
+  // How chat messages become a prompt (compute/text/chat_format.hpp), first that applies: a built-in
+  // layout by name (chat_template.hpp); Jinja text given here (e.g. read from --chat-template-file); the
+  // model's own tokenizer.chat_template; the fallback built-in (logged as a warning). With none of them,
+  // chat requests are refused as unsupported.
+  std::string chat_template;                  // a built-in name, overriding the model's template
+  std::string chat_template_source;           // Jinja text, overriding the model's template
+  std::string chat_template_label = "the configured chat template";  // names it in errors and logs
+  std::string fallback_chat_template;         // a built-in name for a model without a template
   // Thermal monitoring: none (always nominal) unless a provider is given.
   std::shared_ptr<const ThermalProvider> thermal_provider;
   ThermalMonitorConfig thermal;

@@ -60,7 +60,7 @@
 #include "loom/actors/runtime/address.hpp"
 #include "loom/actors/runtime/reply.hpp"
 #include "loom/cache/block_manager.hpp"
-#include "loom/compute/text/chat_template.hpp"
+#include "loom/compute/text/chat_format.hpp"
 #include "loom/compute/text/tokenizer.hpp"
 #include "loom/proto/generate_request.hpp"
 #include "loom/proto/server_message.hpp"
@@ -71,7 +71,7 @@ namespace loom::actors {
 // SessionActor's constructor throws std::invalid_argument without a tokenizer or with context_length <= 0.
 struct SessionContext {
   std::shared_ptr<const compute::Tokenizer> tokenizer;
-  std::optional<compute::ChatTemplate> chat_template;  // none: chat requests are `unsupported`
+  std::shared_ptr<const compute::ChatFormat> chat_format;  // null: chat requests are `unsupported`
   std::int64_t context_length = 0;                     // positions one sequence may use
   Address<SchedulerProtocol> scheduler;                // a submit it refuses (it is gone): `unavailable`
   // A request's prompt (after templating, with the session's history) has at most this many tokens; longer
@@ -127,7 +127,7 @@ class SessionActor : public Actor<SessionActor, SessionProtocol> {
 
   std::shared_ptr<const SessionContext> context_;
   SessionOptions options_;
-  std::vector<compute::ChatTurn> history_;  // user and assistant turns, oldest first (no system prompt)
+  std::vector<proto::ChatMessage> history_;  // the conversation's turns, oldest first (no system prompt)
   std::string transcript_;                  // raw prompts and outputs, for raw-prompt requests
   std::unique_ptr<Active> active_;
   bool closing_ = false;

@@ -1,0 +1,58 @@
+// The session's chat side, apart from its actor: a conversation (system turns, the session's history, the
+// request's turns) rendered with the model's ChatFormat and tokenized, the oldest exchanges dropped until it
+// fits; and the JSON a template sees for a message and for the offered tools, as transformers passes them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loom/compute/text/chat_format.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+#include "loom/proto/chat_message.hpp"
+#include "loom/proto/generate_request.hpp"
+
+namespace loom::actors::detail {
+
+// {"role", "content" (null when the client sent null or nothing), then where present "reasoning_content",
+// "tool_calls" (OpenAI's shape; arguments that are a JSON object are given as that object, as the templates
+// expect and as vLLM passes them; other text stays a string), "tool_call_id", "name"}.
+nlohmann::ordered_json template_message(const proto::ChatMessage& message);
+// OpenAI's tool list: [{"type": "function", "function": {"name", "description"?, "parameters"?}}], the
+// parameters in the client's key order; null when no tools are offered.
+nlohmann::ordered_json template_tools(const std::vector<proto::ToolDefinition>& tools);
+
+struct ChatPromptInput {
+  std::vector<proto::ChatMessage> system;        // rendered first, never dropped
+  std::vector<proto::ChatMessage> conversation;  // the history, then the request's turns
+  std::size_t kept = 1;                          // the last `kept` turns of the conversation are never dropped
+  nlohmann::ordered_json tools;                  // template_tools()
+  nlohmann::ordered_json kwargs;                 // chat_template_kwargs (an object, or null)
+  std::int64_t capacity = 0;                     // tokens the prompt may have
+};
+
+struct ChatPrompt {
+  std::vector<std::int32_t> tokens;
+  std::string text;           // the rendering the tokens come from
+  std::size_t dropped = 0;    // conversation turns dropped from the front to fit
+};
+
+// Why a chat request cannot become a prompt: the template refused it (its own message when it raised one),
+// or even the kept turns do not fit.
+struct ChatPromptError {
+  std::string message;
+  bool too_long = false;
+  std::size_t tokens = 0;  // the shortest prompt's length when too_long
+};
+
+// Renders and tokenizes; drops whole exchanges from the front (a user turn with the turns after it up to the
+// next user turn) while the prompt is over capacity. A rendering that starts with the vocabulary's BOS text
+// is not given a second BOS.
+std::variant<ChatPrompt, ChatPromptError> build_chat_prompt(const compute::ChatFormat& format,
+                                                            const compute::Tokenizer& tokenizer,
+                                                            const ChatPromptInput& input);
+
+}  // namespace loom::actors::detail
