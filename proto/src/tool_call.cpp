@@ -116,9 +116,11 @@ ToolCallDelta read_tool_call_delta(const Json& j, const std::string& path, const
 
 ToolDefinition read_tool_definition(const Json& j, const std::string& path, const ParseOptions& options) {
   ObjectReader r(j, path, options);
-  r.check_known({"type", "function"});
+  // The type first: another kind of tool (OpenAI's "custom", ...) has fields of its own, and the type is
+  // what the client has to change.
   const std::string type = read_string(r.require("type"), r.path("type"));
   if (type != "function") fail(r.path("type"), "must be \"function\" (the only kind of tool), got " + echo_text(type));
+  r.check_known({"type", "function"});
   ObjectReader f(r.require("function"), r.path("function"), options);
   f.check_known({"name", "description", "parameters", "strict"});
   ToolDefinition tool;

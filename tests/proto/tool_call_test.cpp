@@ -397,6 +397,8 @@ std::vector<ToolMalformedCase> tool_malformed_cases() {
       {"ToolTypeMissing", chat(tools(R"({"function":{"name":"a"}})")), "tools[0].type", "is required"},
       {"ToolTypeNotFunction", chat(tools(R"({"type":"code_interpreter","function":{"name":"a"}})")), "tools[0].type",
        "must be \"function\""},
+      {"ToolOfAnotherKind", chat(tools(R"({"type":"custom","custom":{"name":"a"}})")), "tools[0].type",
+       "must be \"function\" (the only kind of tool), got \"custom\""},
       {"ToolFunctionMissing", chat(tools(R"({"type":"function"})")), "tools[0].function", "is required"},
       {"ToolUnknownField", chat(tools(R"({"type":"function","function":{"name":"a"},"x":1})")), "tools[0].x",
        "is not a known field"},
