@@ -151,7 +151,8 @@ class WebSocketStreamClient final : public StreamClient {
     switch (done.finish_reason) {
       case proto::FinishReason::eos:
       case proto::FinishReason::length:
-      case proto::FinishReason::stop: outcome.ok = true; return;
+      case proto::FinishReason::stop:
+      case proto::FinishReason::tool_calls: outcome.ok = true; return;
       case proto::FinishReason::cancelled:
       case proto::FinishReason::error:
       case proto::FinishReason::timeout: break;

@@ -14,10 +14,10 @@ namespace loom::net {
 enum class Endpoint : std::uint8_t { websocket, completions, chat_completions };
 inline constexpr std::array<std::string_view, 3> kEndpointNames{"websocket", "completions", "chat_completions"};
 
-// A request's outcome: its finish reason (eos, length, stop, cancelled, error, timeout), or refused (an
-// error event / error response before it was accepted).
-inline constexpr std::array<std::string_view, 7> kOutcomeNames{"eos",   "length",  "stop",   "cancelled",
-                                                               "error", "timeout", "refused"};
+// A request's outcome: its finish reason (eos, length, stop, cancelled, error, timeout, tool_calls), or
+// refused (an error event / error response before it was accepted).
+inline constexpr std::array<std::string_view, 8> kOutcomeNames{"eos",     "length",     "stop",   "cancelled", "error",
+                                                               "timeout", "tool_calls", "refused"};
 // HTTP statuses counted one by one; anything else counts as "other".
 inline constexpr std::array<int, 13> kCountedStatuses{101, 200, 204, 400, 401, 403, 404, 405, 413, 429, 500, 503, 504};
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -203,6 +204,8 @@ class OpenAiExchange {
   // for complete, and OpenAI has no finish_reason for "failed".
   asio::awaitable<bool> run_whole() {
     std::string text;
+    std::string reasoning;
+    std::vector<proto::ToolCall> streamed_calls;  // from the deltas, in case done carries none
     auto watch = std::make_unique<PeerCloseWatch>(stream_, [this] {
       logger().debug("route=openai request={} the client went away while waiting: cancelled", identity_.id);
       context_.engine.cancel(identity_.id);
@@ -212,6 +215,8 @@ class OpenAiExchange {
       if (!event) break;
       if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {
         text += token->text;
+        reasoning += token->reasoning;
+        openai::add_tool_call_deltas(streamed_calls, token->tool_calls);
         continue;
       }
       std::optional<HttpResponse> response;
@@ -221,8 +226,10 @@ class OpenAiExchange {
       } else if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) {
         count(proto::to_string(done->finish_reason));
         const auto reason = openai::finish_reason(done->finish_reason);
+        const auto& calls = done->tool_calls.empty() ? streamed_calls : done->tool_calls;
         response = reason ? make_json_response(request_, http::status::ok,
-                                               openai::completion_object(identity_, text, *reason, done->usage))
+                                               openai::completion_object(identity_, text, *reason, done->usage,
+                                                                         reasoning, calls))
                           : error_response(openai::from_failed_done(*done));
       }
       if (response) {
@@ -254,10 +261,12 @@ class OpenAiExchange {
       }
       if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {
         bool written = co_await open(writer);
-        // An empty text is half of a multi-byte character: the next token completes it.
-        if (written && !token->text.empty()) {
-          written = co_await writer.write(openai::sse_event(openai::text_chunk(identity_, token->text)));
-        }
+        // A token may release nothing (half of a multi-byte character: the next token completes it), or its
+        // reasoning, text and tool call pieces, a chunk each.
+        std::string data;
+        for (const auto& chunk : openai::token_chunks(identity_, *token)) data += openai::sse_event(chunk);
+        openai::add_tool_call_deltas(streamed_calls_, token->tool_calls);
+        if (written && !data.empty()) written = co_await writer.write(std::move(data));
         if (!written) {
           co_await client_gone();
           co_return false;
@@ -275,7 +284,10 @@ class OpenAiExchange {
       }
       std::string last;
       if (reason) {
-        last = openai::sse_event(openai::finish_chunk(identity_, *reason));
+        // Calls the deltas did not stream (an engine that gives them whole at the end) go out before the end.
+        const auto unstreamed = openai::unstreamed_tool_calls(done->tool_calls, streamed_calls_.size());
+        if (!unstreamed.empty()) last = openai::sse_event(openai::tool_calls_chunk(identity_, unstreamed));
+        last += openai::sse_event(openai::finish_chunk(identity_, *reason));
         if (translated_.include_usage) last += openai::sse_event(openai::usage_chunk(identity_, done->usage));
       } else {
         last = openai::sse_event(openai::from_failed_done(*done).to_json());
@@ -344,6 +356,7 @@ class OpenAiExchange {
   openai::Request translated_;
   openai::ResponseIdentity identity_;
   actors::EventStream events_;
+  std::vector<proto::ToolCall> streamed_calls_;  // stream:true: the calls its deltas have begun
 };
 
 openai::Error unavailable(std::string message, std::string type, std::string code) {

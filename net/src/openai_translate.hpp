@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,8 @@
 #include "loom/proto/finish_reason.hpp"
 #include "loom/proto/generate_request.hpp"
 #include "loom/proto/parse_options.hpp"
+#include "loom/proto/token_event.hpp"
+#include "loom/proto/tool_call.hpp"
 #include "loom/proto/usage.hpp"
 #include "openai_routes.hpp"
 
@@ -59,8 +62,9 @@ std::string client_field(const std::string& field, const std::map<std::string, s
 // client's spelling (Request::client_names).
 Error from_error_event(const proto::ErrorEvent& event, const std::map<std::string, std::string>& client_names = {});
 
-// OpenAI's finish_reason for a request that completed: eos and stop are "stop", length is "length".
-// nullopt for cancelled, error and timeout, which the route answers as errors instead.
+// OpenAI's finish_reason for a request that completed: eos and stop are "stop", length is "length",
+// tool_calls is "tool_calls". nullopt for cancelled, error and timeout, which the route answers as errors
+// instead.
 std::optional<std::string> finish_reason(proto::FinishReason reason);
 
 // The error for a request that was accepted but ended cancelled, timed out or failed.
@@ -76,14 +80,34 @@ struct ResponseIdentity {
 
 nlohmann::json usage_json(const proto::Usage& usage);
 
-// stream:false: the whole answer.
+// stream:false: the whole answer. For chat, the message's content is null when the reply is only tool
+// calls (as OpenAI's), reasoning_content is there when the reply had reasoning, and tool_calls when it
+// called tools: [{"id", "type": "function", "function": {"name", "arguments"}}].
 nlohmann::json completion_object(const ResponseIdentity& identity, const std::string& text,
-                                 const std::string& finish_reason, const proto::Usage& usage);
+                                 const std::string& finish_reason, const proto::Usage& usage,
+                                 const std::string& reasoning = {}, const std::vector<proto::ToolCall>& tool_calls = {});
 
 // stream:true, one chunk each. For chat, the first chunk carries the role (OpenAI sends
 // delta {role:"assistant", content:""} before any text).
 nlohmann::json role_chunk(const ResponseIdentity& identity);  // chat only
 nlohmann::json text_chunk(const ResponseIdentity& identity, const std::string& text);
+// Chat only: delta {"reasoning_content": piece}.
+nlohmann::json reasoning_chunk(const ResponseIdentity& identity, const std::string& reasoning);
+// Chat only: delta {"tool_calls": [...]}, OpenAI's shape: a call's first delta (the one with its id or
+// name) is {"index", "id", "type": "function", "function": {"name", "arguments"}}, later ones
+// {"index", "function": {"arguments": piece}}.
+nlohmann::json tool_calls_chunk(const ResponseIdentity& identity, const std::vector<proto::ToolCallDelta>& deltas);
+// The chunks one token event makes, in order: its reasoning, its content text, its tool calls (chat), each
+// only when not empty; for completions, its text only. None for a token that releases nothing (half of a
+// multi-byte character, or text the engine holds back while it decides whether it is a tool call).
+std::vector<nlohmann::json> token_chunks(const ResponseIdentity& identity, const proto::TokenEvent& token);
+
+// Tool calls put together from their streamed deltas: a delta for call i adds to calls[i] (a new call is
+// index calls.size(); a delta that skips ahead is ignored).
+void add_tool_call_deltas(std::vector<proto::ToolCall>& calls, const std::vector<proto::ToolCallDelta>& deltas);
+// The calls of a done event that no delta streamed (those from index `streamed` on), as whole deltas, for a
+// stream to send before its finish chunk.
+std::vector<proto::ToolCallDelta> unstreamed_tool_calls(const std::vector<proto::ToolCall>& calls, std::size_t streamed);
 nlohmann::json finish_chunk(const ResponseIdentity& identity, const std::string& finish_reason);
 nlohmann::json usage_chunk(const ResponseIdentity& identity, const proto::Usage& usage);  // choices: []
 

@@ -190,6 +190,12 @@ void refuse_completion_extras(const json& body) {
   if (const json* logprobs = find(body, "logprobs"); logprobs != nullptr && *logprobs != 0 && *logprobs != false) {
     throw Refused{unsupported("logprobs", "log-probabilities are not reported")};
   }
+  // A raw prompt is not rendered with the chat template, which is where tools are shown to the model.
+  for (const char* name : {"tools", "functions"}) {
+    if (const json* tools = find(body, name); tools != nullptr && !(tools->is_array() && tools->empty())) {
+      throw Refused{unsupported(name, "tools are offered on /v1/chat/completions only")};
+    }
+  }
 }
 
 // ---- /v1/chat/completions ----
@@ -206,8 +212,8 @@ json read_message(const json& message, std::size_t index) {
   }
   const json* content = find(message, "content");
   if (content == nullptr) {
-    // An assistant turn that only called tools has no content; it is an empty turn here.
-    if (out.value("role", json()) == "assistant") out["content"] = "";
+    // An assistant turn that only called tools has no content: null, which proto refuses on other roles.
+    out["content"] = nullptr;
   } else if (content->is_array()) {
     // Content parts: text parts are joined as they are; images, audio and files are not understood.
     std::string text;
@@ -229,6 +235,42 @@ json read_message(const json& message, std::size_t index) {
   } else {
     out["content"] = *content;
   }
+  // Tool calling. Fields OpenAI's clients echo back from a response (refusal, annotations, audio,
+  // function_call: null) are dropped as before; only what proto knows is passed on.
+  for (const char* name : {"tool_call_id", "name", "reasoning_content"}) {
+    if (const json* value = find(message, name)) out[name] = *value;
+  }
+  if (const json* calls = find(message, "tool_calls")) {
+    if (!calls->is_array()) {
+      out["tool_calls"] = *calls;  // proto names the wrong type
+    } else {
+      // A call as OpenAI writes it, without what some clients keep from the stream (its "index").
+      json kept = json::array();
+      for (const json& call : *calls) {
+        if (!call.is_object()) {
+          kept.push_back(call);
+          continue;
+        }
+        json item = json::object();
+        for (const char* key : {"id", "type"}) {
+          if (const json* value = find(call, key)) item[key] = *value;
+        }
+        if (const json* function = find(call, "function")) {
+          if (function->is_object()) {
+            json f = json::object();
+            for (const char* key : {"name", "arguments"}) {
+              if (const json* value = find(*function, key)) f[key] = *value;
+            }
+            item["function"] = std::move(f);
+          } else {
+            item["function"] = *function;
+          }
+        }
+        kept.push_back(std::move(item));
+      }
+      out["tool_calls"] = std::move(kept);
+    }
+  }
   return out;
 }
 
@@ -249,11 +291,21 @@ void refuse_chat_extras(const json& body) {
   if (const json* top = find(body, "top_logprobs"); top != nullptr && *top != 0) {
     throw Refused{unsupported("top_logprobs", "log-probabilities are not reported")};
   }
-  // Ignoring tools would answer in prose a client that waits for a tool call: refuse instead.
-  for (const char* name : {"tools", "functions"}) {
-    if (const json* tools = find(body, name); tools != nullptr && !(tools->is_array() && tools->empty())) {
-      throw Refused{unsupported(name, "no tool calling")};
-    }
+  // OpenAI's deprecated form of tools: refused rather than ignored, which would answer in prose a client
+  // that waits for a function call.
+  if (const json* functions = find(body, "functions"); functions != nullptr && !(functions->is_array() && functions->empty())) {
+    throw Refused{unsupported("functions", "the deprecated functions API; send them as tools")};
+  }
+  if (const json* call = find(body, "function_call"); call != nullptr && *call != "none" && *call != "auto") {
+    throw Refused{unsupported("function_call", "the deprecated functions API; send tool_choice")};
+  }
+}
+
+// Tool calling and the chat template's extras, copied as the client wrote them: proto's field names and
+// shapes are OpenAI's (tools[i].function.parameters, tool_choice), so its errors name the client's fields.
+void copy_chat_fields(const json& body, json& generate) {
+  for (const char* name : {"tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs", "reasoning_format"}) {
+    if (const json* value = find(body, name)) generate[name] = *value;
   }
 }
 
@@ -309,16 +361,26 @@ std::variant<Request, Error> translate_request(std::string_view body_text, OpenA
       generate["prompt"] = read_prompt(body);
     } else {
       generate["messages"] = read_messages(body, options);
+      copy_chat_fields(body, generate);
     }
     auto parsed = proto::parse_generate_request(generate, options);
     if (!parsed) return from_validation_error(parsed.error(), client_names);
     request.generate = std::move(parsed).value();
     request.client_names = std::move(client_names);
     const auto& constraint = request.generate.params.constraint;
-    if (constraint && constraint->kind == proto::OutputConstraint::Kind::json_schema) {
-      // The body again, keeping key order, so that the schema's properties come in the client's order (the
-      // body parsed once already within the depth bound).
-      proto::keep_schema_order(request.generate.params, nlohmann::ordered_json::parse(body_text, nullptr, false));
+    const bool schema = constraint && constraint->kind == proto::OutputConstraint::Kind::json_schema;
+    bool object_texts = !request.generate.tools.empty() || request.generate.chat_template_kwargs.has_value();
+    if (const auto* messages = std::get_if<std::vector<proto::ChatMessage>>(&request.generate.input)) {
+      for (const auto& message : *messages) object_texts = object_texts || !message.tool_calls.empty();
+    }
+    if (schema || object_texts) {
+      // The body again, keeping key order, so that the schema's properties, a tool's parameters,
+      // chat_template_kwargs and arguments sent as an object come in the client's order (the body parsed once
+      // already within the depth bound). The body's tools, messages and tool calls are at the same indices
+      // as the request's.
+      const auto ordered = nlohmann::ordered_json::parse(body_text, nullptr, false);
+      if (schema) proto::keep_schema_order(request.generate.params, ordered);
+      if (object_texts) proto::keep_key_order(request.generate, ordered);
     }
     return request;
   } catch (Refused& refused) {

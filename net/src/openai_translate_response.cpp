@@ -60,6 +60,7 @@ std::optional<std::string> finish_reason(proto::FinishReason reason) {
     case proto::FinishReason::eos:
     case proto::FinishReason::stop: return "stop";
     case proto::FinishReason::length: return "length";
+    case proto::FinishReason::tool_calls: return "tool_calls";
     case proto::FinishReason::cancelled:
     case proto::FinishReason::error:
     case proto::FinishReason::timeout: return std::nullopt;
@@ -117,10 +118,24 @@ json chunk_choice(const ResponseIdentity& identity, const std::string& text, con
 }  // namespace
 
 nlohmann::json completion_object(const ResponseIdentity& identity, const std::string& text,
-                                 const std::string& finish_reason, const proto::Usage& usage) {
+                                 const std::string& finish_reason, const proto::Usage& usage,
+                                 const std::string& reasoning, const std::vector<proto::ToolCall>& tool_calls) {
   json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
   if (is_chat(identity)) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    json message = {{"role", "assistant"}, {"content", text}};
+    // OpenAI's message for a reply that only called tools has content null.
+    if (text.empty() && !tool_calls.empty()) message["content"] = nullptr;
+    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+    if (!tool_calls.empty()) {
+      json calls = json::array();
+      for (const proto::ToolCall& call : tool_calls) {
+        calls.push_back({{"id", call.id},
+                         {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      }
+      message["tool_calls"] = std::move(calls);
+    }
+    choice["message"] = std::move(message);
   } else {
     choice["text"] = text;
   }
@@ -143,6 +158,70 @@ nlohmann::json text_chunk(const ResponseIdentity& identity, const std::string& t
   json chunk = envelope(identity, chunk_object(identity));
   chunk["choices"] = json::array({chunk_choice(identity, text, nullptr)});
   return chunk;
+}
+
+nlohmann::json reasoning_chunk(const ResponseIdentity& identity, const std::string& reasoning) {
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array({{{"index", 0},
+                                   {"delta", {{"reasoning_content", reasoning}}},
+                                   {"finish_reason", nullptr},
+                                   {"logprobs", nullptr}}});
+  return chunk;
+}
+
+nlohmann::json tool_calls_chunk(const ResponseIdentity& identity, const std::vector<proto::ToolCallDelta>& deltas) {
+  json calls = json::array();
+  for (const proto::ToolCallDelta& delta : deltas) {
+    json item = {{"index", delta.index}};
+    if (delta.id || delta.name) {
+      // A call's first delta: OpenAI sends its id, type and name once, with the arguments begun (often "").
+      item["id"] = delta.id.value_or("");
+      item["type"] = "function";
+      item["function"] = {{"name", delta.name.value_or("")}, {"arguments", delta.arguments}};
+    } else {
+      item["function"] = {{"arguments", delta.arguments}};
+    }
+    calls.push_back(std::move(item));
+  }
+  json chunk = envelope(identity, chunk_object(identity));
+  chunk["choices"] = json::array({{{"index", 0},
+                                   {"delta", {{"tool_calls", std::move(calls)}}},
+                                   {"finish_reason", nullptr},
+                                   {"logprobs", nullptr}}});
+  return chunk;
+}
+
+std::vector<nlohmann::json> token_chunks(const ResponseIdentity& identity, const proto::TokenEvent& token) {
+  std::vector<json> chunks;
+  if (!is_chat(identity)) {
+    if (!token.text.empty()) chunks.push_back(text_chunk(identity, token.text));
+    return chunks;
+  }
+  if (!token.reasoning.empty()) chunks.push_back(reasoning_chunk(identity, token.reasoning));
+  if (!token.text.empty()) chunks.push_back(text_chunk(identity, token.text));
+  if (!token.tool_calls.empty()) chunks.push_back(tool_calls_chunk(identity, token.tool_calls));
+  return chunks;
+}
+
+void add_tool_call_deltas(std::vector<proto::ToolCall>& calls, const std::vector<proto::ToolCallDelta>& deltas) {
+  for (const proto::ToolCallDelta& delta : deltas) {
+    if (delta.index < 0) continue;
+    const auto index = static_cast<std::size_t>(delta.index);
+    if (index > calls.size()) continue;  // skips ahead: not a call this stream has begun or begins now
+    if (index == calls.size()) calls.emplace_back();
+    proto::ToolCall& call = calls[index];
+    if (delta.id) call.id = *delta.id;
+    if (delta.name) call.name = *delta.name;
+    call.arguments += delta.arguments;
+  }
+}
+
+std::vector<proto::ToolCallDelta> unstreamed_tool_calls(const std::vector<proto::ToolCall>& calls, std::size_t streamed) {
+  std::vector<proto::ToolCallDelta> deltas;
+  for (std::size_t i = streamed; i < calls.size(); ++i) {
+    deltas.push_back({static_cast<std::int32_t>(i), calls[i].id, calls[i].name, calls[i].arguments});
+  }
+  return deltas;
 }
 
 nlohmann::json finish_chunk(const ResponseIdentity& identity, const std::string& finish_reason) {

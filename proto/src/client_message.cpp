@@ -49,14 +49,24 @@ Parsed<ClientMessage> parse_client_message(std::string_view text, const ParseOpt
   auto parsed = detail::parse_text<ClientMessage>(text, options, [](const nlohmann::json& j, const ParseOptions& o) {
     return parse_client_message(j, o);
   });
-  // A schema's properties in the client's order: the text again, keeping key order (it parsed once already,
-  // within the depth bound, so this cannot fail).
+  // A schema's properties (and a tool's parameters, chat_template_kwargs, a tool call's arguments given as
+  // an object) in the client's order: the text again, keeping key order (it parsed once already, within
+  // the depth bound, so this cannot fail). Only when there is such a text, so other frames pay nothing.
   if (parsed.ok()) {
-    if (auto* request = std::get_if<GenerateRequest>(&parsed.value());
-        request != nullptr && request->params.constraint &&
-        request->params.constraint->kind == OutputConstraint::Kind::json_schema) {
-      const auto ordered = nlohmann::ordered_json::parse(text, nullptr, false);
-      if (ordered.is_object() && ordered.contains("params")) keep_schema_order(request->params, ordered["params"]);
+    if (auto* request = std::get_if<GenerateRequest>(&parsed.value()); request != nullptr) {
+      const bool schema = request->params.constraint &&
+                          request->params.constraint->kind == OutputConstraint::Kind::json_schema;
+      bool object_texts = !request->tools.empty() || request->chat_template_kwargs.has_value();
+      if (const auto* messages = std::get_if<std::vector<ChatMessage>>(&request->input)) {
+        for (const ChatMessage& message : *messages) object_texts = object_texts || !message.tool_calls.empty();
+      }
+      if (schema || object_texts) {
+        const auto ordered = nlohmann::ordered_json::parse(text, nullptr, false);
+        if (schema && ordered.is_object() && ordered.contains("params")) {
+          keep_schema_order(request->params, ordered["params"]);
+        }
+        if (object_texts) keep_key_order(*request, ordered);
+      }
     }
   }
   return parsed;

@@ -13,6 +13,7 @@ void to_json(nlohmann::json& j, const DoneEvent& event) {
                      {"timings", event.timings}};
   if (event.stop) j["stop"] = *event.stop;
   if (event.error_message) j["error_message"] = *event.error_message;
+  if (!event.tool_calls.empty()) j["tool_calls"] = event.tool_calls;
 }
 
 Parsed<DoneEvent> parse_done_event(const nlohmann::json& j, const ParseOptions& options) {
@@ -24,7 +25,8 @@ namespace detail {
 DoneEvent read_done_event(const Json& j, const std::string& path, const ParseOptions& options,
                           std::string_view envelope_key) {
   ObjectReader r(j, path, options);
-  r.check_known({"id", "finish_reason", "reason", "usage", "timings", "stop", "error_message"}, envelope_key);
+  r.check_known({"id", "finish_reason", "reason", "usage", "timings", "stop", "error_message", "tool_calls"},
+                envelope_key);
   DoneEvent event;
   event.request_id = read_id(r.require("id"), r.path("id"), options);
   // Either name, or both when they agree.
@@ -35,7 +37,7 @@ DoneEvent read_done_event(const Json& j, const std::string& path, const ParseOpt
   const std::string reason = read_string(by_short_name ? *short_name : r.require("finish_reason"), reason_path);
   const auto parsed_reason = parse_finish_reason(reason);
   if (!parsed_reason) {
-    fail(reason_path, "must be one of eos, length, stop, cancelled, error, timeout, got " + echo_text(reason));
+    fail(reason_path, "must be one of eos, length, stop, cancelled, error, timeout, tool_calls, got " + echo_text(reason));
   }
   if (!by_short_name && short_name != nullptr && read_string(*short_name, r.path("reason")) != reason) {
     fail(r.path("reason"), "must equal finish_reason (" + reason + ") when both are given");
@@ -45,6 +47,12 @@ DoneEvent read_done_event(const Json& j, const std::string& path, const ParseOpt
   event.timings = read_timings(r.require("timings"), r.path("timings"), options);
   if (const Json* v = r.find("stop")) event.stop = read_string(*v, r.path("stop"));
   if (const Json* v = r.find("error_message")) event.error_message = read_string(*v, r.path("error_message"));
+  if (const Json* v = r.find("tool_calls")) {
+    event.tool_calls = read_array<ToolCall>(*v, r.path("tool_calls"), options.max_tools,
+                                            [&](const Json& item, const std::string& p) {
+                                              return read_tool_call(item, p, options);
+                                            });
+  }
   return event;
 }
 

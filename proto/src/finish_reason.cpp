@@ -7,13 +7,14 @@ namespace loom::proto {
 
 namespace {
 
-constexpr std::array<std::pair<FinishReason, std::string_view>, 6> kNames{{
+constexpr std::array<std::pair<FinishReason, std::string_view>, 7> kNames{{
     {FinishReason::eos, "eos"},
     {FinishReason::length, "length"},
     {FinishReason::stop, "stop"},
     {FinishReason::cancelled, "cancelled"},
     {FinishReason::error, "error"},
     {FinishReason::timeout, "timeout"},
+    {FinishReason::tool_calls, "tool_calls"},
 }};
 
 }  // namespace

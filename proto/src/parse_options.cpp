@@ -19,6 +19,7 @@ ParseOptions ParseOptions::unbounded() noexcept {
   options.max_stop_token_ids = widest;
   options.max_logit_bias = widest;
   options.max_constraint_bytes = widest;
+  options.max_tools = widest;
   return options;
 }
 

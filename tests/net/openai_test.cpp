@@ -211,7 +211,7 @@ TEST(OpenAiTranslate, ChatRefusalsNameTheField) {
        "messages[0].content[0].type"},
       {{{"messages", {user}}, {"max_completion_tokens", 0}}, "max_completion_tokens"},
       {{{"messages", {user}}, {"logprobs", true}}, "logprobs"},
-      {{{"messages", {user}}, {"tools", {{{"type", "function"}}}}}, "tools"},
+      {{{"messages", {user}}, {"tools", {{{"type", "function"}}}}}, "tools[0].function"},
       {{{"messages", {user}}, {"response_format", {{"type", "xml"}}}}, "response_format.type"},
       {{{"messages", {user}}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", 3}}}}}},
        "response_format.json_schema.schema"},

@@ -116,7 +116,8 @@ TEST(RoundTrip, SamplingParamsGreedyAndZeroSeed) {
 
 TEST(RoundTrip, ChatMessageEveryRole) {
   for (const ChatRole role : {ChatRole::system, ChatRole::user, ChatRole::assistant, ChatRole::tool}) {
-    const ChatMessage m{role, std::string("content of ") + std::string(to_string(role)) + " \"quoted\"\n\t"};
+    const ChatMessage m{role, std::string("content of ") + std::string(to_string(role)) + " \"quoted\"\n\t",
+                        false, {}, {}, {}, {}};
     EXPECT_EQ(through_text(m, parse_chat_message), m) << to_string(role);
   }
 }
@@ -136,10 +137,14 @@ TEST(RoundTrip, GenerateRequestWithMessages) {
   GenerateRequest r;
   r.id = "req-43";
   r.session_id = "sess-8";
-  r.input = std::vector<ChatMessage>{{ChatRole::system, "Be brief."},
-                                     {ChatRole::user, "Hi"},
-                                     {ChatRole::assistant, ""},
-                                     {ChatRole::tool, "{\"ok\":true}"}};
+  const auto message = [](ChatRole role, std::string content) {
+    ChatMessage m;
+    m.role = role;
+    m.content = std::move(content);
+    return m;
+  };
+  r.input = std::vector<ChatMessage>{message(ChatRole::system, "Be brief."), message(ChatRole::user, "Hi"),
+                                     message(ChatRole::assistant, ""), message(ChatRole::tool, "{\"ok\":true}")};
   r.params = non_default_params();
   r.priority = 10;
   r.stream = false;
@@ -157,9 +162,9 @@ TEST(RoundTrip, GenerateRequestEmptyPromptIsKept) {
 }
 
 TEST(RoundTrip, TokenEvent) {
-  const TokenEvent t{"req-1", 31337, " wörld", 12, -0.6931471805599453};
+  const TokenEvent t{"req-1", 31337, " wörld", 12, -0.6931471805599453, {}, {}};
   EXPECT_EQ(through_text(t, parse_token_event), t);
-  const TokenEvent split{"req-1", 5, "", 13, std::nullopt};  // a token that ends mid-character has no text
+  const TokenEvent split{"req-1", 5, "", 13, std::nullopt, {}, {}};  // a token that ends mid-character has no text
   EXPECT_EQ(through_text(split, parse_token_event), split);
 }
 
@@ -178,7 +183,8 @@ TEST(RoundTrip, DoneEventWithEveryFieldSet) {
 
 TEST(RoundTrip, DoneEventEveryFinishReason) {
   for (const FinishReason reason : {FinishReason::eos, FinishReason::length, FinishReason::stop,
-                                    FinishReason::cancelled, FinishReason::error, FinishReason::timeout}) {
+                                    FinishReason::cancelled, FinishReason::error, FinishReason::timeout,
+                                    FinishReason::tool_calls}) {
     DoneEvent d;
     d.request_id = "r";
     d.finish_reason = reason;
@@ -220,7 +226,7 @@ TEST(EnumNames, EveryEnumeratorHasADistinctNameThatParsesBack) {
     EXPECT_EQ(parse_chat_role(to_string(v)), v);
   }
   for (const FinishReason v : {FinishReason::eos, FinishReason::length, FinishReason::stop, FinishReason::cancelled,
-                               FinishReason::error, FinishReason::timeout}) {
+                               FinishReason::error, FinishReason::timeout, FinishReason::tool_calls}) {
     EXPECT_EQ(parse_finish_reason(to_string(v)), v);
   }
   for (const ErrorCode v :

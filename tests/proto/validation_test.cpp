@@ -90,8 +90,8 @@ std::vector<MalformedCase> malformed_cases() {
       {"MessageContentMissing", generate(R"("messages":[{"role":"user"}])"), "messages[0].content", "is required"},
       {"MessageContentNotAString", generate(R"("messages":[{"role":"user","content":["a"]}])"), "messages[0].content",
        "must be a string, got an array"},
-      {"MessageUnknownField", generate(R"("messages":[{"role":"user","content":"a","name":"bob"}])"),
-       "messages[0].name", "is not a known field (strict mode)"},
+      {"MessageUnknownField", generate(R"("messages":[{"role":"user","content":"a","speaker":"bob"}])"),
+       "messages[0].speaker", "is not a known field (strict mode)"},
       {"MessagesTotalTooLong",
        generate(R"("messages":[{"role":"user","content":")" + big_content + R"("},{"role":"user","content":")" +
                 big_content + R"("}])"),

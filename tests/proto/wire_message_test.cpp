@@ -21,11 +21,11 @@ TEST(ServerMessages, SessionOpenedIsWrittenWithTypeAndSessionId) {
 }
 
 TEST(ServerMessages, TokenIsWrittenWithEveryField) {
-  const ServerMessage with_logprob = TokenEvent{"r1", 9906, "Hello", 0, -0.5};
+  const ServerMessage with_logprob = TokenEvent{"r1", 9906, "Hello", 0, -0.5, {}, {}};
   EXPECT_EQ(
       json::parse(serialize(with_logprob)),
       (json{{"type", "token"}, {"id", "r1"}, {"token", 9906}, {"text", "Hello"}, {"index", 0}, {"logprob", -0.5}}));
-  const ServerMessage without = TokenEvent{"r1", 11, "", 1, std::nullopt};
+  const ServerMessage without = TokenEvent{"r1", 11, "", 1, std::nullopt, {}, {}};
   EXPECT_FALSE(json::parse(serialize(without)).contains("logprob"));
 }
 
@@ -62,8 +62,8 @@ TEST(ServerMessages, ErrorIsWrittenWithCodeAsSnakeCase) {
 TEST(ServerMessages, EveryKindParsesBackToTheSameAlternative) {
   const std::vector<ServerMessage> messages = {
       SessionOpened{"s-1"},
-      TokenEvent{"r1", 1, "a", 0, -1.25},
-      DoneEvent{"r1", FinishReason::length, {5, 6, 0}, {1, 2, 3, 4, 5}, std::nullopt, std::nullopt},
+      TokenEvent{"r1", 1, "a", 0, -1.25, {}, {}},
+      DoneEvent{"r1", FinishReason::length, {5, 6, 0}, {1, 2, 3, 4, 5}, std::nullopt, std::nullopt, {}},
       ErrorEvent{"r1", ErrorCode::overloaded, "queue full", ""},
   };
   for (const auto& m : messages) {
@@ -75,7 +75,7 @@ TEST(ServerMessages, EveryKindParsesBackToTheSameAlternative) {
 }
 
 TEST(ServerMessages, InvalidUtf8InTokenTextIsReplacedNotThrown) {
-  const ServerMessage m = TokenEvent{"r1", 7, std::string("ab\xE2\x82", 4), 0, std::nullopt};
+  const ServerMessage m = TokenEvent{"r1", 7, std::string("ab\xE2\x82", 4), 0, std::nullopt, {}, {}};
   std::string text;
   ASSERT_NO_THROW(text = serialize(m));
   const auto back = parse_server_message(text);
@@ -119,7 +119,7 @@ TEST(ClientMessages, GenerateParsesIntoARequest) {
   ASSERT_TRUE(r.is_chat());
   const auto& messages = std::get<std::vector<ChatMessage>>(r.input);
   ASSERT_EQ(messages.size(), 1u);
-  EXPECT_EQ(messages[0], (ChatMessage{ChatRole::user, "Hi"}));
+  EXPECT_EQ(messages[0], (ChatMessage{ChatRole::user, "Hi", false, {}, {}, {}, {}}));
   EXPECT_TRUE(r.params.greedy());
   EXPECT_EQ(r.params.max_tokens, 16);
   EXPECT_EQ(r.params.stop, std::vector<std::string>{"\n"});

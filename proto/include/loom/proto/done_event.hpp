@@ -5,11 +5,13 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "loom/proto/finish_reason.hpp"
 #include "loom/proto/parse_options.hpp"
 #include "loom/proto/parsed.hpp"
 #include "loom/proto/timings.hpp"
+#include "loom/proto/tool_call.hpp"
 #include "loom/proto/usage.hpp"
 
 namespace loom::proto {
@@ -23,6 +25,9 @@ struct DoneEvent {
   std::optional<std::string> stop;
   // What went wrong, when finish_reason is error or timeout.
   std::optional<std::string> error_message;
+  // Every tool call of the reply, whole (the token events' deltas put together); wire omitted when empty.
+  // finish_reason is tool_calls when the reply ended because of them.
+  std::vector<ToolCall> tool_calls;
 
   bool operator==(const DoneEvent&) const = default;
 };

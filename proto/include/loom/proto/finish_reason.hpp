@@ -15,9 +15,11 @@ enum class FinishReason {
   cancelled,  // the client cancelled it or its connection closed
   error,      // the engine failed while running it (done carries an error_message)
   timeout,    // it exceeded its deadline
+  tool_calls,  // the model called tools (done carries them) and ended its turn to wait for their results
 };
 
-// The wire spelling, the enumerator's name: "eos", "length", "stop", "cancelled", "error", "timeout".
+// The wire spelling, the enumerator's name: "eos", "length", "stop", "cancelled", "error", "timeout",
+// "tool_calls".
 std::string_view to_string(FinishReason reason) noexcept;
 std::optional<FinishReason> parse_finish_reason(std::string_view text) noexcept;
 

@@ -14,8 +14,18 @@
 #include "loom/proto/parse_options.hpp"
 #include "loom/proto/parsed.hpp"
 #include "loom/proto/sampling_params.hpp"
+#include "loom/proto/tool_call.hpp"
 
 namespace loom::proto {
+
+// Whether the session splits the model's reasoning ("thinking", e.g. <think>...</think>) from its content.
+enum class ReasoningFormat {
+  auto_,  // split it when the model's template has a reasoning syntax: token events carry it as `reasoning`
+  none,   // leave it in the content text
+};
+// The wire spelling: "auto", "none". parse also takes "deepseek" (llama.cpp's name) as auto.
+std::string_view to_string(ReasoningFormat format) noexcept;
+std::optional<ReasoningFormat> parse_reasoning_format(std::string_view text) noexcept;
 
 struct GenerateRequest {
   // Priorities order waiting requests and decide who is paused first under thermal pressure: higher runs
@@ -42,13 +52,26 @@ struct GenerateRequest {
   // instead is defined by a later issue.
   bool stream = true;
 
+  // Tool calling (chat messages only; issue 22). The functions the model may call, at most
+  // ParseOptions::max_tools, names unique; their text (names, descriptions, parameters) at most
+  // ParseOptions::max_prompt_bytes in all.
+  std::vector<ToolDefinition> tools;
+  // required and function need tools; function must name one of them.
+  ToolChoice tool_choice;
+  // Whether the model may make more than one call in a reply.
+  bool parallel_tool_calls = true;
+  // Extra variables for the chat template (e.g. {"enable_thinking": false}), the JSON text of an object in
+  // the client's key order (keep_key_order); chat messages only; at most ParseOptions::max_constraint_bytes.
+  std::optional<std::string> chat_template_kwargs;
+  ReasoningFormat reasoning_format = ReasoningFormat::auto_;
+
   bool is_chat() const noexcept { return input.index() == 1; }
 
   bool operator==(const GenerateRequest&) const = default;
 };
 
 // Writes `prompt` or `messages` according to the variant; the session only when present, as `session` when
-// open_session is set and as `session_id` otherwise.
+// open_session is set and as `session_id` otherwise; the tool fields only when not their defaults.
 void to_json(nlohmann::json& j, const GenerateRequest& request);
 // On failure the error's request_id holds the request's id when that was well formed.
 Parsed<GenerateRequest> parse_generate_request(const nlohmann::json& j, const ParseOptions& options = {});
@@ -58,5 +81,13 @@ Parsed<GenerateRequest> parse_generate_request(const nlohmann::json& j, const Pa
 // application builds is held to exactly the rules a client's is, and the rules are written once. The
 // engine checks with ParseOptions::unbounded() (the fixed ranges, not a deployment's size limits).
 std::optional<ValidationError> check_generate_request(const GenerateRequest& request, const ParseOptions& options = {});
+
+// An nlohmann::json object keeps its keys sorted; the order of a tool's parameters (the order the model is
+// told its arguments), of chat_template_kwargs and of a message's tool call arguments given as an object is
+// the client's. `fields` is the object the request was read from (a generate message, or an OpenAI chat
+// body: the same shape for these fields) parsed again from the same text as an ordered_json: those texts
+// are taken from it, in the client's order. A text whose counterpart is missing or differs in size is left
+// as it is. (keep_schema_order does the same for params' json_schema.)
+void keep_key_order(GenerateRequest& request, const nlohmann::ordered_json& fields);
 
 }  // namespace loom::proto

@@ -41,6 +41,10 @@ struct ParseOptions {
   // params.grammar (GBNF text) or params.json_schema (its compact JSON text): how many bytes. The grammar
   // compiler bounds what the text may expand to on its own (GrammarLimits, SchemaLimits).
   std::size_t max_constraint_bytes = 256u << 10;
+  // Tools offered in one request, and tool calls in one chat message or one done event. A tool's
+  // parameters schema, and chat_template_kwargs, are bounded by max_constraint_bytes; the tools' text in
+  // all, and tool call arguments (with the messages' content), by max_prompt_bytes.
+  std::size_t max_tools = 128;
 
   // Every size and count limit at its widest, the fixed ranges kept: what the engine holds a request built
   // in code to (a deployment's limits are the gateway's, applied when it parses).
