@@ -516,6 +516,8 @@ Value arithmetic(Renderer& r, Op op, const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) return numeric(op, a, b);
   if (op == Op::add && a.is_string() && b.is_string()) {
     r.check_size(a.str().size() + b.str().size());
+    if (a.is_markup() || b.is_markup())
+      return Value::markup((a.is_markup() ? a.str() : html_escape(a.str())) + (b.is_markup() ? b.str() : html_escape(b.str())));
     return Value::from(a.str() + b.str());
   }
   if (op == Op::add && a.kind == Kind::list && b.kind == Kind::list && a.array().tuple == b.array().tuple) {

@@ -54,7 +54,7 @@ Value f_trim(Renderer&, const Value& v, Args& a) {
 }
 Value f_length(Renderer&, const Value& v, Args&) { return Value::from_int(length_of(v)); }
 Value f_string(Renderer&, const Value& v, Args&) { return v.is_string() ? v : Value::from(to_str(v)); }
-Value f_safe(Renderer&, const Value& v, Args&) { return v; }
+Value f_safe(Renderer&, const Value& v, Args&) { return Value::markup(to_str(v)); }
 Value f_lower(Renderer&, const Value& v, Args&) { return Value::from(py_lower(to_str(v))); }
 Value f_upper(Renderer&, const Value& v, Args&) { return Value::from(py_upper(to_str(v))); }
 Value f_capitalize(Renderer&, const Value& v, Args&) { return Value::from(py_capitalize(to_str(v))); }
@@ -161,6 +161,7 @@ Value f_reverse(Renderer& r, const Value& v, Args&) {
 
 Value f_map(Renderer& r, const Value& v, Args& a) {
   std::vector<Value> out;
+  if (!truthy(v)) return list_of({});
   Value attribute = a.get(static_cast<std::size_t>(-1), "attribute");
   if (!attribute.is_undefined()) {
     Value fallback = a.get(static_cast<std::size_t>(-1), "default");
@@ -191,6 +192,7 @@ Value f_select(Renderer& r, const Value& v, Args& a) {
     if (a.positional.empty()) fail(ErrorKind::type, "selectattr/rejectattr need an attribute");
     attribute = to_str(a.positional[0]);
   }
+  if (!truthy(v)) return list_of({});
   for (auto& item : iterate(r, v)) {
     Value subject = ByAttribute ? attribute_path(r, item, attribute) : item;
     if (run_test(r, subject, a, ByAttribute ? 1 : 0) == Keep) out.push_back(item);
@@ -364,20 +366,7 @@ Value f_minmax(Renderer& r, const Value& v, Args& a) {
 
 Value f_attr(Renderer& r, const Value& v, Args& a) { return get_attr(r, v, to_str(a.get(0, "name"))); }
 
-Value f_escape(Renderer&, const Value& v, Args&) {
-  std::string out;
-  for (char c : to_str(v)) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return Value::from(std::move(out));
-}
+Value f_escape(Renderer&, const Value& v, Args&) { return v.is_markup() ? v : Value::markup(html_escape(to_str(v))); }
 
 const std::unordered_map<std::string, FilterFn>& filters() {
   static const std::unordered_map<std::string, FilterFn> table = {

@@ -44,6 +44,9 @@ struct Value {
   static Value from_int(long long i) { return from(static_cast<Int>(i)); }
   static Value from(double d) { Value v; v.kind = Kind::floating; v.number = d; return v; }
   static Value from(std::string s);
+  // A string marked safe (jinja2's Markup, from |safe or |escape): adding a plain string to it escapes that one.
+  static Value markup(std::string s) { Value v = from(std::move(s)); v.boolean = true; return v; }
+  bool is_markup() const { return kind == Kind::string && boolean; }
   static Value from(Array a);
   static Value from(Dict d);
   static Value from(std::shared_ptr<Dict> d);
@@ -117,6 +120,7 @@ void append_repr(std::string& out, const Value& v, std::uint32_t depth = 0);
 std::string int_to_string(Int i);
 std::string float_repr(double d);
 void append_string_repr(std::string& out, std::string_view s);
+std::string html_escape(std::string_view s);
 
 // UTF-8 strings as sequences of code points (Python str indexing, len, iteration).
 bool is_ascii(std::string_view s);
