@@ -59,7 +59,8 @@ std::optional<ToolCallFormat> find_tool_call_format(std::string_view name) noexc
 ReplyFormat detect_reply_format(std::string_view template_source, std::string_view rendered_generation_prompt_tail) {
   ReplyFormat format;
   format.tools = detect_tools(template_source);
-  if (format.tools == ToolCallFormat::gpt_oss) return format;  // reasoning is a channel there
+  if (format.tools == ToolCallFormat::gpt_oss) return format;
+  format.name_then_args = format.tools == ToolCallFormat::mistral && has(template_source, "[ARGS]");  // reasoning is a channel there
   if (has(template_source, "<|START_THINKING|>")) {
     format.reasoning_open = "<|START_THINKING|>";
     format.reasoning_close = "<|END_THINKING|>";

@@ -38,6 +38,9 @@ struct ReplyFormat {
   std::string reasoning_close;
   // The reply begins inside an open reasoning block (the prompt already opened it).
   bool starts_in_reasoning = false;
+  // mistral only: calls are written [TOOL_CALLS]name[ARGS]{...} (v11 tokenizers, Small 3.2) rather than as a
+  // JSON list. The parser reads both; the grammar writes this one when set.
+  bool name_then_args = false;
 };
 
 // The reply format of the family whose chat template is `template_source`. The optional second argument is
