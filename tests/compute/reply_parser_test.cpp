@@ -106,6 +106,12 @@ const std::vector<ReplyCase>& cases() {
     {"llama4 parallel", F::llama3,
      R"(<|python_start|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|python_end|>{"name": "get_time", "parameters": {}})",
      {"", "", {call(0, "get_weather", kParis), call(1, "get_time", "{}")}}},
+    {"llama4 template shape", F::llama3,
+     R"(<|python_start|><|python_end|>{"name": "get_weather", "parameters": {"city": "Paris"}}{"name": "get_time", "parameters": {}})",
+     {"", "", {call(0, "get_weather", kParis), call(1, "get_time", "{}")}}},
+    {"llama4 text in wrapper", F::llama3,
+     R"(<|python_start|>Checking.<|python_end|>{"name": "get_weather", "parameters": {"city": "Paris"}})",
+     {"<|python_start|>Checking.", "", {call(0, "get_weather", kParis)}}},
     {"llama3 json answer", F::llama3, R"({"answer": 42})", content(R"({"answer": 42})")},
     {"llama3 missing parameters", F::llama3, R"({"name": "f"} and more)", content(R"({"name": "f"} and more)")},
     {"llama3 brace later", F::llama3, R"(Use {"name": "f", "parameters": {}})", content(R"(Use {"name": "f", "parameters": {}})")},
@@ -160,15 +166,41 @@ const std::vector<ReplyCase>& cases() {
     {"gpt_oss no tools", F::gpt_oss, "<|channel|>commentary to=functions.f<|message|>{}<|call|>", content("{}"), false},
     {"gpt_oss reasoning kept", F::gpt_oss, "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Hi",
      content("Think.Hi"), true, false},
+    // non-ASCII text and arguments (the stream never cuts a character)
+    {"hermes unicode", F::hermes, "<think>思考中…</think>Voilà 🌧 <tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"São Paulo 🌧\"}}</tool_call>",
+     {"Voilà 🌧 ", "思考中…", {call(0, "get_weather", R"({"city": "São Paulo 🌧"})")}}},
+    {"deepseek unicode", F::deepseek, "天气？" + kDsBegin + ds_call("get_weather", R"({"city": "東京"})") + kDsEnd,
+     {"天气？", "", {call(0, "get_weather", R"({"city": "東京"})")}}},
+    {"gpt_oss unicode", F::gpt_oss, R"(<|channel|>analysis<|message|>Ünïcödé 🤔<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"q": "ça"}<|call|>)",
+     {"", "Ünïcödé 🤔", {call(0, "f", R"({"q": "ça"})")}}},
+    {"functionary escapes", F::functionary_v3_1, R"(<function=f>{"s": "a\"}</function>\\\u00e9", "n": -0.5e-3}</function>)",
+     {"", "", {call(0, "f", R"({"s": "a\"}</function>\\\u00e9", "n": -0.5e-3})")}}},
     // none
     {"none", F::none, "<tool_call>" + kWeather + "</tool_call>", content("<tool_call>" + kWeather + "</tool_call>")},
   };
   return table;
 }
 
+// Whether `s` is whole UTF-8 characters (the samples are valid UTF-8, so every piece must be).
+bool whole_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (std::size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
 ParsedReply assemble(const std::vector<ReplyDelta>& deltas, std::string& problem) {
   ParsedReply r;
   for (const auto& d : deltas) {
+    if (!whole_utf8(d.content) || !whole_utf8(d.reasoning) || (d.tool_call && !whole_utf8(d.tool_call->arguments))) {
+      problem = "a delta cuts a UTF-8 character";
+    }
     const int kinds = !d.content.empty() + !d.reasoning.empty() + d.tool_call.has_value();
     if (kinds != 1) problem = "a delta with " + std::to_string(kinds) + " kinds";
     r.content += d.content;

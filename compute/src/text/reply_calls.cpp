@@ -211,9 +211,17 @@ GroupScan scan_hermes(std::string_view s) {
   return close_with(s, i, std::move(g), "</tool_call>");
 }
 
+// Llama 3.1 writes a call as bare JSON or after <|python_tag|>. Llama 4's template writes the message's
+// text between <|python_start|> and <|python_end|> and the calls after it, so both open a call: the empty
+// wrapper "<|python_start|><|python_end|>{...}" (a call without text) is one group, and after a wrapper with
+// text, <|python_end|> opens the calls (the text before it is content, <|python_start|> included).
 GroupScan scan_llama3(std::string_view s) {
   GroupScan g;
   std::size_t i = skip_space(s, after_trigger(s, ToolCallFormat::llama3));
+  if (s.starts_with("<|python_start|>")) {
+    LOOM_STEP(optional_step(s, i, "<|python_end|>"));
+    i = skip_space(s, i);
+  }
   LOOM_STEP(add_object(s, i, kLlamaKeys, g, i));
   const std::size_t end = i;
   i = skip_space(s, i);
@@ -313,7 +321,7 @@ GroupScan scan_deepseek(std::string_view s) {
 
 const std::vector<std::string>& call_triggers(ToolCallFormat format) {
   static const std::vector<std::string> none, hermes{"<tool_call>"},
-      llama3{"<|python_tag|>", "<|python_start|>"}, mistral{"[TOOL_CALLS]"}, command_r{"<|START_ACTION|>"},
+      llama3{"<|python_tag|>", "<|python_start|>", "<|python_end|>"}, mistral{"[TOOL_CALLS]"}, command_r{"<|START_ACTION|>"},
       functionary{"<function="}, deepseek{std::string(kDsCallsBegin), std::string(kDsCallBegin)},
       granite{"<|tool_call|>"};
   switch (format) {
