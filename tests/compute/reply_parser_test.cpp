@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loom/compute/text/reply_parser.hpp"
+#include "reply_test_support.hpp"
 
 namespace loom::compute {
 namespace {
@@ -47,8 +48,7 @@ ReplyParseOptions options_of(const ReplyCase& c) {
   o.tools_offered = c.tools;
   o.extract_reasoning = c.extract_reasoning;
   o.parallel_tool_calls = c.parallel;
-  auto counter = std::make_shared<int>(0);
-  o.id_generator = [counter](ToolCallFormat) { return "call_" + std::to_string((*counter)++); };
+  reply_test::use_counting_ids(o);
   return o;
 }
 
@@ -181,73 +181,14 @@ const std::vector<ReplyCase>& cases() {
   return table;
 }
 
-// Whether `s` is whole UTF-8 characters (the samples are valid UTF-8, so every piece must be).
-bool whole_utf8(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (std::size_t k = 1; k < n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    }
-    i += n;
-  }
-  return true;
-}
-
-ParsedReply assemble(const std::vector<ReplyDelta>& deltas, std::string& problem) {
-  ParsedReply r;
-  for (const auto& d : deltas) {
-    if (!whole_utf8(d.content) || !whole_utf8(d.reasoning) || (d.tool_call && !whole_utf8(d.tool_call->arguments))) {
-      problem = "a delta cuts a UTF-8 character";
-    }
-    const int kinds = !d.content.empty() + !d.reasoning.empty() + d.tool_call.has_value();
-    if (kinds != 1) problem = "a delta with " + std::to_string(kinds) + " kinds";
-    r.content += d.content;
-    r.reasoning += d.reasoning;
-    if (!d.tool_call) continue;
-    const auto& t = *d.tool_call;
-    if (t.id.has_value() != t.name.has_value()) problem = "id without name or name without id";
-    if (t.id) {
-      if (t.index != static_cast<int>(r.tool_calls.size())) problem = "new call with index " + std::to_string(t.index);
-      r.tool_calls.push_back({*t.id, *t.name, ""});
-    }
-    if (t.index < 0 || t.index >= static_cast<int>(r.tool_calls.size())) {
-      problem = "arguments for unannounced call";
-      continue;
-    }
-    r.tool_calls[t.index].arguments += t.arguments;
-  }
-  return r;
-}
-
-std::string show(const ParsedReply& r) {
-  std::string s = "content=[" + r.content + "] reasoning=[" + r.reasoning + "]";
-  for (const auto& c : r.tool_calls) s += " call(" + c.id + "," + c.name + "," + c.arguments + ")";
-  return s;
-}
-
-// Feeds the pieces, then finishes; checks deltas against result() and the expected reply.
 void check_stream(const ReplyCase& c, const std::vector<std::string_view>& pieces, const std::string& how) {
-  ReplyStreamParser parser(format_of(c), options_of(c));
-  std::vector<ReplyDelta> deltas;
-  for (auto piece : pieces) {
-    auto d = parser.feed(piece);
-    deltas.insert(deltas.end(), d.begin(), d.end());
-  }
-  auto d = parser.finish();
-  deltas.insert(deltas.end(), d.begin(), d.end());
-  std::string problem;
-  const ParsedReply assembled = assemble(deltas, problem);
-  ASSERT_EQ(problem, "") << c.name << " " << how;
-  ASSERT_EQ(assembled, c.expected) << c.name << " " << how << "\n got " << show(assembled) << "\nwant " << show(c.expected);
-  ASSERT_EQ(parser.result(), assembled) << c.name << " " << how;
+  reply_test::check_stream(format_of(c), options_of(c), pieces, c.expected, std::string(c.name) + " " + how);
 }
 
 TEST(ReplyParser, WholeTextOfEveryFamily) {
   for (const auto& c : cases()) {
     const ParsedReply got = parse_reply(format_of(c), c.text, options_of(c));
-    EXPECT_EQ(got, c.expected) << c.name << "\n got " << show(got) << "\nwant " << show(c.expected);
+    EXPECT_EQ(got, c.expected) << c.name;
   }
 }
 
@@ -302,7 +243,7 @@ TEST(ReplyParser, CallBrokenAfterAnnouncementKeepsStreamedPartAndGivesTextAsCont
 TEST(ReplyParser, MaxTokensInsideArgumentsIsTheSameDivergence) {
   const ReplyCase c{"cut", F::functionary_v3_1, R"(<function=f>{"a": [1, 2)", {}};
   const ParsedReply whole = parse_reply(format_of(c), c.text, options_of(c));
-  EXPECT_EQ(whole, content(c.text)) << show(whole);
+  EXPECT_EQ(whole, content(c.text));
 }
 
 TEST(ReplyParser, ArgumentsStreamBeforeTheCallEnds) {
