@@ -86,7 +86,10 @@ std::vector<Tool> collect_tools(const ordered_json& tools, const std::optional<s
     }
     const std::string name = fn.at("name").get<std::string>();
     if (only && *only != name) continue;
-    const std::string prefix = "t" + std::to_string(out.size()) + "-";
+    // Built by appending: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string temporaries.
+    std::string prefix = "t";
+    prefix += std::to_string(out.size());
+    prefix += '-';
     const auto params = fn.find("parameters");
     const std::string gbnf = params == fn.end() || params->is_null() ? grammar::json_object_gbnf()
                                                                      : grammar::json_schema_to_gbnf(*params);
@@ -175,10 +178,17 @@ std::string tool_call_grammar(const ReplyFormat& format, const ordered_json& too
   if (format.starts_in_reasoning && !format.reasoning_close.empty()) out += lit(format.reasoning_close + "\n\n") + " ";
   if (!frame.open.empty()) out += lit(frame.open) + " ";
   out += "call";
-  if (parallel) out += " (" + (frame.separator.empty() ? std::string() : lit(frame.separator) + " ") + "call)*";
-  if (!frame.close.empty()) out += " " + lit(frame.close);
+  if (parallel) {
+    out += " (";
+    if (!frame.separator.empty()) out += lit(frame.separator) + " ";
+    out += "call)*";
+  }
+  if (!frame.close.empty()) out += ' ' + lit(frame.close);
   out += "\ncall ::= ";
-  for (std::size_t k = 0; k < list.size(); ++k) out += (k ? " | call-" : "call-") + std::to_string(k);
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    out += k ? " | call-" : "call-";
+    out += std::to_string(k);
+  }
   out += "\n";
   for (std::size_t k = 0; k < list.size(); ++k) {
     out += "call-" + std::to_string(k) + " ::= " + call_body(format, list[k]) + "\n";
