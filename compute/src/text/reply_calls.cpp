@@ -53,7 +53,7 @@ Scan scan_arguments_value(std::string_view s, std::size_t i, ObjScan& o, bool ha
   }
   const std::size_t stop = v.status == Scan::complete ? v.end : utf8_safe_end(s, s.size());
   o.call.arguments = std::string(s.substr(i, stop - i));
-  o.call.streamable = have_name;
+  o.call.streamable = have_name && !o.call.name.empty();  // an empty name never makes a call
   return v.status;
 }
 
