@@ -31,7 +31,8 @@ struct ObjScan {
 
 // A string holding the arguments object: decoded, and valid only when it is exactly one JSON object.
 bool decode_string_arguments(std::string_view token, std::string& out) {
-  std::string text = decode_json_string(token);
+  std::string text;
+  if (!decode_json_string(token, text)) return false;
   const std::size_t begin = skip_space(text, 0);
   const JsonScan v = scan_json_value(text, begin);
   if (v.status != Scan::complete || text[begin] != '{' || skip_space(text, v.end) != text.size()) return false;
@@ -70,7 +71,8 @@ ObjScan scan_call_object(std::string_view s, std::size_t pos, const CallKeys& ke
     if (s[i] != '"') return {Scan::invalid, i, {}};
     const JsonScan key = scan_json_value(s, i);
     if (key.status != Scan::complete) return key.status == Scan::invalid ? ObjScan{Scan::invalid, i, {}} : o;
-    const std::string k = decode_json_string(s.substr(i, key.end - i));
+    std::string k;
+    if (!decode_json_string(s.substr(i, key.end - i), k)) return {Scan::invalid, i, {}};
     const bool is_name = k == keys.name, is_args = contains(keys.arguments, k);
     if ((is_name && have_name) || (is_args && have_args) || (!is_name && !is_args && !contains(keys.others, k))) {
       return {Scan::invalid, i, {}};
@@ -89,7 +91,7 @@ ObjScan scan_call_object(std::string_view s, std::size_t pos, const CallKeys& ke
       if (is_name && s[i] != '"') return {Scan::invalid, i, {}};
       const JsonScan v = scan_json_value(s, i);
       if (v.status != Scan::complete) return {v.status, v.end, v.status == Scan::invalid ? ScannedCall{} : o.call};
-      if (is_name) o.call.name = decode_json_string(s.substr(i, v.end - i));
+      if (is_name && !decode_json_string(s.substr(i, v.end - i), o.call.name)) return {Scan::invalid, i, {}};
       have_name = have_name || is_name;
       end = v.end;
     }

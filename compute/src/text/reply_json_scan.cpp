@@ -131,8 +131,11 @@ Scan match_literal(std::string_view s, std::size_t pos, std::string_view literal
   return n == literal.size() ? Scan::complete : Scan::incomplete;
 }
 
-std::string decode_json_string(std::string_view token) {
-  return nlohmann::json::parse(token).get<std::string>();
+bool decode_json_string(std::string_view token, std::string& out) {
+  const auto value = nlohmann::json::parse(token, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_string()) return false;
+  out = value.get<std::string>();
+  return true;
 }
 
 std::size_t utf8_safe_end(std::string_view s, std::size_t end) {

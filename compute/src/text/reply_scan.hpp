@@ -51,8 +51,9 @@ const std::vector<std::string>& call_triggers(ToolCallFormat format);
 // Scans the call group that starts at s[0] with one of call_triggers(format) (llama3: or with '{').
 GroupScan scan_group(ToolCallFormat format, std::string_view s);
 
-// Decodes a complete JSON string token.
-std::string decode_json_string(std::string_view token);
+// Decodes a complete JSON string token; false when the scanner let through what the decoder refuses (a lone
+// surrogate escape, bytes that are not UTF-8): such a string never makes a call.
+bool decode_json_string(std::string_view token, std::string& out);
 
 // The end of s[0..end) cut back so that it does not stop inside a UTF-8 character.
 std::size_t utf8_safe_end(std::string_view s, std::size_t end);
