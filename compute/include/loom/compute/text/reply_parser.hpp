@@ -13,6 +13,14 @@
 //   anything else unfinished is content.
 // - Arguments are the JSON text of the arguments object as the model wrote it; when the model wrote a JSON
 //   string holding the object, the string is decoded. Ids come from options.id_generator.
+// - gpt_oss: the reply is harmony messages; the analysis channel is reasoning (with extract_reasoning off,
+//   its text joins the content), a message to functions.NAME is a call, other channels are content, and
+//   the headers and end markers are dropped. A reply that does not start with a header is all content.
+//
+// Not recognized (left as content): functionary's and Llama's built-in tool calls (<|python_tag|> followed
+// by code rather than JSON), pythonic calls ([f(a=1)]), Command R's <|START_RESPONSE|> and granite's
+// <response> wrappers around the answer. Cost: each piece rescans the call group still open from its start,
+// so a call costs time quadratic in its length (fine for arguments of a few KB).
 //
 // Streaming: text that could still be a marker is held back; a call is announced (index, id, name) once its
 // name is complete and its arguments have begun as a JSON object, then its argument text streams while it
@@ -87,7 +95,8 @@ class ReplyStreamParser {
 
   // Takes the next piece of generated text; returns what can be shown now.
   std::vector<ReplyDelta> feed(std::string_view text_piece);
-  // The end of generation: decides everything still held back.
+  // The end of generation (EOS, max_tokens, a stop string): decides everything still held back. Call it
+  // once; feed() after it is not meant to be used.
   std::vector<ReplyDelta> finish();
   // Everything returned so far, assembled.
   ParsedReply result() const { return result_; }
