@@ -1,0 +1,23 @@
+// Tool-call grammar: the GBNF grammar (start rule `root`) of a reply that is exactly one tool call in the
+// family's syntax (or one or more when parallel), for tool_choice "required" or a named function. Each
+// call's name is one of the tools (or only_function) and its arguments are valid under that tool's
+// `parameters` JSON Schema (json_schema_to_gbnf; a tool without parameters takes any JSON object). The
+// grammar is stricter than the parser (reply_parser.hpp): compact JSON keys in the family's order, one
+// canonical spacing around markers; every text it accepts parses into the call(s).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+
+#include "loom/compute/text/reply_format.hpp"
+
+namespace loom::compute {
+
+// `tools` is OpenAI's list: [{"type": "function", "function": {"name", "parameters"?}}, ...]. Throws
+// std::invalid_argument for format none, an empty list, an unknown only_function, and
+// grammar::SchemaError for parameters the converter refuses.
+std::string tool_call_grammar(const ReplyFormat& format, const nlohmann::ordered_json& tools,
+                              std::optional<std::string> only_function, bool parallel);
+
+}  // namespace loom::compute
