@@ -1,5 +1,8 @@
 #include "chat_prompt.hpp"
 
+#include "loom/compute/text/reply_format.hpp"
+#include "loom/compute/text/tool_call_grammar.hpp"
+
 #include <string_view>
 #include <utility>
 #include <variant>
@@ -102,16 +105,50 @@ std::variant<ChatPrompt, ChatPromptError> build_chat_prompt(const compute::ChatF
     try {
       prompt.text = format.render(chat);
     } catch (const compute::ChatRenderError& e) {
+      if (format.is_builtin()) return ChatPromptError{.message = e.what(), .too_long = false, .unsupported = true};
       return ChatPromptError{e.raised() ? e.what() : std::string("the chat template failed: ") + e.what()};
     }
     prompt.tokens = tokenize(format, tokenizer, prompt.text);
     if (static_cast<std::int64_t>(prompt.tokens.size()) <= input.capacity) return prompt;
     const std::size_t next = next_exchange(turns, prompt.dropped);
     if (prompt.dropped >= droppable || next > droppable) {
-      return ChatPromptError{{}, true, prompt.tokens.size()};
+      return ChatPromptError{.message = {}, .too_long = true, .unsupported = false, .tokens = prompt.tokens.size()};
     }
     prompt.dropped = next;
   }
+}
+
+std::optional<ReplySplit> reply_split(const compute::ChatFormat& format, const proto::GenerateRequest& request,
+                                      std::string_view prompt_text) {
+  if (format.source().empty()) return std::nullopt;
+  constexpr std::size_t kTail = 256;  // the generation prompt's end is all detection reads
+  const auto tail = prompt_text.substr(prompt_text.size() > kTail ? prompt_text.size() - kTail : 0);
+  ReplySplit split{compute::detect_reply_format(format.source(), tail), {}};
+  split.options.tools_offered = !request.tools.empty() && request.tool_choice.mode != proto::ToolChoice::Mode::none;
+  split.options.extract_reasoning = request.reasoning_format != proto::ReasoningFormat::none;
+  split.options.parallel_tool_calls = request.parallel_tool_calls;
+  const bool calls = split.options.tools_offered && split.format.tools != compute::ToolCallFormat::none;
+  const bool reasoning = split.options.extract_reasoning && !split.format.reasoning_open.empty();
+  // gpt-oss replies are harmony messages: their headers are never content, whatever was asked.
+  if (!calls && !reasoning && split.format.tools != compute::ToolCallFormat::gpt_oss) return std::nullopt;
+  return split;
+}
+
+std::optional<proto::OutputConstraint> tool_choice_constraint(const compute::ReplyFormat& format,
+                                                              const proto::GenerateRequest& request,
+                                                              const nlohmann::ordered_json& tools) {
+  using Mode = proto::ToolChoice::Mode;
+  const auto& choice = request.tool_choice;
+  if (choice.mode != Mode::required && choice.mode != Mode::function) return std::nullopt;
+  if (format.tools == compute::ToolCallFormat::none) {
+    throw std::invalid_argument("the model's chat template writes no tool calls in a syntax loom knows, so tool_choice " +
+                                std::string(choice.mode == Mode::required ? "required" : "naming a function") +
+                                " cannot be enforced");
+  }
+  std::optional<std::string> only;
+  if (choice.mode == Mode::function) only = choice.function;
+  return proto::OutputConstraint{proto::OutputConstraint::Kind::grammar,
+                                 compute::tool_call_grammar(format, tools, only, request.parallel_tool_calls)};
 }
 
 }  // namespace loom::actors::detail

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "loom/compute/text/chat_format.hpp"
+#include "loom/compute/text/reply_parser.hpp"
 #include "loom/compute/text/tokenizer.hpp"
 #include "loom/proto/chat_message.hpp"
 #include "loom/proto/generate_request.hpp"
@@ -45,6 +46,7 @@ struct ChatPrompt {
 struct ChatPromptError {
   std::string message;
   bool too_long = false;
+  bool unsupported = false;  // a built-in layout cannot show it (a tool turn, tools)
   std::size_t tokens = 0;  // the shortest prompt's length when too_long
 };
 
@@ -54,5 +56,24 @@ struct ChatPromptError {
 std::variant<ChatPrompt, ChatPromptError> build_chat_prompt(const compute::ChatFormat& format,
                                                             const compute::Tokenizer& tokenizer,
                                                             const ChatPromptInput& input);
+
+// How a chat reply is split into content, reasoning and tool calls (reply_parser.hpp): the family's syntax
+// from the template's text and the rendered prompt's end (a prompt that opens <think> starts in reasoning).
+struct ReplySplit {
+  compute::ReplyFormat format;
+  compute::ReplyParseOptions options;
+};
+// nullopt when there is nothing to split (no tool syntax in use, no reasoning syntax, or reasoning_format
+// none without tools): the reply is all content.
+std::optional<ReplySplit> reply_split(const compute::ChatFormat& format, const proto::GenerateRequest& request,
+                                      std::string_view prompt_text);
+
+// The grammar that makes the reply a call (tool_choice required, or a named function), in the family's
+// syntax with arguments valid under the tool's schema; nullopt for auto and none. Throws std::invalid_argument
+// when the template has no tool-call syntax loom knows, and grammar::SchemaError for a schema the converter
+// refuses.
+std::optional<proto::OutputConstraint> tool_choice_constraint(const compute::ReplyFormat& format,
+                                                              const proto::GenerateRequest& request,
+                                                              const nlohmann::ordered_json& tools);
 
 }  // namespace loom::actors::detail

@@ -91,11 +91,36 @@ struct SessionActor::Prepared {
   std::size_t drop_history = 0;              // chat: oldest history turns dropped to fit
   std::size_t dropped = 0;                   // chat: turns dropped, the request's own included
   std::string raw_prompt;                    // raw: what the transcript gains besides the reply
+  std::optional<detail::ReplySplit> reply;   // chat: how the reply splits into content, reasoning and calls
+  std::optional<proto::OutputConstraint> tool_constraint;  // chat: tool_choice required or a named function
 };
 
 struct SessionActor::Active {
   Active(const compute::Tokenizer& tokenizer, Prepared&& p)
-      : prepared(std::move(p)), detokenizer(tokenizer), stops(prepared.stops) {}
+      : prepared(std::move(p)), detokenizer(tokenizer), stops(prepared.stops) {
+    if (prepared.reply) reply.emplace(prepared.reply->format, prepared.reply->options);
+  }
+
+  bool pending() const noexcept { return !held_text.empty() || !held_reasoning.empty() || !held_calls.empty(); }
+
+  // Text the stop matcher released, through the reply parser when there is one.
+  void take(std::string_view released) {
+    if (!reply) {
+      held_text += released;
+      return;
+    }
+    add(reply->feed(released));
+  }
+  void add(const std::vector<compute::ReplyDelta>& deltas) {
+    for (const auto& delta : deltas) {
+      held_text += delta.content;
+      held_reasoning += delta.reasoning;
+      if (delta.tool_call) {
+        const auto& c = *delta.tool_call;
+        held_calls.push_back(proto::ToolCallDelta{c.index, c.id, c.name, c.arguments});
+      }
+    }
+  }
 
   // A token not yet sent, and where its text starts in the stop matcher's input.
   struct Held {
@@ -111,7 +136,10 @@ struct SessionActor::Active {
   compute::StreamingDetokenizer detokenizer;
   compute::StopMatcher stops;
   std::deque<Held> held;
-  std::string held_text;         // released by the stop matcher, not yet sent: goes with the last held token
+  std::optional<compute::ReplyStreamParser> reply;  // chat with tools or reasoning: splits the released text
+  std::string held_text;         // content released, not yet sent: goes with the last token sent
+  std::string held_reasoning;    // the same for reasoning
+  std::vector<proto::ToolCallDelta> held_calls;  // and for tool-call pieces
   std::size_t matcher_input = 0; // bytes fed to the stop matcher so far
   std::string shown;             // every byte the stop matcher released (sent or in held_text)
   std::int32_t next_index = 0;   // of the next token event
@@ -175,6 +203,7 @@ void SessionActor::on(SessionGenerate m) {
     submit.sequence = m.sequence;
     submit.prompt = active->prepared.tokens;
     submit.params = params;
+    if (active->prepared.tool_constraint) submit.params.constraint = active->prepared.tool_constraint;
     // An absent seed asks for a different stream each time: drawn here, once, so that the request keeps
     // one stream however often its sampler is made.
     if (!submit.params.seed) {
@@ -236,17 +265,22 @@ std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_chat(cons
     (message.role == proto::ChatRole::system ? input.system : fresh).push_back(message);
   }
   if (input.system.empty() && options_.system_prompt) {
-    input.system.push_back(proto::ChatMessage{.role = proto::ChatRole::system, .content = *options_.system_prompt});
+    proto::ChatMessage system;
+    system.role = proto::ChatRole::system;
+    system.content = *options_.system_prompt;
+    input.system.push_back(std::move(system));
   }
   input.conversation = history_;
   input.conversation.insert(input.conversation.end(), fresh.begin(), fresh.end());
   input.kept = fresh.empty() ? 0 : 1;
-  input.tools = detail::template_tools(request.tools);
+  // tool_choice none: the model is not told of the tools, so it cannot try to call one.
+  if (request.tool_choice.mode != proto::ToolChoice::Mode::none) input.tools = detail::template_tools(request.tools);
   if (request.chat_template_kwargs) input.kwargs = nlohmann::ordered_json::parse(*request.chat_template_kwargs);
   input.capacity = context_->prompt_capacity();
 
   auto built = detail::build_chat_prompt(*context_->chat_format, *context_->tokenizer, input);
   if (auto* error = std::get_if<detail::ChatPromptError>(&built)) {
+    if (error->unsupported) return ErrorEvent{request.id, ErrorCode::unsupported, std::move(error->message), "messages"};
     if (!error->too_long) return invalid(request.id, "messages", std::move(error->message));
     return invalid(request.id, "messages",
                    "the prompt is " + std::to_string(error->tokens) + " tokens with the chat template; at most " +
@@ -262,6 +296,28 @@ std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_chat(cons
   p.stops = request.params.stop;
   p.request_stops = p.stops.size();
   for (const auto& marker : context_->chat_format->end_of_turn_markers()) p.stops.push_back(marker);
+  p.reply = detail::reply_split(*context_->chat_format, request, prompt.text);
+  if (p.reply && p.reply->options.tools_offered) {
+    try {
+      p.tool_constraint = detail::tool_choice_constraint(p.reply->format, request, input.tools);
+    } catch (const compute::grammar::SchemaError& e) {
+      return invalid(request.id, "tools", std::string("a tool's parameters cannot be enforced: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+      return ErrorEvent{request.id, ErrorCode::unsupported, e.what(), "tool_choice"};
+    }
+  } else if (request.tool_choice.mode == proto::ToolChoice::Mode::required ||
+             request.tool_choice.mode == proto::ToolChoice::Mode::function) {
+    return ErrorEvent{request.id, ErrorCode::unsupported,
+                      "the model's chat template writes no tool calls in a syntax loom knows, so tool_choice cannot be "
+                      "enforced",
+                      "tool_choice"};
+  }
+  if (p.tool_constraint && request.params.constraint) {
+    return invalid(request.id, "tool_choice", "a forced tool call cannot be combined with a grammar or response_format");
+  }
+  if (p.tool_constraint) {
+    if (auto error = check_constraint(request.id, *p.tool_constraint)) return std::move(*error);
+  }
   return p;
 }
 
@@ -287,22 +343,30 @@ void SessionActor::handle_token(const SequenceToken& m) {
   auto result = a.stops.push(text);
   a.held.push_back({m.token, m.logprob, start});
   a.shown += result.text;
-  a.held_text += result.text;
+  a.take(result.text);
   if (result.stopped) {
     stopped_at(result.stop_index);
     return;
   }
-  if (!a.detokenizer.holding() && !a.stops.holding()) send_held();
+  // While the reply parser holds text undecided, the latest token stays back to carry what it releases.
+  if (!a.detokenizer.holding() && !a.stops.holding()) send_held(a.reply && a.reply->holding() ? 1 : 0);
 }
 
-void SessionActor::send_held() {
+void SessionActor::send_held(std::size_t keep) {
   auto& a = *active_;
-  while (!a.held.empty()) {
+  while (a.held.size() > keep) {
     const auto held = a.held.front();
     a.held.pop_front();
-    proto::TokenEvent event{a.request_id, held.token, {}, a.next_index++, std::nullopt};
+    proto::TokenEvent event;
+    event.request_id = a.request_id;
+    event.token = held.token;
+    event.index = a.next_index++;
     if (held.logprob) event.logprob = static_cast<double>(*held.logprob);
-    if (a.held.empty()) event.text = std::exchange(a.held_text, {});
+    if (a.held.size() == keep) {
+      event.text = std::exchange(a.held_text, {});
+      event.reasoning = std::exchange(a.held_reasoning, {});
+      event.tool_calls = std::exchange(a.held_calls, {});
+    }
     send(a.sink, std::move(event));
   }
 }
@@ -313,7 +377,8 @@ void SessionActor::stopped_at(std::size_t stop_index) {
   // there or later is part of it. (Held text always has a held token before the stop string to carry it:
   // the token that fed its first byte is still held, since text was held from that byte on.)
   const std::size_t stop_start = a.shown.size();
-  while (a.held.size() > (a.held_text.empty() ? 0u : 1u) && a.held.back().start >= stop_start) a.held.pop_back();
+  if (a.reply) a.add(a.reply->finish());
+  while (a.held.size() > (a.pending() ? 1u : 0u) && a.held.back().start >= stop_start) a.held.pop_back();
   send_held();
   a.stop_index = stop_index;
   if (!a.cancel_sent) {
@@ -336,14 +401,15 @@ void SessionActor::on(SequenceFinished m) {
       a.matcher_input += rest.size();
       auto tail = a.stops.push(rest);
       a.shown += tail.text;
-      a.held_text += tail.text;
+      a.take(tail.text);
       if (tail.stopped) {
         a.cancel_sent = true;  // it has finished: nothing to cancel
         stopped_at(tail.stop_index);
       } else {
         const std::string released = a.stops.finish();
         a.shown += released;
-        a.held_text += released;
+        a.take(released);
+        if (a.reply) a.add(a.reply->finish());
         send_held();
       }
     } catch (const std::exception& e) {
@@ -362,6 +428,11 @@ void SessionActor::on(SequenceFinished m) {
     } else {
       done.finish_reason = FinishReason::eos;  // the template's end-of-turn marker, written as text
     }
+  }
+  if (a.reply) {
+    for (const auto& call : a.reply->result().tool_calls) done.tool_calls.push_back({call.id, call.name, call.arguments});
+    // The model ended its turn with calls: the client is to run them (OpenAI's finish reason).
+    if (!done.tool_calls.empty() && done.finish_reason == FinishReason::eos) done.finish_reason = FinishReason::tool_calls;
   }
   done.usage = {m.prompt_tokens, m.completion_tokens, m.cached_tokens};
   done.timings = m.timings;
@@ -385,7 +456,19 @@ void SessionActor::record(const Active& done) {
   }
   history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(p.drop_history));
   history_.insert(history_.end(), p.new_turns.begin(), p.new_turns.end());
-  history_.push_back(proto::ChatMessage{.role = proto::ChatRole::assistant, .content = done.shown});
+  proto::ChatMessage reply;
+  reply.role = proto::ChatRole::assistant;
+  if (!done.reply) {
+    reply.content = done.shown;
+  } else {
+    // What the client was shown, as the client will send it back: content, reasoning, calls apart.
+    const auto parsed = done.reply->result();
+    reply.content = parsed.content;
+    if (!parsed.reasoning.empty()) reply.reasoning_content = parsed.reasoning;
+    for (const auto& call : parsed.tool_calls) reply.tool_calls.push_back({call.id, call.name, call.arguments});
+    reply.content_null = parsed.content.empty() && !parsed.tool_calls.empty();
+  }
+  history_.push_back(std::move(reply));
   info_.dropped_messages += p.dropped;
 }
 

@@ -98,6 +98,9 @@ class ReplyStreamParser {
   // The end of generation (EOS, max_tokens, a stop string): decides everything still held back. Call it
   // once; feed() after it is not meant to be used.
   std::vector<ReplyDelta> finish();
+  // Whether text fed so far is still undecided (finish() would turn it into deltas): the session keeps a
+  // token back meanwhile, to carry what the end releases.
+  bool holding() const noexcept { return !buffer_.empty(); }
   // Everything returned so far, assembled.
   ParsedReply result() const { return result_; }
 

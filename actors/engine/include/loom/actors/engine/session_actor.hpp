@@ -116,8 +116,8 @@ class SessionActor : public Actor<SessionActor, SessionProtocol> {
   std::variant<Prepared, proto::ErrorEvent> prepare_chat(const proto::GenerateRequest& request) const;
   std::variant<Prepared, proto::ErrorEvent> prepare_raw(const proto::GenerateRequest& request) const;
   void handle_token(const SequenceToken& m);
-  // Sends the waiting tokens as events, the waiting text on the last one.
-  void send_held();
+  // Sends the waiting tokens as events but the last `keep`, the waiting text on the last one sent.
+  void send_held(std::size_t keep = 0);
   // A stop string matched: the tokens that formed it are dropped, the rest go out, the scheduler stops.
   void stopped_at(std::size_t stop_index);
   // Ends the running request without waiting for the scheduler (it is gone, or the session is stopping).
