@@ -10,4 +10,17 @@ add_test(NAME net_openai_js_client
                  "-DREQUIRED_FILES=$<TARGET_FILE:loom-gateway>;${LOOM_SHARED_DIR}/models/aidreams260K.gguf"
                  -DNEEDS_CHROMIUM=OFF
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/node/run_node_test.cmake)
-set_tests_properties(net_openai_js_client PROPERTIES LABELS net_clients TIMEOUT 600)
+set_tests_properties(net_openai_js_client PROPERTIES LABELS net_clients TIMEOUT 600 RESOURCE_LOCK openai_js_work)
+
+# Tool calls (whole and streamed, forced by tool_choice) and reasoning_content through the same client, on a
+# model `loom synth` writes with Qwen 2.5's template as its own (js/openai_tools_test.mjs).
+add_test(NAME net_openai_js_tools
+         COMMAND ${CMAKE_COMMAND}
+                 -DPACKAGE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/js
+                 -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/openai_js
+                 -DSCRIPT=openai_tools_test.mjs
+                 "-DSCRIPT_ARGS=$<TARGET_FILE:loom-gateway>;$<TARGET_FILE:loom>;${LOOM_SHARED_DIR}"
+                 "-DREQUIRED_FILES=$<TARGET_FILE:loom-gateway>;$<TARGET_FILE:loom>;${LOOM_SHARED_DIR}/vocab/ggml-vocab-gpt-2.gguf;${LOOM_SHARED_DIR}/templates/templates/Qwen-Qwen2.5-7B-Instruct.jinja;${LOOM_SHARED_DIR}/templates/templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"
+                 -DNEEDS_CHROMIUM=OFF
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/node/run_node_test.cmake)
+set_tests_properties(net_openai_js_tools PROPERTIES LABELS net_clients TIMEOUT 600 RESOURCE_LOCK openai_js_work)
