@@ -20,7 +20,8 @@
 // Not recognized (left as content): functionary's and Llama's built-in tool calls (<|python_tag|> followed
 // by code rather than JSON), pythonic calls ([f(a=1)]), Command R's <|START_RESPONSE|> and granite's
 // <response> wrappers around the answer. Cost: each piece rescans the call group still open from its start,
-// so a call costs time quadratic in its length (fine for arguments of a few KB).
+// so a call costs time quadratic in its length: about 0.1 s for a 20 KB call fed 4 bytes at a time, well
+// under a millisecond for arguments under 1 KB.
 //
 // Streaming: text that could still be a marker is held back; a call is announced (index, id, name) once its
 // name is complete and its arguments have begun as a JSON object, then its argument text streams while it
