@@ -214,5 +214,28 @@ TEST(ToolCallGrammar, ToolsWithTheSameRuleNamesDoNotCollide) {
   EXPECT_FALSE(accepts(g, write(hermes, {{"b", R"({"city": 1})"}})));
 }
 
+// A realistic request: a dozen tools with nested schemas compiles under the default limits, for every family.
+TEST(ToolCallGrammar, ManyToolsCompileUnderDefaultLimits) {
+  nlohmann::ordered_json many = nlohmann::ordered_json::array();
+  for (int k = 0; k < 12; ++k) {
+    many.push_back(nlohmann::ordered_json::parse(R"({"type": "function", "function": {"name": "tool_)" + std::to_string(k) +
+        R"(", "parameters": {"type": "object", "properties": {
+          "query": {"type": "string", "minLength": 1},
+          "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+          "filters": {"type": "array", "items": {"type": "object", "properties": {
+            "field": {"type": "string", "enum": ["a", "b", "c"]}, "value": {"type": ["string", "number", "null"]}},
+            "required": ["field"]}},
+          "when": {"type": "string", "format": "date"}},
+          "required": ["query"]}}})"));
+  }
+  for (const auto& [label, f] : families()) {
+    const std::string g = tool_call_grammar(f, many, std::nullopt, true);
+    EXPECT_NO_THROW(grammar::parse_gbnf(g)) << label;
+    const Call c{"tool_11", R"({"query": "x", "filters": [{"field": "b", "value": null}], "when": "2024-02-29"})"};
+    EXPECT_TRUE(accepts(g, write(f, {c, c}))) << label;
+    EXPECT_FALSE(accepts(g, write(f, {{"tool_11", R"({"query": "x", "when": "2023-02-29"})"}}))) << label;
+  }
+}
+
 }  // namespace
 }  // namespace loom::compute
