@@ -43,7 +43,7 @@ bool decode_string_arguments(std::string_view token, std::string& out) {
 // The value of the arguments member at s[i]: an object (streamable as it comes) or a string holding one.
 Scan scan_arguments_value(std::string_view s, std::size_t i, ObjScan& o, bool have_name, std::size_t& end) {
   if (i < s.size() && s[i] != '{' && s[i] != '"') return Scan::invalid;
-  const JsonScan v = scan_json_value(s, i);
+  const JsonScan v = scan_buffer_value(s, i);
   end = v.end;
   if (v.status == Scan::invalid) return Scan::invalid;
   if (s[i] == '"') {
@@ -89,7 +89,7 @@ ObjScan scan_call_object(std::string_view s, std::size_t pos, const CallKeys& ke
       have_args = true;
     } else {
       if (is_name && s[i] != '"') return {Scan::invalid, i, {}};
-      const JsonScan v = scan_json_value(s, i);
+      const JsonScan v = scan_buffer_value(s, i);
       if (v.status != Scan::complete) return {v.status, v.end, v.status == Scan::invalid ? ScannedCall{} : o.call};
       if (is_name && !decode_json_string(s.substr(i, v.end - i), o.call.name)) return {Scan::invalid, i, {}};
       have_name = have_name || is_name;
@@ -139,7 +139,7 @@ Scan add_array(std::string_view s, std::size_t i, const CallKeys& keys, GroupSca
 Scan add_raw_arguments(std::string_view s, std::size_t i, std::string name, GroupScan& g, std::size_t& end) {
   if (i >= s.size()) return Scan::incomplete;
   if (s[i] != '{') return Scan::invalid;
-  const JsonScan v = scan_json_value(s, i);
+  const JsonScan v = scan_buffer_value(s, i);
   if (v.status == Scan::invalid) return Scan::invalid;
   const std::size_t stop = v.status == Scan::complete ? v.end : utf8_safe_end(s, s.size());
   const bool done = v.status == Scan::complete;
