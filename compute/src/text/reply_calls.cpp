@@ -47,13 +47,14 @@ Scan scan_arguments_value(std::string_view s, std::size_t i, ObjScan& o, bool ha
   end = v.end;
   if (v.status == Scan::invalid) return Scan::invalid;
   if (s[i] == '"') {
-    if (v.status == Scan::complete && !decode_string_arguments(s.substr(i, v.end - i), o.call.arguments)) {
+    if (v.status == Scan::complete && !decode_string_arguments(s.substr(i, v.end - i), o.call.decoded_args)) {
       return Scan::invalid;
     }
     return v.status;
   }
   const std::size_t stop = v.status == Scan::complete ? v.end : utf8_safe_end(s, s.size());
-  o.call.arguments = std::string(s.substr(i, stop - i));
+  o.call.args_begin = i;
+  o.call.args_end = stop;
   o.call.streamable = have_name && !o.call.name.empty();  // an empty name never makes a call
   return v.status;
 }
@@ -143,7 +144,7 @@ Scan add_raw_arguments(std::string_view s, std::size_t i, std::string name, Grou
   if (v.status == Scan::invalid) return Scan::invalid;
   const std::size_t stop = v.status == Scan::complete ? v.end : utf8_safe_end(s, s.size());
   const bool done = v.status == Scan::complete;
-  g.calls.push_back({std::move(name), std::string(s.substr(i, stop - i)), done, true});
+  g.calls.push_back({std::move(name), i, stop, {}, done, true});
   end = v.end;
   return v.status;
 }

@@ -123,7 +123,7 @@ bool ReplyStreamParser::step_harmony_call(bool at_end) {
     i = v.end;
     if (s != Scan::invalid) {
       const std::size_t stop = s == Scan::complete ? v.end : reply_detail::utf8_safe_end(buffer_, buffer_.size());
-      g.calls.push_back({harmony_header_, buffer_.substr(begin, stop - begin), s == Scan::complete, true});
+      g.calls.push_back({harmony_header_, begin, stop, {}, s == Scan::complete, true});
     }
   }
   std::size_t close_end = 0;
@@ -147,7 +147,7 @@ bool ReplyStreamParser::step_harmony_call(bool at_end) {
   }
   if (!g.calls.empty()) {
     if (group_announced_ == 0) announce_call(g.calls[0].name);
-    emit_arguments(std::string_view(g.calls[0].arguments).substr(group_args_streamed_));
+    emit_arguments(g.calls[0].arguments(buffer_).substr(group_args_streamed_));
   }
   if (s == Scan::incomplete) return false;
   memo_->clear();

@@ -200,7 +200,7 @@ bool ReplyStreamParser::step_call(bool at_end) {
   for (std::size_t k = 0; k < g.calls.size(); ++k) {
     if (k + 1 < group_announced_) continue;  // already streamed whole
     if (k == group_announced_) announce_call(g.calls[k].name);
-    emit_arguments(std::string_view(g.calls[k].arguments).substr(group_args_streamed_));
+    emit_arguments(g.calls[k].arguments(buffer_).substr(group_args_streamed_));
   }
   if (g.status == Scan::incomplete) return false;
   ++groups_done_;

@@ -90,12 +90,21 @@ std::size_t skip_space(std::string_view s, std::size_t pos);
 Scan match_literal(std::string_view s, std::size_t pos, std::string_view literal);
 
 // A call as scanned so far. `streamable`: name complete and the arguments began as a JSON object, so the
-// name and arguments (a valid JSON prefix) may be shown. For a complete call, `arguments` is final.
+// name and arguments (a valid JSON prefix) may be shown. For a complete call, arguments() is final. The
+// arguments are a span of the scanned text (not copied: a scan per piece must not copy the whole call), or
+// the decoded text when the model wrote them as a JSON string.
 struct ScannedCall {
   std::string name;
-  std::string arguments;
+  std::size_t args_begin = 0;
+  std::size_t args_end = 0;
+  std::string decoded_args;  // never empty when used: a JSON object is at least "{}"
   bool complete = false;
   bool streamable = false;
+
+  std::string_view arguments(std::string_view scanned) const {
+    if (!decoded_args.empty()) return decoded_args;
+    return scanned.substr(args_begin, args_end - args_begin);
+  }
 };
 
 struct GroupScan {
