@@ -75,6 +75,20 @@ TEST(ReplyFormat, ThinkingOffPromptDoesNotStartInReasoning) {
   EXPECT_FALSE(detect_reply_format(read(tpl)).starts_in_reasoning);
 }
 
+// Markers of families without a shared template, on template fragments.
+TEST(ReplyFormat, DetectsFromMarkersAlone) {
+  const ReplyFormat magistral = detect_reply_format("{{ '[TOOL_CALLS]' }}{{ '[THINK]' }}{{ '[ARGS]' }}", "[INST]hi[/INST][THINK]");
+  EXPECT_EQ(magistral.tools, F::mistral);
+  EXPECT_EQ(magistral.reasoning_open, "[THINK]");
+  EXPECT_EQ(magistral.reasoning_close, "[/THINK]");
+  EXPECT_TRUE(magistral.starts_in_reasoning);
+  EXPECT_TRUE(magistral.name_then_args);
+  EXPECT_EQ(detect_reply_format("<｜tool▁call▁begin｜>").tools, F::deepseek);  // V3 writes the calls' list markers too
+  EXPECT_EQ(detect_reply_format("<|start_header_id|> \"parameters\": ").tools, F::llama3);
+  EXPECT_EQ(detect_reply_format("plain {{ messages }}").tools, F::none);
+  EXPECT_EQ(detect_reply_format("plain {{ messages }}").reasoning_open, "");
+}
+
 TEST(ReplyFormat, NamesRoundTrip) {
   for (F f : {F::none, F::hermes, F::llama3, F::mistral, F::command_r, F::functionary_v3_1, F::deepseek, F::granite,
               F::gpt_oss}) {

@@ -134,11 +134,53 @@ TEST(ToolCallGrammar, RefusesWrongNamesArgumentsAndCounts) {
     EXPECT_FALSE(accepts(g, write(f, {{"get_weather", R"({})"}}))) << label << ": city missing";
     EXPECT_FALSE(accepts(g, write(f, {{"get_weather", R"({"city": "P", "x": 1})"}}))) << label << ": extra key";
     EXPECT_FALSE(accepts(g, write(f, {{"get_time", R"([1])"}}))) << label << ": not an object";
-    EXPECT_FALSE(accepts(g, "Sure! " + write(f, {kParis}))) << label << ": text before the call";
+    if (!f.starts_in_reasoning) {  // there, text first is reasoning
+      EXPECT_FALSE(accepts(g, "Sure! " + write(f, {kParis}))) << label << ": text before the call";
+    }
     const std::string only = tool_call_grammar(f, tools(), "get_time", false);
     EXPECT_TRUE(accepts(only, write(f, {kTime}))) << label;
     EXPECT_FALSE(accepts(only, write(f, {kParis}))) << label << ": not the only function";
   }
+}
+
+// Thinking stays possible before a forced call; nothing else does.
+TEST(ToolCallGrammar, ReasoningMayComeFirst) {
+  ReplyFormat qwen3;
+  qwen3.tools = F::hermes;
+  qwen3.reasoning_open = "<think>";
+  qwen3.reasoning_close = "</think>";
+  const std::string g = tool_call_grammar(qwen3, tools(), std::nullopt, false);
+  const std::string call = write(qwen3, {kParis});
+  const std::string thought = "<think>\nThe user wants <b>weather</b> in </thin Paris. 🌧\n</think>\n\n";
+  EXPECT_TRUE(accepts(g, call));
+  EXPECT_TRUE(accepts(g, thought + call));
+  EXPECT_TRUE(accepts(g, "<think></think>" + call));
+  EXPECT_FALSE(accepts(g, "<think>never closed " + call));
+  EXPECT_FALSE(accepts(g, "<think>a</think>b</think>" + call)) << "the first close ends the reasoning";
+  EXPECT_FALSE(accepts(g, "<think>a</think>Sure! " + call));
+  ReplyParseOptions o;
+  o.tools_offered = true;
+  const ParsedReply r = parse_reply(qwen3, thought + call, o);
+  EXPECT_EQ(r.reasoning, "\nThe user wants <b>weather</b> in </thin Paris. 🌧\n");
+  EXPECT_EQ(r.content, "");
+  ASSERT_EQ(r.tool_calls.size(), 1u);
+
+  ReplyFormat r1 = qwen3;
+  r1.tools = F::deepseek;
+  r1.starts_in_reasoning = true;
+  const std::string g1 = tool_call_grammar(r1, tools(), std::nullopt, false);
+  EXPECT_TRUE(accepts(g1, "Okay, weather.\n" + write(r1, {kParis})));
+  EXPECT_FALSE(accepts(g1, write(ReplyFormat{F::deepseek, "", "", false, false}, {kParis}))) << "reasoning not closed";
+
+  ReplyFormat oss;
+  oss.tools = F::gpt_oss;
+  const std::string g2 = tool_call_grammar(oss, tools(), std::nullopt, false);
+  const std::string analysis = "<|channel|>analysis<|message|>Need <|the weather|>.<|end|><|start|>assistant";
+  EXPECT_TRUE(accepts(g2, analysis + write(oss, {kParis})));
+  EXPECT_FALSE(accepts(g2, "<|channel|>final<|message|>Hi<|end|><|start|>assistant" + write(oss, {kParis})));
+  const ParsedReply r2 = parse_reply(oss, analysis + write(oss, {kParis}), o);
+  EXPECT_EQ(r2.reasoning, "Need <|the weather|>.");
+  ASSERT_EQ(r2.tool_calls.size(), 1u);
 }
 
 TEST(ToolCallGrammar, RefusesWhatCannotBeForced) {
@@ -170,6 +212,29 @@ TEST(ToolCallGrammar, ToolsWithTheSameRuleNamesDoNotCollide) {
   EXPECT_TRUE(accepts(g, write(hermes, {{"b", R"({"city": "x"})"}})));
   EXPECT_FALSE(accepts(g, write(hermes, {{"a", R"({"city": "x"})"}})));
   EXPECT_FALSE(accepts(g, write(hermes, {{"b", R"({"city": 1})"}})));
+}
+
+// A realistic request: a dozen tools with nested schemas compiles under the default limits, for every family.
+TEST(ToolCallGrammar, ManyToolsCompileUnderDefaultLimits) {
+  nlohmann::ordered_json many = nlohmann::ordered_json::array();
+  for (int k = 0; k < 12; ++k) {
+    many.push_back(nlohmann::ordered_json::parse(R"({"type": "function", "function": {"name": "tool_)" + std::to_string(k) +
+        R"(", "parameters": {"type": "object", "properties": {
+          "query": {"type": "string", "minLength": 1},
+          "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+          "filters": {"type": "array", "items": {"type": "object", "properties": {
+            "field": {"type": "string", "enum": ["a", "b", "c"]}, "value": {"type": ["string", "number", "null"]}},
+            "required": ["field"]}},
+          "when": {"type": "string", "format": "date"}},
+          "required": ["query"]}}})"));
+  }
+  for (const auto& [label, f] : families()) {
+    const std::string g = tool_call_grammar(f, many, std::nullopt, true);
+    EXPECT_NO_THROW(grammar::parse_gbnf(g)) << label;
+    const Call c{"tool_11", R"({"query": "x", "filters": [{"field": "b", "value": null}], "when": "2024-02-29"})"};
+    EXPECT_TRUE(accepts(g, write(f, {c, c}))) << label;
+    EXPECT_FALSE(accepts(g, write(f, {{"tool_11", R"({"query": "x", "when": "2023-02-29"})"}}))) << label;
+  }
 }
 
 }  // namespace

@@ -43,17 +43,18 @@ bool decode_string_arguments(std::string_view token, std::string& out) {
 // The value of the arguments member at s[i]: an object (streamable as it comes) or a string holding one.
 Scan scan_arguments_value(std::string_view s, std::size_t i, ObjScan& o, bool have_name, std::size_t& end) {
   if (i < s.size() && s[i] != '{' && s[i] != '"') return Scan::invalid;
-  const JsonScan v = scan_json_value(s, i);
+  const JsonScan v = scan_buffer_value(s, i);
   end = v.end;
   if (v.status == Scan::invalid) return Scan::invalid;
   if (s[i] == '"') {
-    if (v.status == Scan::complete && !decode_string_arguments(s.substr(i, v.end - i), o.call.arguments)) {
+    if (v.status == Scan::complete && !decode_string_arguments(s.substr(i, v.end - i), o.call.decoded_args)) {
       return Scan::invalid;
     }
     return v.status;
   }
   const std::size_t stop = v.status == Scan::complete ? v.end : utf8_safe_end(s, s.size());
-  o.call.arguments = std::string(s.substr(i, stop - i));
+  o.call.args_begin = i;
+  o.call.args_end = stop;
   o.call.streamable = have_name && !o.call.name.empty();  // an empty name never makes a call
   return v.status;
 }
@@ -89,7 +90,7 @@ ObjScan scan_call_object(std::string_view s, std::size_t pos, const CallKeys& ke
       have_args = true;
     } else {
       if (is_name && s[i] != '"') return {Scan::invalid, i, {}};
-      const JsonScan v = scan_json_value(s, i);
+      const JsonScan v = scan_buffer_value(s, i);
       if (v.status != Scan::complete) return {v.status, v.end, v.status == Scan::invalid ? ScannedCall{} : o.call};
       if (is_name && !decode_json_string(s.substr(i, v.end - i), o.call.name)) return {Scan::invalid, i, {}};
       have_name = have_name || is_name;
@@ -139,11 +140,11 @@ Scan add_array(std::string_view s, std::size_t i, const CallKeys& keys, GroupSca
 Scan add_raw_arguments(std::string_view s, std::size_t i, std::string name, GroupScan& g, std::size_t& end) {
   if (i >= s.size()) return Scan::incomplete;
   if (s[i] != '{') return Scan::invalid;
-  const JsonScan v = scan_json_value(s, i);
+  const JsonScan v = scan_buffer_value(s, i);
   if (v.status == Scan::invalid) return Scan::invalid;
   const std::size_t stop = v.status == Scan::complete ? v.end : utf8_safe_end(s, s.size());
   const bool done = v.status == Scan::complete;
-  g.calls.push_back({std::move(name), std::string(s.substr(i, stop - i)), done, true});
+  g.calls.push_back({std::move(name), i, stop, {}, done, true});
   end = v.end;
   return v.status;
 }

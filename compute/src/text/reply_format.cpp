@@ -64,6 +64,9 @@ ReplyFormat detect_reply_format(std::string_view template_source, std::string_vi
   if (has(template_source, "<|START_THINKING|>")) {
     format.reasoning_open = "<|START_THINKING|>";
     format.reasoning_close = "<|END_THINKING|>";
+  } else if (has(template_source, "[THINK]")) {  // Magistral
+    format.reasoning_open = "[THINK]";
+    format.reasoning_close = "[/THINK]";
   } else if (has(template_source, "<think>") || has(template_source, "</think>")) {
     format.reasoning_open = "<think>";
     format.reasoning_close = "</think>";

@@ -3,6 +3,7 @@
 // converter's rule names (root, ws, string, one per property) never collide between tools or with the
 // rules written here (root, calls, call, call-N, which never start with "t<digit>-").
 #include <nlohmann/json.hpp>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,6 +48,13 @@ std::string prefix_rules(std::string_view gbnf, const std::string& prefix) {
       ++i;
     }
   }
+  return out;
+}
+
+// Joins pieces. (GCC 12 warns falsely, -Wrestrict, on chains of "literal" + std::string temporaries.)
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (auto p : parts) out += p;
   return out;
 }
 
@@ -166,6 +174,54 @@ Frame frame_of(const ReplyFormat& format) {
   return {};
 }
 
+// A GBNF class of everything but `excluded` (ASCII): [^...] with the class's special characters escaped.
+std::string all_but(std::string_view excluded) {
+  std::string out = "[^";
+  for (char c : excluded) {
+    if (c == ']' || c == '\\' || c == '^' || c == '-' || c == '[') out += '\\';
+    out += c;
+  }
+  return out + "]";
+}
+
+// Rule `name`: any text in which `marker` does not occur, so that `name marker` ends at the first marker.
+// The marker is ASCII and its first character occurs nowhere else in it ("</think>", "<|end|>"), which makes
+// "the first character, then anything but the rest" exact. The grammar refuses a beginning of the marker
+// that runs straight into another first character ("a<</think>", "</th</think>"): fewer texts, never more.
+std::string not_containing(const std::string& name, const std::string& marker) {
+  const char first = marker[0];
+  std::string after = lit(std::string_view(&first, 1));
+  after += "+ (";
+  for (std::size_t k = 1; k < marker.size(); ++k) {
+    if (k > 1) after += " | " + lit(marker.substr(1, k - 1)) + " ";
+    after += all_but(std::string(1, first) + marker[k]);
+  }
+  after += ")";
+  return name + " ::= (" + all_but(std::string(1, first)) + " | " + name + "-mark)*\n" + name + "-mark ::= " + after +
+         "\n";
+}
+
+bool usable_marker(const std::string& m) {
+  if (m.size() < 2 || m.find(m[0], 1) != std::string::npos) return false;
+  for (char c : m) if (static_cast<unsigned char>(c) >= 0x80 || c == '"' || c == '\\') return false;
+  return true;
+}
+
+// What may come before the calls: the family's reasoning (optional; required to close when the reply starts
+// inside it). Empty when the family has none or its markers do not fit not_containing().
+std::string reasoning_prefix(const ReplyFormat& format, std::string& rules) {
+  if (format.tools == ToolCallFormat::gpt_oss) {
+    rules += not_containing("thought", "<|end|>");
+    return cat({"(", lit("<|channel|>analysis<|message|>"), " thought ", lit("<|end|><|start|>assistant"), ")? "});
+  }
+  if (!usable_marker(format.reasoning_close)) return "";
+  rules += not_containing("thought", format.reasoning_close);
+  rules += cat({"thought-end ::= ", lit(format.reasoning_close), " [ \\t\\n]{0,4}\n"});
+  if (format.starts_in_reasoning) return "thought thought-end ";
+  if (format.reasoning_open.empty()) return "";
+  return cat({"(", lit(format.reasoning_open), " thought thought-end)? "});
+}
+
 }  // namespace
 
 std::string tool_call_grammar(const ReplyFormat& format, const ordered_json& tools,
@@ -173,9 +229,9 @@ std::string tool_call_grammar(const ReplyFormat& format, const ordered_json& too
   if (format.tools == ToolCallFormat::none) throw std::invalid_argument("format none has no tool-call syntax");
   const std::vector<Tool> list = collect_tools(tools, only_function);
   const Frame frame = frame_of(format);
+  std::string reasoning_rules;
   std::string out = "root ::= ";
-  // A reply that starts inside reasoning must close it before the call, or the call would be reasoning.
-  if (format.starts_in_reasoning && !format.reasoning_close.empty()) out += lit(format.reasoning_close + "\n\n") + " ";
+  out += reasoning_prefix(format, reasoning_rules);
   if (!frame.open.empty()) out += lit(frame.open) + " ";
   out += "call";
   if (parallel) {
@@ -193,6 +249,7 @@ std::string tool_call_grammar(const ReplyFormat& format, const ordered_json& too
   for (std::size_t k = 0; k < list.size(); ++k) {
     out += "call-" + std::to_string(k) + " ::= " + call_body(format, list[k]) + "\n";
   }
+  out += reasoning_rules;
   for (const Tool& t : list) out += t.rules;
   return out;
 }

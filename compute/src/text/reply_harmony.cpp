@@ -117,12 +117,13 @@ bool ReplyStreamParser::step_harmony_call(bool at_end) {
   std::size_t i = 0;
   Scan s = Scan::incomplete;
   if (begin < buffer_.size()) {
-    const reply_detail::JsonScan v = reply_detail::scan_json_value(buffer_, begin);
+    const reply_detail::MemoScope scope(*memo_);
+    const reply_detail::JsonScan v = reply_detail::scan_buffer_value(buffer_, begin);
     s = buffer_[begin] == '{' ? v.status : Scan::invalid;
     i = v.end;
     if (s != Scan::invalid) {
       const std::size_t stop = s == Scan::complete ? v.end : reply_detail::utf8_safe_end(buffer_, buffer_.size());
-      g.calls.push_back({harmony_header_, buffer_.substr(begin, stop - begin), s == Scan::complete, true});
+      g.calls.push_back({harmony_header_, begin, stop, {}, s == Scan::complete, true});
     }
   }
   std::size_t close_end = 0;
@@ -138,6 +139,7 @@ bool ReplyStreamParser::step_harmony_call(bool at_end) {
   }
   if (s == Scan::incomplete && at_end) s = Scan::invalid;
   if (s == Scan::invalid) {  // not a call: the body is content
+    memo_->clear();
     if (group_announced_ > 0) ++groups_done_;
     group_announced_ = group_args_streamed_ = 0;
     harmony_state_ = kContent;
@@ -145,9 +147,10 @@ bool ReplyStreamParser::step_harmony_call(bool at_end) {
   }
   if (!g.calls.empty()) {
     if (group_announced_ == 0) announce_call(g.calls[0].name);
-    emit_arguments(std::string_view(g.calls[0].arguments).substr(group_args_streamed_));
+    emit_arguments(g.calls[0].arguments(buffer_).substr(group_args_streamed_));
   }
   if (s == Scan::incomplete) return false;
+  memo_->clear();
   ++groups_done_;
   group_announced_ = group_args_streamed_ = 0;
   buffer_.erase(0, close_end);

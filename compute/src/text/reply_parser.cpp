@@ -5,6 +5,7 @@
 #include "loom/compute/text/reply_parser.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <random>
 #include <utility>
 
@@ -33,7 +34,11 @@ ParsedReply parse_reply(const ReplyFormat& format, std::string_view text, const 
 }
 
 ReplyStreamParser::ReplyStreamParser(ReplyFormat format, ReplyParseOptions options)
-    : format_(std::move(format)), options_(std::move(options)) {}
+    : format_(std::move(format)), options_(std::move(options)), memo_(std::make_unique<reply_detail::JsonMemo>()) {}
+
+ReplyStreamParser::~ReplyStreamParser() = default;
+ReplyStreamParser::ReplyStreamParser(ReplyStreamParser&&) noexcept = default;
+ReplyStreamParser& ReplyStreamParser::operator=(ReplyStreamParser&&) noexcept = default;
 
 std::vector<ReplyDelta> ReplyStreamParser::feed(std::string_view text_piece) {
   buffer_.append(text_piece);
@@ -169,7 +174,11 @@ bool ReplyStreamParser::step_content(bool at_end) {
 
 // The call group at the buffer's start: streams what is safe to show, then ends as calls or as content.
 bool ReplyStreamParser::step_call(bool at_end) {
-  GroupScan g = reply_detail::scan_group(format_.tools, buffer_);
+  GroupScan g;
+  {
+    const reply_detail::MemoScope scope(*memo_);  // the group's values resume where the last scan stopped
+    g = reply_detail::scan_group(format_.tools, buffer_);
+  }
   if (g.status == Scan::incomplete && at_end) {
     g.status = g.closable ? Scan::complete : Scan::invalid;
     g.end = buffer_.size();
@@ -182,6 +191,7 @@ bool ReplyStreamParser::step_call(bool at_end) {
     }
     if (group_announced_ > 0) ++groups_done_;
     group_announced_ = group_args_streamed_ = 0;
+    memo_->clear();  // the buffer's start moves: positions change
     emit_content(std::string_view(buffer_).substr(0, marker));
     buffer_.erase(0, marker);
     mode_ = Mode::content;
@@ -190,11 +200,12 @@ bool ReplyStreamParser::step_call(bool at_end) {
   for (std::size_t k = 0; k < g.calls.size(); ++k) {
     if (k + 1 < group_announced_) continue;  // already streamed whole
     if (k == group_announced_) announce_call(g.calls[k].name);
-    emit_arguments(std::string_view(g.calls[k].arguments).substr(group_args_streamed_));
+    emit_arguments(g.calls[k].arguments(buffer_).substr(group_args_streamed_));
   }
   if (g.status == Scan::incomplete) return false;
   ++groups_done_;
   group_announced_ = group_args_streamed_ = 0;
+  memo_->clear();
   buffer_.erase(0, g.end);
   mode_ = Mode::content;
   skip_space_ = after_call_ = true;

@@ -6,6 +6,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,18 +27,84 @@ struct JsonScan {
 // Scans one JSON value at s[pos] (no leading whitespace skipped).
 JsonScan scan_json_value(std::string_view s, std::size_t pos);
 
+// scan_json_value() that can be resumed: scan() reads the bytes of s from where the last call stopped
+// (s must extend the text given before) and gives the verdict on the whole value from `begin`.
+class JsonCursor {
+ public:
+  explicit JsonCursor(std::size_t begin);
+  JsonScan scan(std::string_view s);
+  std::size_t begin() const noexcept { return begin_; }
+
+ private:
+  enum class Expect : std::uint8_t { value, value_or_close, key, key_or_close, key_string, colon, comma_or_close };
+  enum class Token : std::uint8_t { none, string, number, word };
+  void value_done();
+  bool start_value(char c);
+  bool string_byte(char c);
+  bool structure_byte(char c);
+
+  std::size_t begin_ = 0;
+  std::size_t pos_ = 0;
+  std::vector<char> stack_;  // open containers: '{' or '['
+  Expect expect_ = Expect::value;
+  Token token_ = Token::none;
+  int sub_ = 0;  // string: escape state; number: phase; word: letters read
+  const char* word_ = "";
+  Scan status_ = Scan::incomplete;
+};
+
+// The values scanned in one call group's text, which only grows at its end while the group is open: a
+// complete value keeps its end, and the one value still open at the end resumes where it stopped.
+class JsonMemo {
+ public:
+  JsonScan scan(std::string_view s, std::size_t pos);
+  void clear() {
+    complete_.clear();
+    open_.reset();
+  }
+
+ private:
+  std::unordered_map<std::size_t, std::size_t> complete_;
+  std::optional<JsonCursor> open_;
+};
+
+// While one is alive, scan_buffer_value() goes through `memo` (the stream parser sets it around a scan of
+// its buffer; the scanners below are free functions that know nothing of the parser).
+class MemoScope {
+ public:
+  explicit MemoScope(JsonMemo& memo);
+  ~MemoScope();
+  MemoScope(const MemoScope&) = delete;
+  MemoScope& operator=(const MemoScope&) = delete;
+
+ private:
+  JsonMemo* previous_;
+};
+
+// scan_json_value() of a value in the parser's buffer, through the active memo if any.
+JsonScan scan_buffer_value(std::string_view s, std::size_t pos);
+
 std::size_t skip_space(std::string_view s, std::size_t pos);
 
 // Whether s[pos..] starts with `literal`: complete, incomplete (s ends within a prefix of it), invalid.
 Scan match_literal(std::string_view s, std::size_t pos, std::string_view literal);
 
 // A call as scanned so far. `streamable`: name complete and the arguments began as a JSON object, so the
-// name and arguments (a valid JSON prefix) may be shown. For a complete call, `arguments` is final.
+// name and arguments (a valid JSON prefix) may be shown. For a complete call, arguments() is final. The
+// arguments are a span of the scanned text (not copied: a scan per piece must not copy the whole call), or
+// the decoded text when the model wrote them as a JSON string.
 struct ScannedCall {
   std::string name;
-  std::string arguments;
+  std::size_t args_begin = 0;
+  std::size_t args_end = 0;
+  std::string decoded_args;  // never empty when used: a JSON object is at least "{}"
   bool complete = false;
   bool streamable = false;
+
+  std::string_view arguments(std::string_view scanned) const {
+    if (!decoded_args.empty()) return decoded_args;
+    return scanned.substr(args_begin, args_end - args_begin);
+  }
 };
 
 struct GroupScan {

@@ -4,6 +4,11 @@
 // `parameters` JSON Schema (json_schema_to_gbnf; a tool without parameters takes any JSON object). The
 // grammar is stricter than the parser (reply_parser.hpp): compact JSON keys in the family's order, one
 // canonical spacing around markers; every text it accepts parses into the call(s).
+//
+// Reasoning stays possible before the calls: an optional reasoning block (<think>...</think> and the like,
+// then up to 4 whitespace characters) for families with reasoning markers, a required close when the reply
+// starts inside reasoning (DeepSeek R1), and an optional analysis message for gpt-oss. No content may come
+// before or after the calls.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
