@@ -2,6 +2,7 @@
 // (content before the calls or not) x (one or two calls) x (argument texts with nesting, escapes, markers of
 // other families inside strings and non-ASCII), written in the family's syntax. Each must parse whole into
 // exactly those parts, and stream into the same for every split into two pieces and byte by byte.
+#include <cctype>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -126,7 +127,12 @@ TEST(ReplyStreamProperty, GeneratedRepliesOfEveryFamily) {
             if (count == 2) calls.push_back({"do.it-now_2", args});
             else calls[0].second = args;
             const std::string text = family.write(reasoning, before, calls);
-            ParsedReply expected{before, reasoning, {}};
+            // Whitespace right before a call is dropped (harmony messages keep their text as written).
+            std::string shown = before;
+            if (family.format.tools != F::gpt_oss) {
+              while (!shown.empty() && std::isspace(static_cast<unsigned char>(shown.back()))) shown.pop_back();
+            }
+            ParsedReply expected{shown, reasoning, {}};
             for (std::size_t k = 0; k < calls.size(); ++k) {
               expected.tool_calls.push_back({"call_" + std::to_string(k), calls[k].first, calls[k].second});
             }

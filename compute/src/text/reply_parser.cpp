@@ -118,6 +118,12 @@ std::size_t partial_marker_start(std::string_view s, const std::vector<std::stri
   return start;
 }
 
+// Where the run of ASCII whitespace that ends s[0, end) starts.
+std::size_t trailing_space_start(std::string_view s, std::size_t end) {
+  while (end > 0 && (s[end - 1] == ' ' || s[end - 1] == '\n' || s[end - 1] == '\t' || s[end - 1] == '\r')) --end;
+  return end;
+}
+
 }  // namespace
 
 bool ReplyStreamParser::step_reasoning(bool at_end) {
@@ -158,10 +164,13 @@ bool ReplyStreamParser::step_content(bool at_end) {
   if (triggers_active()) {
     const auto& triggers = reply_detail::call_triggers(format_.tools);
     for (const auto& t : triggers) found = std::min(found, buffer_.find(t));
-    if (!at_end) hold = partial_marker_start(buffer_, triggers);
+    // Whitespace right before a call is dropped (as after one): it waits until what follows is known.
+    if (!at_end) hold = trailing_space_start(buffer_, partial_marker_start(buffer_, triggers));
   }
   if (found != std::string::npos && found <= hold) {
-    emit_content(std::string_view(buffer_).substr(0, found));
+    const std::size_t space = trailing_space_start(buffer_, found);
+    emit_content(std::string_view(buffer_).substr(0, space));
+    space_before_call_.assign(buffer_, space, found - space);  // dropped if a call follows, content if not
     buffer_.erase(0, found);
     mode_ = Mode::call;
     return true;
@@ -192,6 +201,7 @@ bool ReplyStreamParser::step_call(bool at_end) {
     if (group_announced_ > 0) ++groups_done_;
     group_announced_ = group_args_streamed_ = 0;
     memo_->clear();  // the buffer's start moves: positions change
+    emit_content(std::exchange(space_before_call_, {}));
     emit_content(std::string_view(buffer_).substr(0, marker));
     buffer_.erase(0, marker);
     mode_ = Mode::content;
@@ -227,6 +237,7 @@ void ReplyStreamParser::emit_reasoning(std::string_view text) {
 }
 
 void ReplyStreamParser::announce_call(const std::string& name) {
+  space_before_call_.clear();
   ToolCall call;
   call.id = options_.id_generator ? options_.id_generator(format_.tools) : random_tool_call_id(format_.tools);
   call.name = name;

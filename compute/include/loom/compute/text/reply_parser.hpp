@@ -4,7 +4,7 @@
 // Rules, the same for both (parse_reply() is the stream parser given the whole text as its last piece):
 // - Calls are recognized only when tools were offered. Reasoning is taken out only when extract_reasoning is
 //   set and the reply starts with the opener (after whitespace) or starts_in_reasoning; an unclosed block is
-//   all reasoning. Whitespace right after a reasoning block or a call is dropped.
+//   all reasoning. Whitespace right after a reasoning block or a call, and right before a call, is dropped.
 // - Text that looks like a call but does not parse (bad JSON, unknown keys, wrong markers) stays content,
 //   unchanged; recognition resumes right after its opening marker.
 // - With parallel_tool_calls off, nothing after the first call group is recognized (it is content); a group
@@ -139,6 +139,7 @@ class ReplyStreamParser {
   std::string buffer_;           // text not yet decided
   bool skip_space_ = false;      // drop whitespace before the next content
   bool after_call_ = false;      // a call group just ended (llama3 allows a bare '{' call here)
+  std::string space_before_call_;  // whitespace before an undecided call: dropped for a call, else content
   std::size_t groups_done_ = 0;  // call groups completed
   // The group being parsed: calls announced in it, argument bytes streamed for its last call.
   std::size_t group_announced_ = 0;
