@@ -129,7 +129,9 @@ TEST_F(SessionChatFormatTest, AToolCallReplyIsStreamedAsCallPiecesAndEndsWithFin
   ChatMessage result = message(ChatRole::tool, "{\"temperature\": 21}");
   result.tool_call_id = done.tool_calls[0].id;
   reply_with("It is 21 degrees.");
-  generate(session, chat_request("c2", {result}), 2);
+  auto next = chat_request("c2", {result});
+  next.tools = {weather_tool()};  // a client offers the tools with every request
+  generate(session, next, 2);
   probe_->finished("c2");
   ordered_json messages = ordered_json::parse(R"([{"role": "user", "content": "Weather in Paris?"},
       {"role": "assistant", "content": null, "tool_calls": [{"id": "", "type": "function",
