@@ -88,7 +88,12 @@ const time = {
   function: {
     name: "get_time",
     description: "The local time in a city",
-    parameters: { type: "object", properties: { city: { type: "string", enum: ["Paris", "Lima"] } }, required: ["city"] },
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string", enum: ["Paris", "Lima"] } },
+      required: ["city"],
+      additionalProperties: false,
+    },
   },
 };
 const greedy = { model: "tools", temperature: 0, max_tokens: 96 };
@@ -102,7 +107,14 @@ function checkWeatherArguments(text) {
 
 // tool_choice required: the whole answer is a call, then the same request streamed gives the same call in pieces.
 async function requiredCall(openai) {
-  const request = { ...greedy, messages: [{ role: "user", content: "Weather in Paris?" }], tools: [weather], tool_choice: "required" };
+  // One call: with parallel calls allowed, random weights would go on calling until max_tokens.
+  const request = {
+    ...greedy,
+    messages: [{ role: "user", content: "Weather in Paris?" }],
+    tools: [weather],
+    tool_choice: "required",
+    parallel_tool_calls: false,
+  };
   const whole = await openai.chat.completions.create(request);
   const choice = whole.choices[0];
   assert.equal(choice.finish_reason, "tool_calls", JSON.stringify(choice));
@@ -151,6 +163,7 @@ async function namedCall(openai) {
     messages: [{ role: "user", content: "What time is it in Lima?" }],
     tools: [weather, time],
     tool_choice: { type: "function", function: { name: "get_time" } },
+    parallel_tool_calls: false,
   });
   const call = whole.choices[0].message.tool_calls[0];
   assert.equal(call.function.name, "get_time");
