@@ -20,7 +20,21 @@ void Scope::set(const std::string& name, Value value) {
   vars.emplace_back(name, std::move(value));
 }
 
-Renderer::Renderer(const RenderOptions& options) : options_(options) {}
+// Statements and expressions are each bounded by the parser, but a macro recursing through deeply nested
+// bodies multiplies them; this bounds the native recursion of one render as a whole.
+struct NativeDepth {
+  Renderer& r;
+  explicit NativeDepth(Renderer& renderer) : r(renderer) {
+    if (++r.native_depth_ > r.max_native_depth_) {
+      --r.native_depth_;
+      fail(ErrorKind::recursion, "template evaluation is nested too deeply");
+    }
+  }
+  ~NativeDepth() { --r.native_depth_; }
+};
+
+Renderer::Renderer(const RenderOptions& options)
+    : options_(options), max_native_depth_(options.limits.max_call_depth * 8 + options.limits.max_nesting * 4) {}
 
 void Renderer::step_limit() const {
   fail(ErrorKind::limit, "template evaluation exceeded the limit of " + std::to_string(options_.limits.max_steps) + " steps");
@@ -82,6 +96,7 @@ Flow Renderer::exec_body(const Body& body) {
 
 Flow Renderer::exec(const Stmt& s) {
   step();
+  NativeDepth depth(*this);
   try {
     switch (s.kind) {
       case StmtKind::text: write(s.text); return Flow::normal;
@@ -378,21 +393,9 @@ Value Renderer::eval_call(const Expr& e) {
   return call(f, args, callee.kind == ExprKind::name ? callee.name : "object");
 }
 
-namespace {
-struct DepthGuard {
-  std::size_t& depth;
-  DepthGuard(std::size_t& d, std::size_t limit) : depth(d) {
-    if (++depth > limit) {
-      --depth;
-      fail(ErrorKind::recursion, "expression evaluation is nested too deeply");
-    }
-  }
-  ~DepthGuard() { --depth; }
-};
-}  // namespace
-
 Value Renderer::eval(const Expr& e) {
   step();
+  NativeDepth depth(*this);
   switch (e.kind) {
     case ExprKind::literal: return e.value;
     case ExprKind::name: return lookup(e.name);

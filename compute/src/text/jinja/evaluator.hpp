@@ -72,6 +72,9 @@ class Renderer {
   RenderOptions options_;
   std::uint64_t steps_ = 0;
   std::size_t call_depth_ = 0;
+  std::size_t native_depth_ = 0;  // exec() and eval() frames on the stack
+  std::size_t max_native_depth_ = 0;
+  friend struct NativeDepth;
   std::string* out_ = nullptr;
   std::shared_ptr<Scope> scope_;
   std::shared_ptr<Scope> root_;

@@ -22,6 +22,16 @@ class Parser {
     return body;
   }
 
+  // Chains (a + b + c..., x|f|g..., a.b.c...) are parsed in loops but evaluated recursively, so the depth of
+  // every expression tree is bounded too. The walk stops at the limit, so it never recurses deeper itself.
+  void check_tree(const Expr& e, std::size_t depth) const {
+    if (depth > limits_.max_nesting)
+      throw TemplateError(ErrorKind::syntax, "expression nested deeper than the limit of " + std::to_string(limits_.max_nesting),
+                          static_cast<std::size_t>(e.line));
+    for (const auto& k : e.kids)
+      if (k) check_tree(*k, depth + 1);
+  }
+
  private:
   // Nesting guard for every recursive production.
   struct Nest {
@@ -182,7 +192,7 @@ class Parser {
     s.names = parse_targets();
     expect_name("in");
     s.exprs.push_back(parse_tuple(false));
-    s.exprs.push_back(accept_name("if") ? parse_expression(true) : nullptr);
+    s.exprs.push_back(accept_name("if") ? parse_tuple(true) : nullptr);
     if (is_name("recursive")) error("recursive loops are not supported");
     expect_block_end();
     std::string which;
@@ -248,6 +258,7 @@ class Parser {
   ExprPtr parse_filter_chain() {
     ExprPtr value = node(ExprKind::placeholder, cur().line);
     while (accept_op("|")) value = parse_filter(std::move(value));
+    check_tree(*value, 0);
     return value;
   }
 
@@ -257,7 +268,7 @@ class Parser {
       if (!s.names.empty()) expect_op(",");
       if (is_op(")")) break;
       s.names.push_back(expect_identifier());
-      s.exprs.push_back(accept_op("=") ? parse_expression(true) : nullptr);
+      s.exprs.push_back(accept_op("=") ? parse_checked() : nullptr);
     }
     expect_op(")");
   }
@@ -281,7 +292,7 @@ class Parser {
     Stmt params;
     if (is_op("(")) parse_params(params);
     s.names = std::move(params.names);
-    auto call = parse_expression(true);
+    auto call = parse_tuple(true);
     if (call->kind != ExprKind::call) error("expected a call in a call block");
     s.exprs.push_back(std::move(call));
     for (auto& d : params.exprs) s.exprs.push_back(std::move(d));
@@ -296,6 +307,7 @@ class Parser {
     ExprPtr value = node(ExprKind::placeholder, cur().line);
     do value = parse_filter(std::move(value));
     while (accept_op("|"));
+    check_tree(*value, 0);
     s.exprs.push_back(std::move(value));
     expect_block_end();
     std::string which;
@@ -309,7 +321,7 @@ class Parser {
       if (!s.names.empty()) expect_op(",");
       s.names.push_back(expect_identifier());
       expect_op("=");
-      s.exprs.push_back(parse_expression(true));
+      s.exprs.push_back(parse_checked());
     }
     expect_block_end();
     std::string which;
@@ -321,6 +333,18 @@ class Parser {
 
   // A comma-separated tuple without parentheses where the grammar allows one ({{ a, b }}, set x = a, b).
   ExprPtr parse_tuple(bool with_condexpr) {
+    ExprPtr e = parse_tuple_unchecked(with_condexpr);
+    check_tree(*e, 0);
+    return e;
+  }
+
+  ExprPtr parse_checked() {
+    ExprPtr e = parse_expression(true);
+    check_tree(*e, 0);
+    return e;
+  }
+
+  ExprPtr parse_tuple_unchecked(bool with_condexpr) {
     int line = cur().line;
     ExprPtr first = parse_expression(with_condexpr);
     if (!is_op(",")) return first;
