@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -226,8 +227,10 @@ TEST(JinjaLimits, HostileTemplatesEndInBoundedTime) {
   EXPECT_EQ(error_kind("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", json::object(), small), ErrorKind::limit);
   small.max_source_bytes = 10;
   EXPECT_EQ(error_kind("{{ 'more than ten bytes' }}", json::object(), small), ErrorKind::syntax);
+  // About 1 s in a release build (the 20M-step loop takes most of it); sanitizer builds are ~20x slower.
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 30);
+  std::printf("hostile templates: %.2f s\n", std::chrono::duration<double>(elapsed).count());
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 90);
 }
 
 TEST(JinjaTemplate, RendersConcurrently) {

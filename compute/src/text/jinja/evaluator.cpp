@@ -190,13 +190,30 @@ Flow Renderer::exec_for(const Stmt& s) {
     std::shared_ptr<Scope> s;
     ~Restore() { r.scope_ = s; }
   } restore{*this, outer};
+  // Each iteration gets a fresh scope; the previous one is reused when nothing can still see it (no macro or
+  // call block defined during the iteration captured it).
+  // A reused scope keeps its first entries (the targets and `loop`, bound first) and drops what the body set.
+  std::shared_ptr<Scope> iteration;
+  std::uint64_t closures_seen = closures_defined_;
+  std::size_t bound = 0;
   for (std::int64_t i = 0; i < length; ++i) {
     step();
     loop->entries[0].second = Value::from_int(i);
-    scope_ = std::make_shared<Scope>(Scope{outer, {}});
+    scope_.reset();
+    const bool reuse = iteration && iteration.use_count() == 1 && closures_defined_ == closures_seen;
+    if (reuse) {
+      iteration->vars.resize(bound);
+    } else {
+      iteration = std::make_shared<Scope>(Scope{outer, {}});
+      closures_seen = closures_defined_;
+    }
+    scope_ = iteration;
     Value item = items.kind == Kind::range ? Value::from_int(items.range().at(i)) : items.array().items[static_cast<std::size_t>(i)];
     bind_targets(*scope_, s.names, item);
-    scope_->vars.emplace_back("loop", loop_value);
+    if (!reuse) {
+      scope_->vars.emplace_back("loop", loop_value);
+      bound = scope_->vars.size();
+    }
     if (exec_body(s.bodies[0]) == Flow::break_) break;
   }
   scope_ = outer;
@@ -267,6 +284,7 @@ void Renderer::exec_set_attr(const Stmt& s) {
 }
 
 void Renderer::exec_macro(const Stmt& s) {
+  ++closures_defined_;
   std::weak_ptr<Scope> defined_in = scope_;
   const Stmt* macro = &s;
   Function f;
@@ -320,6 +338,7 @@ Value Renderer::call_macro(const Stmt& macro, const std::shared_ptr<Scope>& defi
 }
 
 void Renderer::exec_call_block(const Stmt& s) {
+  ++closures_defined_;
   const Stmt* block = &s;
   std::weak_ptr<Scope> defined_in = scope_;
   Function caller;

@@ -72,6 +72,7 @@ class Renderer {
   RenderOptions options_;
   std::uint64_t steps_ = 0;
   std::size_t call_depth_ = 0;
+  std::uint64_t closures_defined_ = 0;  // macros and call blocks defined so far (they capture their scope)
   std::size_t native_depth_ = 0;  // exec() and eval() frames on the stack
   std::size_t max_native_depth_ = 0;
   friend struct NativeDepth;
