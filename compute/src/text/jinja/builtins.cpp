@@ -526,6 +526,11 @@ Value arithmetic(Renderer& r, Op op, const Value& a, const Value& b) {
     r.check_size(out.items.size() * sizeof(Value));
     return Value::from(std::move(out));
   }
+  if (op == Op::mod && a.is_string()) {
+    Value out = percent_format(a.str(), b);
+    r.check_size(out.str().size());
+    return out;
+  }
   if (op == Op::mul && (a.is_string() || a.kind == Kind::list) && intlike(b)) return repeat(r, a, to_int(b));
   if (op == Op::mul && (b.is_string() || b.kind == Kind::list) && intlike(a)) return repeat(r, b, to_int(a));
   fail(ErrorKind::type, std::string("unsupported operand type(s) for ") + op_symbol(op) + ": '" + type_name(a) + "' and '" +
