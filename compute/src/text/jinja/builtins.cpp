@@ -234,6 +234,15 @@ bool has_method(Renderer& r, const Value& obj, const std::string& name) {
   return false;
 }
 
+std::string undefined_message(const Value& obj, const std::string& doing) {
+  std::string message = "'";
+  message += obj.undefined_name().empty() ? std::string("value") : obj.undefined_name();
+  message += "' is undefined (";
+  message += doing;
+  message += ")";
+  return message;
+}
+
 std::optional<Int> as_index(const Value& v) {
   if (v.kind == Kind::integer) return v.integer;
   if (v.kind == Kind::boolean) return Int(v.boolean);
@@ -263,8 +272,7 @@ std::optional<Value> call_method(Renderer& r, const Value& obj, const std::strin
 Value get_attr(Renderer& r, const Value& obj, const std::string& name) {
   switch (obj.kind) {
     case Kind::undefined:
-      fail(ErrorKind::undefined, "'" + (obj.undefined_name().empty() ? std::string("value") : obj.undefined_name()) +
-                                     "' is undefined (reading its attribute '" + name + "')");
+      fail(ErrorKind::undefined, undefined_message(obj, "reading its attribute '" + name + "'"));
     case Kind::dict: {
       const Dict& d = obj.dict();
       if (d.is_loop) return loop_field(d, name);
@@ -283,8 +291,7 @@ Value get_attr(Renderer& r, const Value& obj, const std::string& name) {
 Value get_item(Renderer& r, const Value& obj, const Value& key) {
   switch (obj.kind) {
     case Kind::undefined:
-      fail(ErrorKind::undefined, "'" + (obj.undefined_name().empty() ? std::string("value") : obj.undefined_name()) +
-                                     "' is undefined (reading an item)");
+      fail(ErrorKind::undefined, undefined_message(obj, "reading an item"));
     case Kind::dict: {
       const Dict& d = obj.dict();
       if (d.is_loop && key.is_string()) return loop_field(d, key.str());

@@ -31,7 +31,10 @@ std::string pad(std::string s, const Spec& spec) {
 std::string c_format(const Spec& spec, const char* length, double d, long long i, bool is_int) {
   std::string fmt = "%" + spec.flags;
   if (spec.width >= 0) fmt += std::to_string(std::min(spec.width, 512));
-  if (spec.precision >= 0) fmt += "." + std::to_string(std::min(spec.precision, 512));
+  if (spec.precision >= 0) {
+    fmt += '.';
+    fmt += std::to_string(std::min(spec.precision, 512));
+  }
   fmt += length;
   fmt.push_back(spec.conversion);
   char buf[1200];
