@@ -1,6 +1,8 @@
 // Statement execution and expression evaluation (evaluator.hpp).
 #include "evaluator.hpp"
 
+#include <optional>
+
 #include "builtins.hpp"
 
 namespace loom::compute::jinja::detail {
@@ -430,6 +432,7 @@ Value Renderer::eval(const Expr& e) {
     case ExprKind::dict: {
       Dict d;
       for (std::size_t i = 0; i + 1 < e.kids.size(); i += 2) {
+        step(d.entries.size());  // each insertion looks for the key: quadratic work, counted
         Value k = eval(*e.kids[i]);
         d.set(std::move(k), eval(*e.kids[i + 1]));
       }
@@ -464,6 +467,7 @@ Value Renderer::eval(const Expr& e) {
       return arithmetic(*this, e.op, v, Value());
     }
     case ExprKind::binary: return eval_binary(e);
+    case ExprKind::compare: return eval_compare(e);
     case ExprKind::logic_and: {
       Value l = eval(*e.kids[0]);
       return truthy(l) ? eval(*e.kids[1]) : l;
@@ -479,18 +483,38 @@ Value Renderer::eval(const Expr& e) {
   return Value();
 }
 
+namespace {
+// Comparison operators; nullopt for the others.
+std::optional<bool> comparison(Op op, const Value& a, const Value& b) {
+  switch (op) {
+    case Op::eq: return equals(a, b);
+    case Op::ne: return !equals(a, b);
+    case Op::lt: return compare(a, b) < 0;
+    case Op::le: return compare(a, b) <= 0;
+    case Op::gt: return compare(a, b) > 0;
+    case Op::ge: return compare(a, b) >= 0;
+    case Op::in: return contains(b, a);
+    case Op::not_in: return !contains(b, a);
+    default: return std::nullopt;
+  }
+}
+}  // namespace
+
+Value Renderer::eval_compare(const Expr& e) {
+  Value left = eval(*e.kids[0]);
+  for (std::size_t i = 0; i < e.ops.size(); ++i) {
+    Value right = eval(*e.kids[i + 1]);
+    if (!*comparison(e.ops[i], left, right)) return Value::from(false);
+    left = std::move(right);
+  }
+  return Value::from(true);
+}
+
 Value Renderer::eval_binary(const Expr& e) {
   Value a = eval(*e.kids[0]);
   Value b = eval(*e.kids[1]);
+  if (auto c = comparison(e.op, a, b)) return Value::from(*c);
   switch (e.op) {
-    case Op::eq: return Value::from(equals(a, b));
-    case Op::ne: return Value::from(!equals(a, b));
-    case Op::lt: return Value::from(compare(a, b) < 0);
-    case Op::le: return Value::from(compare(a, b) <= 0);
-    case Op::gt: return Value::from(compare(a, b) > 0);
-    case Op::ge: return Value::from(compare(a, b) >= 0);
-    case Op::in: return Value::from(contains(b, a));
-    case Op::not_in: return Value::from(!contains(b, a));
     case Op::concat: {
       std::string s = to_str(a);
       append_str(s, b);

@@ -67,6 +67,7 @@ class Renderer {
   Value eval_call(const Expr& e);
   Args eval_args(const Expr& e, std::size_t first);
   Value eval_binary(const Expr& e);
+  Value eval_compare(const Expr& e);
   Value lookup(const std::string& name);
 
   RenderOptions options_;

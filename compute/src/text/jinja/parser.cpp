@@ -413,38 +413,47 @@ class Parser {
     return parse_compare();
   }
 
-  ExprPtr parse_compare() {
-    ExprPtr l = parse_math1();
-    ExprPtr result;
-    // Chained comparisons (a < b < c) are a and-chain of pairs, as in Python (b is evaluated twice here).
-    for (;;) {
-      int line = cur().line;
-      Op op = Op::none;
-      if (cur().type == Tok::op) {
-        const std::string& t = cur().text;
-        if (t == "==") op = Op::eq;
-        else if (t == "!=") op = Op::ne;
-        else if (t == "<") op = Op::lt;
-        else if (t == "<=") op = Op::le;
-        else if (t == ">") op = Op::gt;
-        else if (t == ">=") op = Op::ge;
-        if (op != Op::none) advance();
-      } else if (is_name("in")) {
-        op = Op::in;
-        advance();
-      } else if (is_name("not") && peek().type == Tok::name && peek().text == "in") {
-        op = Op::not_in;
-        advance();
-        advance();
-      }
-      if (op == Op::none) break;
-      ExprPtr r = parse_math1();
-      if (result) error("chained comparisons are not supported");
-      result = binary(ExprKind::binary, op, std::move(l), std::move(r), line);
-      l = nullptr;
-      break;
+  Op comparison_op() {
+    Op op = Op::none;
+    if (cur().type == Tok::op) {
+      const std::string& t = cur().text;
+      if (t == "==") op = Op::eq;
+      else if (t == "!=") op = Op::ne;
+      else if (t == "<") op = Op::lt;
+      else if (t == "<=") op = Op::le;
+      else if (t == ">") op = Op::gt;
+      else if (t == ">=") op = Op::ge;
+      if (op != Op::none) advance();
+    } else if (is_name("in")) {
+      op = Op::in;
+      advance();
+    } else if (is_name("not") && peek().type == Tok::name && peek().text == "in") {
+      op = Op::not_in;
+      advance();
+      advance();
     }
-    return result ? std::move(result) : std::move(l);
+    return op;
+  }
+
+  // One comparison is a binary node; a chain (a < b < c) is a compare node, true when every pair holds, each
+  // operand evaluated once, as in Python.
+  ExprPtr parse_compare() {
+    int line = cur().line;
+    ExprPtr first = parse_math1();
+    Op op = comparison_op();
+    if (op == Op::none) return first;
+    ExprPtr second = parse_math1();
+    Op next = comparison_op();
+    if (next == Op::none) return binary(ExprKind::binary, op, std::move(first), std::move(second), line);
+    auto chain = node(ExprKind::compare, line);
+    chain->kids.push_back(std::move(first));
+    chain->kids.push_back(std::move(second));
+    chain->ops.push_back(op);
+    for (; next != Op::none; next = comparison_op()) {
+      chain->ops.push_back(next);
+      chain->kids.push_back(parse_math1());
+    }
+    return chain;
   }
 
   ExprPtr parse_math1() {
