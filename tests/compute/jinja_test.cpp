@@ -225,6 +225,17 @@ TEST(JinjaLimits, HostileTemplatesEndInBoundedTime) {
   EXPECT_EQ(error_kind("{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}"), ErrorKind::limit);
   EXPECT_EQ(error_kind("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"), ErrorKind::limit);
   EXPECT_EQ(error_kind("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns | tojson }}"), ErrorKind::type);
+  // Retaining many large strings costs steps in proportion to their bytes: with 1M steps at most ~8 MB.
+  Limits budget;
+  budget.max_steps = 1'000'000;
+  EXPECT_EQ(error_kind("{% set ns = namespace(l=[]) %}{% for i in range(1000) %}{% set ns.l = ns.l + ['x' * 1000000] %}{% endfor %}",
+                       json::object(), budget),
+            ErrorKind::limit);
+  EXPECT_EQ(error_kind("{% set ns = namespace(l=[]) %}{% for i in range(1000) %}{% set x %}{{ 'y' * 1000000 }}{% endset %}"
+                       "{% set ns.l = ns.l + [x] %}{% endfor %}",
+                       json::object(), budget),
+            ErrorKind::limit);
+  EXPECT_EQ(error_kind("{% for i in range(10**8) %}{% set n = namespace(i=i) %}{% endfor %}"), ErrorKind::limit);
   Limits small;
   small.max_steps = 1000;
   EXPECT_EQ(error_kind("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", json::object(), small), ErrorKind::limit);

@@ -42,7 +42,15 @@ void Renderer::step_limit() const {
   fail(ErrorKind::limit, "template evaluation exceeded the limit of " + std::to_string(options_.limits.max_steps) + " steps");
 }
 
-void Renderer::check_size(std::size_t bytes) const {
+void Renderer::track_namespace(const std::shared_ptr<Dict>& ns) {
+  namespaces_.push_back(ns);
+  if (namespaces_.size() < 2 * namespaces_compacted_ + 64) return;
+  std::erase_if(namespaces_, [](const std::weak_ptr<Dict>& w) { return w.expired(); });
+  namespaces_compacted_ = namespaces_.size();
+}
+
+void Renderer::check_size(std::size_t bytes) {
+  step(bytes / kBytesPerStep);
   if (bytes > options_.limits.max_output_bytes)
     fail(ErrorKind::limit, "template built a value of " + std::to_string(bytes) + " bytes, over the output limit of " +
                                std::to_string(options_.limits.max_output_bytes));
@@ -74,7 +82,8 @@ std::string Renderer::render(const Program& program, const nlohmann::ordered_jso
       r.scope_.reset();
       if (r.root_) r.root_->vars.clear();
       r.root_.reset();
-      for (auto& ns : r.namespaces_) ns->entries.clear();
+      for (auto& weak : r.namespaces_)
+        if (auto ns = weak.lock()) ns->entries.clear();
       r.namespaces_.clear();
     }
   } cleanup{*this};
@@ -83,6 +92,7 @@ std::string Renderer::render(const Program& program, const nlohmann::ordered_jso
 }
 
 void Renderer::write(std::string_view text) {
+  step(text.size() / kBytesPerStep);
   if (out_->size() + text.size() > options_.limits.max_output_bytes)
     fail(ErrorKind::limit, "template output exceeds the limit of " + std::to_string(options_.limits.max_output_bytes) + " bytes");
   out_->append(text);
