@@ -79,6 +79,17 @@ TEST(TemplateCommand, ReadsTheTemplateFromAModelsMetadata) {
   EXPECT_TRUE(has(missing.err, "has no chat template")) << missing.err;
 }
 
+TEST(TemplateCommand, IsInTheHelpAndChecksItsOptions) {
+  const auto help = run_loom({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(has(help.out, "template (--template FILE.jinja | --model PATH) --conversation FILE.json")) << help.out;
+  const auto neither = run_loom({"template", "--conversation", "c.json"});
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_TRUE(has(neither.err, "--template FILE or --model PATH")) << neither.err;
+  const auto unknown = run_loom({"template", "--template", "t.jinja", "--conversation", "c.json", "--bogus", "1"});
+  EXPECT_EQ(unknown.exit_code, 2);
+}
+
 TEST(TemplateCommand, ASyntaxErrorNamesTheLine) {
   ScratchDir dir("template_cli");
   const std::string tmpl = dir.path("bad.jinja").string();
