@@ -1,6 +1,7 @@
 // loom: the command-line tool. Commands: generate and chat (text in, text out), tokenize and detokenize,
 // logits (raw model outputs, comparable with reference files), info (what a model file holds), synth
-// (random-weight models for tests and benchmarks), bench (throughput on this machine).
+// (random-weight models for tests and benchmarks), bench (throughput on this machine), template (a chat
+// template rendered over a conversation).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -10,6 +11,7 @@
 #include "command_line.hpp"
 #include "loom/compute/model/model_file_error.hpp"
 #include "model_commands.hpp"
+#include "template_command.hpp"
 #include "text_commands.hpp"
 
 namespace {
@@ -76,6 +78,12 @@ Commands:
          again after each of these many positions of context (filled first, untimed), e.g. -d 0,1000,2000
          for decode against context length. --json prints one JSON document instead. -p 0 or -n 0 skips
          those. --probe-mb M: the bandwidth probe reads M MiB (default 256; it must dwarf the last-level cache).
+  template (--template FILE.jinja | --model PATH) --conversation FILE.json [--now 2025-03-09T08:05:03]
+         Renders a chat template (a file, or the model's tokenizer.chat_template) over a conversation
+         ({"messages": [...], "tools", "documents", "add_generation_prompt", "bos_token", "eos_token",
+         "kwargs": {...}}) with loom's Jinja interpreter and prints exactly the rendered text. --now fixes
+         the time strftime_now() sees (default: the current local time). A template error goes to stderr
+         (exit code 1), with the template's own message for raise_exception.
 
 KV cache options (generate, chat, logits): --kv-block-size N token slots per block (default 16);
 --kv-cache-mb M the keys and values of all layers in M MiB (default: enough for the context, one stream's
@@ -120,6 +128,7 @@ int main(int argc, char** argv) {
     if (command == "info") return loom::cli::run_info(args);
     if (command == "synth") return loom::cli::run_synth(args);
     if (command == "bench") return loom::cli::run_bench(args);
+    if (command == "template") return loom::cli::run_template(args);
     throw loom::cli::UsageError("unknown command '" + command + "'");
   } catch (const loom::cli::UsageError& e) {
     std::fprintf(stderr, "loom: %s\nRun 'loom --help' for usage.\n", e.what());

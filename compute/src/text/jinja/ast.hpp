@@ -28,6 +28,7 @@ enum class ExprKind : std::uint8_t {
   logic_or,     // kids[0] or kids[1]
   conditional,  // kids[1] if kids[0] else kids[2] (kids[2] null: undefined)
   placeholder,  // the captured body of a filter/set block
+  compare,      // kids[0] ops[0] kids[1] ops[1] kids[2]...: a chained comparison (a < b < c)
 };
 
 enum class Op : std::uint8_t { none, add, sub, mul, div, floordiv, mod, pow, concat, eq, ne, lt, le, gt, ge, in, not_in, neg, pos, not_ };
@@ -41,6 +42,7 @@ struct Expr {
   Value value;
   std::vector<std::unique_ptr<Expr>> kids;
   std::vector<std::string> arg_names;  // call/filter/test arguments: keyword names, "" for positional
+  std::vector<Op> ops;                 // compare
 };
 using ExprPtr = std::unique_ptr<Expr>;
 

@@ -234,6 +234,15 @@ bool has_method(Renderer& r, const Value& obj, const std::string& name) {
   return false;
 }
 
+std::string undefined_message(const Value& obj, const std::string& doing) {
+  std::string message = "'";
+  message += obj.undefined_name().empty() ? std::string("value") : obj.undefined_name();
+  message += "' is undefined (";
+  message += doing;
+  message += ")";
+  return message;
+}
+
 std::optional<Int> as_index(const Value& v) {
   if (v.kind == Kind::integer) return v.integer;
   if (v.kind == Kind::boolean) return Int(v.boolean);
@@ -263,8 +272,7 @@ std::optional<Value> call_method(Renderer& r, const Value& obj, const std::strin
 Value get_attr(Renderer& r, const Value& obj, const std::string& name) {
   switch (obj.kind) {
     case Kind::undefined:
-      fail(ErrorKind::undefined, "'" + (obj.undefined_name().empty() ? std::string("value") : obj.undefined_name()) +
-                                     "' is undefined (reading its attribute '" + name + "')");
+      fail(ErrorKind::undefined, undefined_message(obj, "reading its attribute '" + name + "'"));
     case Kind::dict: {
       const Dict& d = obj.dict();
       if (d.is_loop) return loop_field(d, name);
@@ -283,8 +291,7 @@ Value get_attr(Renderer& r, const Value& obj, const std::string& name) {
 Value get_item(Renderer& r, const Value& obj, const Value& key) {
   switch (obj.kind) {
     case Kind::undefined:
-      fail(ErrorKind::undefined, "'" + (obj.undefined_name().empty() ? std::string("value") : obj.undefined_name()) +
-                                     "' is undefined (reading an item)");
+      fail(ErrorKind::undefined, undefined_message(obj, "reading an item"));
     case Kind::dict: {
       const Dict& d = obj.dict();
       if (d.is_loop && key.is_string()) return loop_field(d, key.str());
@@ -525,6 +532,11 @@ Value arithmetic(Renderer& r, Op op, const Value& a, const Value& b) {
     out.items.insert(out.items.end(), b.array().items.begin(), b.array().items.end());
     r.check_size(out.items.size() * sizeof(Value));
     return Value::from(std::move(out));
+  }
+  if (op == Op::mod && a.is_string()) {
+    Value out = percent_format(a.str(), b);
+    r.check_size(out.str().size());
+    return out;
   }
   if (op == Op::mul && (a.is_string() || a.kind == Kind::list) && intlike(b)) return repeat(r, a, to_int(b));
   if (op == Op::mul && (b.is_string() || b.kind == Kind::list) && intlike(a)) return repeat(r, b, to_int(a));

@@ -30,6 +30,8 @@ Value global(const std::string& name);
 std::vector<Value> iterate(Renderer& r, const Value& v);
 bool contains(const Value& container, const Value& item);
 Value arithmetic(Renderer& r, Op op, const Value& a, const Value& b);
+// Python's `fmt % args` (args: a tuple, a dict for %(name)s, or one value).
+Value percent_format(const std::string& fmt, const Value& args);
 
 Value from_json(const nlohmann::ordered_json& j);
 struct JsonStyle {

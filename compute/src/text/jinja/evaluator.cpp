@@ -1,6 +1,8 @@
 // Statement execution and expression evaluation (evaluator.hpp).
 #include "evaluator.hpp"
 
+#include <optional>
+
 #include "builtins.hpp"
 
 namespace loom::compute::jinja::detail {
@@ -20,13 +22,35 @@ void Scope::set(const std::string& name, Value value) {
   vars.emplace_back(name, std::move(value));
 }
 
-Renderer::Renderer(const RenderOptions& options) : options_(options) {}
+// Statements and expressions are each bounded by the parser, but a macro recursing through deeply nested
+// bodies multiplies them; this bounds the native recursion of one render as a whole.
+struct NativeDepth {
+  Renderer& r;
+  explicit NativeDepth(Renderer& renderer) : r(renderer) {
+    if (++r.native_depth_ > r.max_native_depth_) {
+      --r.native_depth_;
+      fail(ErrorKind::recursion, "template evaluation is nested too deeply");
+    }
+  }
+  ~NativeDepth() { --r.native_depth_; }
+};
+
+Renderer::Renderer(const RenderOptions& options)
+    : options_(options), max_native_depth_(options.limits.max_call_depth * 8 + options.limits.max_nesting * 4) {}
 
 void Renderer::step_limit() const {
   fail(ErrorKind::limit, "template evaluation exceeded the limit of " + std::to_string(options_.limits.max_steps) + " steps");
 }
 
-void Renderer::check_size(std::size_t bytes) const {
+void Renderer::track_namespace(const std::shared_ptr<Dict>& ns) {
+  namespaces_.push_back(ns);
+  if (namespaces_.size() < 2 * namespaces_compacted_ + 64) return;
+  std::erase_if(namespaces_, [](const std::weak_ptr<Dict>& w) { return w.expired(); });
+  namespaces_compacted_ = namespaces_.size();
+}
+
+void Renderer::check_size(std::size_t bytes) {
+  step(bytes / kBytesPerStep);
   if (bytes > options_.limits.max_output_bytes)
     fail(ErrorKind::limit, "template built a value of " + std::to_string(bytes) + " bytes, over the output limit of " +
                                std::to_string(options_.limits.max_output_bytes));
@@ -58,7 +82,8 @@ std::string Renderer::render(const Program& program, const nlohmann::ordered_jso
       r.scope_.reset();
       if (r.root_) r.root_->vars.clear();
       r.root_.reset();
-      for (auto& ns : r.namespaces_) ns->entries.clear();
+      for (auto& weak : r.namespaces_)
+        if (auto ns = weak.lock()) ns->entries.clear();
       r.namespaces_.clear();
     }
   } cleanup{*this};
@@ -67,6 +92,7 @@ std::string Renderer::render(const Program& program, const nlohmann::ordered_jso
 }
 
 void Renderer::write(std::string_view text) {
+  step(text.size() / kBytesPerStep);
   if (out_->size() + text.size() > options_.limits.max_output_bytes)
     fail(ErrorKind::limit, "template output exceeds the limit of " + std::to_string(options_.limits.max_output_bytes) + " bytes");
   out_->append(text);
@@ -82,6 +108,7 @@ Flow Renderer::exec_body(const Body& body) {
 
 Flow Renderer::exec(const Stmt& s) {
   step();
+  NativeDepth depth(*this);
   try {
     switch (s.kind) {
       case StmtKind::text: write(s.text); return Flow::normal;
@@ -175,13 +202,30 @@ Flow Renderer::exec_for(const Stmt& s) {
     std::shared_ptr<Scope> s;
     ~Restore() { r.scope_ = s; }
   } restore{*this, outer};
+  // Each iteration gets a fresh scope; the previous one is reused when nothing can still see it (no macro or
+  // call block defined during the iteration captured it).
+  // A reused scope keeps its first entries (the targets and `loop`, bound first) and drops what the body set.
+  std::shared_ptr<Scope> iteration;
+  std::uint64_t closures_seen = closures_defined_;
+  std::size_t bound = 0;
   for (std::int64_t i = 0; i < length; ++i) {
     step();
     loop->entries[0].second = Value::from_int(i);
-    scope_ = std::make_shared<Scope>(Scope{outer, {}});
+    scope_.reset();
+    const bool reuse = iteration && iteration.use_count() == 1 && closures_defined_ == closures_seen;
+    if (reuse) {
+      iteration->vars.resize(bound);
+    } else {
+      iteration = std::make_shared<Scope>(Scope{outer, {}});
+      closures_seen = closures_defined_;
+    }
+    scope_ = iteration;
     Value item = items.kind == Kind::range ? Value::from_int(items.range().at(i)) : items.array().items[static_cast<std::size_t>(i)];
     bind_targets(*scope_, s.names, item);
-    scope_->vars.emplace_back("loop", loop_value);
+    if (!reuse) {
+      scope_->vars.emplace_back("loop", loop_value);
+      bound = scope_->vars.size();
+    }
     if (exec_body(s.bodies[0]) == Flow::break_) break;
   }
   scope_ = outer;
@@ -252,6 +296,7 @@ void Renderer::exec_set_attr(const Stmt& s) {
 }
 
 void Renderer::exec_macro(const Stmt& s) {
+  ++closures_defined_;
   std::weak_ptr<Scope> defined_in = scope_;
   const Stmt* macro = &s;
   Function f;
@@ -305,6 +350,7 @@ Value Renderer::call_macro(const Stmt& macro, const std::shared_ptr<Scope>& defi
 }
 
 void Renderer::exec_call_block(const Stmt& s) {
+  ++closures_defined_;
   const Stmt* block = &s;
   std::weak_ptr<Scope> defined_in = scope_;
   Function caller;
@@ -378,21 +424,9 @@ Value Renderer::eval_call(const Expr& e) {
   return call(f, args, callee.kind == ExprKind::name ? callee.name : "object");
 }
 
-namespace {
-struct DepthGuard {
-  std::size_t& depth;
-  DepthGuard(std::size_t& d, std::size_t limit) : depth(d) {
-    if (++depth > limit) {
-      --depth;
-      fail(ErrorKind::recursion, "expression evaluation is nested too deeply");
-    }
-  }
-  ~DepthGuard() { --depth; }
-};
-}  // namespace
-
 Value Renderer::eval(const Expr& e) {
   step();
+  NativeDepth depth(*this);
   switch (e.kind) {
     case ExprKind::literal: return e.value;
     case ExprKind::name: return lookup(e.name);
@@ -408,6 +442,7 @@ Value Renderer::eval(const Expr& e) {
     case ExprKind::dict: {
       Dict d;
       for (std::size_t i = 0; i + 1 < e.kids.size(); i += 2) {
+        step(d.entries.size());  // each insertion looks for the key: quadratic work, counted
         Value k = eval(*e.kids[i]);
         d.set(std::move(k), eval(*e.kids[i + 1]));
       }
@@ -442,6 +477,7 @@ Value Renderer::eval(const Expr& e) {
       return arithmetic(*this, e.op, v, Value());
     }
     case ExprKind::binary: return eval_binary(e);
+    case ExprKind::compare: return eval_compare(e);
     case ExprKind::logic_and: {
       Value l = eval(*e.kids[0]);
       return truthy(l) ? eval(*e.kids[1]) : l;
@@ -457,18 +493,38 @@ Value Renderer::eval(const Expr& e) {
   return Value();
 }
 
+namespace {
+// Comparison operators; nullopt for the others.
+std::optional<bool> comparison(Op op, const Value& a, const Value& b) {
+  switch (op) {
+    case Op::eq: return equals(a, b);
+    case Op::ne: return !equals(a, b);
+    case Op::lt: return compare(a, b) < 0;
+    case Op::le: return compare(a, b) <= 0;
+    case Op::gt: return compare(a, b) > 0;
+    case Op::ge: return compare(a, b) >= 0;
+    case Op::in: return contains(b, a);
+    case Op::not_in: return !contains(b, a);
+    default: return std::nullopt;
+  }
+}
+}  // namespace
+
+Value Renderer::eval_compare(const Expr& e) {
+  Value left = eval(*e.kids[0]);
+  for (std::size_t i = 0; i < e.ops.size(); ++i) {
+    Value right = eval(*e.kids[i + 1]);
+    if (!*comparison(e.ops[i], left, right)) return Value::from(false);
+    left = std::move(right);
+  }
+  return Value::from(true);
+}
+
 Value Renderer::eval_binary(const Expr& e) {
   Value a = eval(*e.kids[0]);
   Value b = eval(*e.kids[1]);
+  if (auto c = comparison(e.op, a, b)) return Value::from(*c);
   switch (e.op) {
-    case Op::eq: return Value::from(equals(a, b));
-    case Op::ne: return Value::from(!equals(a, b));
-    case Op::lt: return Value::from(compare(a, b) < 0);
-    case Op::le: return Value::from(compare(a, b) <= 0);
-    case Op::gt: return Value::from(compare(a, b) > 0);
-    case Op::ge: return Value::from(compare(a, b) >= 0);
-    case Op::in: return Value::from(contains(b, a));
-    case Op::not_in: return Value::from(!contains(b, a));
     case Op::concat: {
       std::string s = to_str(a);
       append_str(s, b);

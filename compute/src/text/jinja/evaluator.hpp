@@ -40,12 +40,15 @@ class Renderer {
     steps_ += n;
     if (steps_ > options_.limits.max_steps) step_limit();
   }
-  // Strings and lists a template builds are bounded like the output.
-  void check_size(std::size_t bytes) const;
+  // Strings and lists a template builds are bounded like the output, and building them costs steps in
+  // proportion to their size (one per kBytesPerStep), so that the memory a render can hold at once is
+  // bounded too (retaining many large strings means building each of them).
+  static constexpr std::size_t kBytesPerStep = 8;
+  void check_size(std::size_t bytes);
   Value call(const Value& callee, Args& args, const std::string& what);
   std::tm now() const;
   // namespace() objects may form cycles (ns.self = ns); render() empties them all when it ends.
-  void track_namespace(std::shared_ptr<Dict> ns) { namespaces_.push_back(std::move(ns)); }
+  void track_namespace(const std::shared_ptr<Dict>& ns);
 
  private:
   [[noreturn]] void step_limit() const;
@@ -67,16 +70,22 @@ class Renderer {
   Value eval_call(const Expr& e);
   Args eval_args(const Expr& e, std::size_t first);
   Value eval_binary(const Expr& e);
+  Value eval_compare(const Expr& e);
   Value lookup(const std::string& name);
 
   RenderOptions options_;
   std::uint64_t steps_ = 0;
   std::size_t call_depth_ = 0;
+  std::uint64_t closures_defined_ = 0;  // macros and call blocks defined so far (they capture their scope)
+  std::size_t native_depth_ = 0;  // exec() and eval() frames on the stack
+  std::size_t max_native_depth_ = 0;
+  friend struct NativeDepth;
   std::string* out_ = nullptr;
   std::shared_ptr<Scope> scope_;
   std::shared_ptr<Scope> root_;
   Value placeholder_;
-  std::vector<std::shared_ptr<Dict>> namespaces_;
+  std::vector<std::weak_ptr<Dict>> namespaces_;  // expired ones dropped as it grows
+  std::size_t namespaces_compacted_ = 0;
 };
 
 }  // namespace loom::compute::jinja::detail

@@ -364,6 +364,21 @@ Value f_minmax(Renderer& r, const Value& v, Args& a) {
   return items[best];
 }
 
+// jinja2's format filter: `'%s-%s' | format(a, b)` is Python's `'%s-%s' % (a, b)`; keywords give %(name)s.
+Value f_format(Renderer& r, const Value& v, Args& a) {
+  Value args;
+  if (!a.keyword.empty()) {
+    Dict d;
+    for (auto& [k, x] : a.keyword) d.set(Value::from(k), x);
+    args = Value::from(std::move(d));
+  } else {
+    args = Value::from(Array{a.positional, true});
+  }
+  Value out = percent_format(to_str(v), args);
+  r.check_size(out.str().size());
+  return out;
+}
+
 Value f_attr(Renderer& r, const Value& v, Args& a) { return get_attr(r, v, to_str(a.get(0, "name"))); }
 
 Value f_escape(Renderer&, const Value& v, Args&) { return v.is_markup() ? v : Value::markup(html_escape(to_str(v))); }
@@ -380,7 +395,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"sort", f_sort},       {"dictsort", f_dictsort}, {"unique", f_unique},       {"int", f_int},
       {"float", f_float},     {"round", f_round},       {"abs", f_abs},             {"indent", f_indent},
       {"sum", f_sum},         {"max", f_minmax<true>},  {"min", f_minmax<false>},   {"attr", f_attr},
-      {"escape", f_escape},   {"e", f_escape},
+      {"escape", f_escape},   {"e", f_escape},          {"format", f_format},
   };
   return table;
 }

@@ -42,7 +42,8 @@ Dict kwargs_dict(Args& a) {
 }
 
 Value g_namespace(Renderer& r, Args& a) {
-  auto ns = std::make_shared<Dict>(kwargs_dict(a));
+  // Allocated apart from its control block, so that the Renderer's weak reference does not keep it.
+  auto ns = std::shared_ptr<Dict>(new Dict(kwargs_dict(a)));
   ns->is_namespace = true;
   r.track_namespace(ns);
   return Value::from(std::move(ns));

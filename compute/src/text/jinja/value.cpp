@@ -249,7 +249,9 @@ std::string float_repr(double d) {
   int decpt = exponent + 1;
   if (decpt > -4 && decpt <= 16) {
     if (decpt <= 0) {
-      out += "0." + std::string(static_cast<std::size_t>(-decpt), '0') + digits;
+      out += "0.";
+      out.append(static_cast<std::size_t>(-decpt), '0');
+      out += digits;
     } else if (static_cast<std::size_t>(decpt) >= digits.size()) {
       out += digits + std::string(static_cast<std::size_t>(decpt) - digits.size(), '0') + ".0";
     } else {
@@ -258,7 +260,10 @@ std::string float_repr(double d) {
     return out;
   }
   out += digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
+  if (digits.size() > 1) {
+    out += '.';
+    out.append(digits, 1, std::string::npos);
+  }
   char exp_buf[16];
   std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exponent < 0 ? '-' : '+', exponent < 0 ? -exponent : exponent);
   return out + exp_buf;

@@ -1,0 +1,106 @@
+// `loom template`: a chat template rendered over a conversation file, bytes exactly as expected by
+// ../shared/templates; template errors on stderr with exit code 1 (raise_exception's own message); a model's
+// tokenizer.chat_template read from its GGUF metadata.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "loom/compute/model/gguf_writer.hpp"
+#include "run_process.hpp"
+#include "test_files.hpp"
+
+namespace loom::cli::testing {
+namespace {
+
+using loom::compute::testing::ScratchDir;
+using loom::compute::testing::shared_path;
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(TemplateCommand, RendersASharedTemplateByteForByte) {
+  const std::string tmpl = shared_path("templates/templates/meta-llama-Llama-3.1-8B-Instruct.jinja");
+  const std::string conversation = shared_path("templates/conversations/17-tool-call-full-cycle.json");
+  const std::string expected = shared_path("templates/expected/meta-llama-Llama-3.1-8B-Instruct/17-tool-call-full-cycle.txt");
+  REQUIRE_SHARED_FILE(tmpl);
+  REQUIRE_SHARED_FILE(conversation);
+  REQUIRE_SHARED_FILE(expected);
+  const auto result = run_loom({"template", "--template", tmpl, "--conversation", conversation, "--now", "2025-03-09T08:05:03"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, read_all(expected));
+}
+
+TEST(TemplateCommand, RaiseExceptionFailsWithTheTemplatesMessage) {
+  const std::string tmpl = shared_path("templates/templates/google-gemma-2-2b-it.jinja");
+  const std::string conversation = shared_path("templates/conversations/12-assistant-first.json");
+  REQUIRE_SHARED_FILE(tmpl);
+  REQUIRE_SHARED_FILE(conversation);
+  const auto result = run_loom({"template", "--template", tmpl, "--conversation", conversation});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_TRUE(has(result.err, "Conversation roles must alternate user/assistant/user/assistant/...")) << result.err;
+}
+
+TEST(TemplateCommand, ABadNowIsAUsageError) {
+  const std::string tmpl = shared_path("templates/templates/google-gemma-2-2b-it.jinja");
+  const std::string conversation = shared_path("templates/conversations/01-user-only.json");
+  REQUIRE_SHARED_FILE(tmpl);
+  for (const char* bad : {"2025-13-01T00:00:00", "yesterday", "2025-02-30T08:00:00", "2025-03-09T08:05:03Z"}) {
+    const auto result = run_loom({"template", "--template", tmpl, "--conversation", conversation, "--now", bad});
+    EXPECT_EQ(result.exit_code, 2) << bad;
+    EXPECT_TRUE(has(result.err, "--now")) << result.err;
+  }
+}
+
+TEST(TemplateCommand, ReadsTheTemplateFromAModelsMetadata) {
+  ScratchDir dir("template_cli");
+  const std::string model = dir.path("with_template.gguf").string();
+  compute::GgufWriter writer;
+  writer.add_string("general.architecture", "llama");
+  writer.add_string("tokenizer.chat_template",
+                    "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{{ strftime_now('%Y-%m-%d') }}");
+  writer.write(model);
+  const std::string conversation = dir.path("conversation.json").string();
+  std::ofstream(conversation) << R"({"messages": [{"role": "user", "content": "hi"}]})";
+  const auto result = run_loom({"template", "--model", model, "--conversation", conversation, "--now", "2025-03-09 08:05:03"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "<user>hi2025-03-09");
+
+  const std::string no_template = shared_path("models/aidreams260K.gguf");
+  REQUIRE_SHARED_FILE(no_template);
+  const auto missing = run_loom({"template", "--model", no_template, "--conversation", conversation});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(has(missing.err, "has no chat template")) << missing.err;
+}
+
+TEST(TemplateCommand, IsInTheHelpAndChecksItsOptions) {
+  const auto help = run_loom({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(has(help.out, "template (--template FILE.jinja | --model PATH) --conversation FILE.json")) << help.out;
+  const auto neither = run_loom({"template", "--conversation", "c.json"});
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_TRUE(has(neither.err, "--template FILE or --model PATH")) << neither.err;
+  const auto unknown = run_loom({"template", "--template", "t.jinja", "--conversation", "c.json", "--bogus", "1"});
+  EXPECT_EQ(unknown.exit_code, 2);
+}
+
+TEST(TemplateCommand, ASyntaxErrorNamesTheLine) {
+  ScratchDir dir("template_cli");
+  const std::string tmpl = dir.path("bad.jinja").string();
+  std::ofstream(tmpl) << "line one\n{% if x %}\nnever closed\n";
+  const std::string conversation = dir.path("conversation.json").string();
+  std::ofstream(conversation) << R"({"messages": []})";
+  const auto result = run_loom({"template", "--template", tmpl, "--conversation", conversation});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(has(result.err, "bad.jinja:")) << result.err;
+  EXPECT_TRUE(has(result.err, "syntax")) << result.err;
+}
+
+}  // namespace
+}  // namespace loom::cli::testing
