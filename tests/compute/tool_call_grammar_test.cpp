@@ -183,6 +183,34 @@ TEST(ToolCallGrammar, ReasoningMayComeFirst) {
   ASSERT_EQ(r2.tool_calls.size(), 1u);
 }
 
+// reasoning_format none: the call comes first; a reply that starts inside reasoning closes it at once.
+TEST(ToolCallGrammar, WithoutReasoningTheCallComesAtOnce) {
+  ReplyFormat qwen3;
+  qwen3.tools = F::hermes;
+  qwen3.reasoning_open = "<think>";
+  qwen3.reasoning_close = "</think>";
+  const std::string g = tool_call_grammar(qwen3, tools(), std::nullopt, false, false);
+  const std::string call = write(qwen3, {kParis});
+  EXPECT_TRUE(accepts(g, call));
+  EXPECT_FALSE(accepts(g, "<think>x</think>" + call));
+  EXPECT_FALSE(accepts(g, "<think></think>" + call));
+
+  ReplyFormat r1 = qwen3;
+  r1.tools = F::deepseek;
+  r1.starts_in_reasoning = true;
+  const std::string g1 = tool_call_grammar(r1, tools(), std::nullopt, false, false);
+  const std::string r1_call = write(ReplyFormat{F::deepseek, "", "", false, false}, {kParis});
+  EXPECT_TRUE(accepts(g1, "</think>\n\n" + r1_call));
+  EXPECT_FALSE(accepts(g1, "Okay.</think>" + r1_call)) << "no reasoning text";
+  EXPECT_FALSE(accepts(g1, r1_call)) << "the open block must close";
+
+  ReplyFormat oss;
+  oss.tools = F::gpt_oss;
+  const std::string g2 = tool_call_grammar(oss, tools(), std::nullopt, false, false);
+  EXPECT_TRUE(accepts(g2, write(oss, {kParis})));
+  EXPECT_FALSE(accepts(g2, "<|channel|>analysis<|message|>x<|end|><|start|>assistant" + write(oss, {kParis})));
+}
+
 TEST(ToolCallGrammar, RefusesWhatCannotBeForced) {
   ReplyFormat none;
   EXPECT_THROW(tool_call_grammar(none, tools(), std::nullopt, false), std::invalid_argument);

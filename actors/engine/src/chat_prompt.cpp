@@ -148,7 +148,8 @@ std::optional<proto::OutputConstraint> tool_choice_constraint(const compute::Rep
   std::optional<std::string> only;
   if (choice.mode == Mode::function) only = choice.function;
   return proto::OutputConstraint{proto::OutputConstraint::Kind::grammar,
-                                 compute::tool_call_grammar(format, tools, only, request.parallel_tool_calls)};
+                                 compute::tool_call_grammar(format, tools, only, request.parallel_tool_calls,
+                                                            request.reasoning_format != proto::ReasoningFormat::none)};
 }
 
 }  // namespace loom::actors::detail

@@ -208,8 +208,13 @@ bool usable_marker(const std::string& m) {
 }
 
 // What may come before the calls: the family's reasoning (optional; required to close when the reply starts
-// inside it). Empty when the family has none or its markers do not fit not_containing().
-std::string reasoning_prefix(const ReplyFormat& format, std::string& rules) {
+// inside it). Empty when the family has none or its markers do not fit not_containing(). Without `reasoning`
+// nothing comes first, but a reply that starts inside a reasoning block closes it at once.
+std::string reasoning_prefix(const ReplyFormat& format, bool reasoning, std::string& rules) {
+  if (!reasoning) {
+    if (!format.starts_in_reasoning || format.reasoning_close.empty()) return "";
+    return cat({lit(format.reasoning_close), " [ \\t\\n]{0,4} "});
+  }
   if (format.tools == ToolCallFormat::gpt_oss) {
     rules += not_containing("thought", "<|end|>");
     return cat({"(", lit("<|channel|>analysis<|message|>"), " thought ", lit("<|end|><|start|>assistant"), ")? "});
@@ -225,13 +230,13 @@ std::string reasoning_prefix(const ReplyFormat& format, std::string& rules) {
 }  // namespace
 
 std::string tool_call_grammar(const ReplyFormat& format, const ordered_json& tools,
-                              std::optional<std::string> only_function, bool parallel) {
+                              std::optional<std::string> only_function, bool parallel, bool reasoning) {
   if (format.tools == ToolCallFormat::none) throw std::invalid_argument("format none has no tool-call syntax");
   const std::vector<Tool> list = collect_tools(tools, only_function);
   const Frame frame = frame_of(format);
   std::string reasoning_rules;
   std::string out = "root ::= ";
-  out += reasoning_prefix(format, reasoning_rules);
+  out += reasoning_prefix(format, reasoning, reasoning_rules);
   if (!frame.open.empty()) out += lit(frame.open) + " ";
   out += "call";
   if (parallel) {

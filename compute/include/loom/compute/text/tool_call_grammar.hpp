@@ -21,8 +21,9 @@ namespace loom::compute {
 
 // `tools` is OpenAI's list: [{"type": "function", "function": {"name", "parameters"?}}, ...]. Throws
 // std::invalid_argument for format none, an empty list, an unknown only_function, and
-// grammar::SchemaError for parameters the converter refuses.
+// grammar::SchemaError for parameters the converter refuses. Without `reasoning` (the client asked for
+// reasoning_format none) no reasoning block may come first; a reply that starts inside one closes it at once.
 std::string tool_call_grammar(const ReplyFormat& format, const nlohmann::ordered_json& tools,
-                              std::optional<std::string> only_function, bool parallel);
+                              std::optional<std::string> only_function, bool parallel, bool reasoning = true);
 
 }  // namespace loom::compute
