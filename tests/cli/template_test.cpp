@@ -3,6 +3,7 @@
 // tokenizer.chat_template read from its GGUF metadata.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -34,6 +35,45 @@ TEST(TemplateCommand, RendersASharedTemplateByteForByte) {
   const auto result = run_loom({"template", "--template", tmpl, "--conversation", conversation, "--now", "2025-03-09T08:05:03"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, read_all(expected));
+}
+
+// The whole conformance set through the binary (the library's own test is jinja_conformance_test): every
+// .txt byte for byte on stdout with exit 0, every .error a failure with exit 1, with the template's own
+// message on stderr when it raised one.
+TEST(TemplateCommand, EverySharedRenderingByteForByte) {
+  namespace fs = std::filesystem;
+  const std::string root = shared_path("templates");
+  REQUIRE_SHARED_FILE(root + "/expected");
+  std::size_t renderings = 0;
+  std::size_t errors = 0;
+  for (const auto& dir : fs::directory_iterator(root + "/expected")) {
+    const std::string name = dir.path().filename().string();
+    const std::string tmpl = root + "/templates/" + name + ".jinja";
+    REQUIRE_SHARED_FILE(tmpl);
+    for (const auto& file : fs::directory_iterator(dir.path())) {
+      const std::string stem = file.path().stem().string();
+      const std::string conversation = root + "/conversations/" + stem + ".json";
+      const auto result = run_loom({"template", "--template", tmpl, "--conversation", conversation, "--now",
+                                    "2025-03-09T08:05:03"});
+      const std::string expected = read_all(file.path().string());
+      if (file.path().extension() == ".txt") {
+        EXPECT_EQ(result.exit_code, 0) << name << " / " << stem << ": " << result.err;
+        EXPECT_TRUE(result.out == expected) << name << " / " << stem << ": the rendering differs";
+        ++renderings;
+        continue;
+      }
+      EXPECT_EQ(result.exit_code, 1) << name << " / " << stem;
+      EXPECT_EQ(result.out, "") << name << " / " << stem;
+      const auto newline = expected.find('\n');
+      const std::string kind = expected.substr(0, newline);
+      if (kind == "raise_exception") {
+        EXPECT_TRUE(has(result.err, expected.substr(newline + 1))) << name << " / " << stem << ": " << result.err;
+      }
+      ++errors;
+    }
+  }
+  EXPECT_EQ(renderings + errors, 525u);
+  EXPECT_EQ(errors, 106u);
 }
 
 TEST(TemplateCommand, RaiseExceptionFailsWithTheTemplatesMessage) {
