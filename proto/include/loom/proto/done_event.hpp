@@ -27,7 +27,7 @@ struct DoneEvent {
   std::optional<std::string> error_message;
   // Every tool call of the reply, whole (the token events' deltas put together); wire omitted when empty.
   // finish_reason is tool_calls when the reply ended because of them.
-  std::vector<ToolCall> tool_calls;
+  std::vector<ToolCall> tool_calls{};
 
   bool operator==(const DoneEvent&) const = default;
 };

@@ -55,14 +55,14 @@ struct GenerateRequest {
   // Tool calling (chat messages only; issue 22). The functions the model may call, at most
   // ParseOptions::max_tools, names unique; their text (names, descriptions, parameters) at most
   // ParseOptions::max_prompt_bytes in all.
-  std::vector<ToolDefinition> tools;
+  std::vector<ToolDefinition> tools{};
   // required and function need tools; function must name one of them.
-  ToolChoice tool_choice;
+  ToolChoice tool_choice{};
   // Whether the model may make more than one call in a reply.
   bool parallel_tool_calls = true;
   // Extra variables for the chat template (e.g. {"enable_thinking": false}), the JSON text of an object in
   // the client's key order (keep_key_order); chat messages only; at most ParseOptions::max_constraint_bytes.
-  std::optional<std::string> chat_template_kwargs;
+  std::optional<std::string> chat_template_kwargs{};
   ReasoningFormat reasoning_format = ReasoningFormat::auto_;
 
   bool is_chat() const noexcept { return input.index() == 1; }

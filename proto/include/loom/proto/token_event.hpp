@@ -24,9 +24,9 @@ struct TokenEvent {
   // Natural log of the sampled token's probability (finite, <= 0); present when params.logprobs > 0.
   std::optional<double> logprob;
   // Reasoning text released with this token (GenerateRequest::reasoning_format); wire omitted when empty.
-  std::string reasoning;
+  std::string reasoning{};
   // Pieces of tool calls released with this token; wire omitted when empty.
-  std::vector<ToolCallDelta> tool_calls;
+  std::vector<ToolCallDelta> tool_calls{};
 
   bool operator==(const TokenEvent&) const = default;
 };
