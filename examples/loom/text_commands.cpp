@@ -331,15 +331,18 @@ struct StreamOutcome {
 // Sends the request and streams its text to `write` as the engine's token events arrive (on the engine's
 // thread); the calling thread waits for the last event, polling the interrupt flag so that a Ctrl-C
 // becomes a cancel.
+// `write_reasoning`, when given, gets the reasoning a reasoning model's template marks (<think>...).
 StreamOutcome stream_request(Engine& engine, const proto::GenerateRequest& request,
-                             const std::function<bool(std::string_view)>& write) {
+                             const std::function<bool(std::string_view)>& write,
+                             const std::function<bool(std::string_view)>& write_reasoning = {}) {
   auto outcome = std::make_shared<StreamOutcome>();
   auto finished = std::make_shared<std::promise<void>>();
   auto over = finished->get_future();
-  engine.generate(request, [outcome, finished, write](proto::ServerMessage message) {
+  engine.generate(request, [outcome, finished, write, write_reasoning](proto::ServerMessage message) {
     if (auto* token = std::get_if<proto::TokenEvent>(&message)) {
       outcome->tokens.push_back(token->token);
       outcome->text += token->text;
+      if (write_reasoning && !token->reasoning.empty()) write_reasoning(token->reasoning);
       if (write) write(token->text);
       return;
     }
@@ -481,8 +484,23 @@ int run_chat(CommandLine& args) {
     request.session_id = session_id;
     request.input = std::vector<proto::ChatMessage>{{proto::ChatRole::user, line}};
     request.params = params;
-    const StreamOutcome outcome = stream_request(engine, request, write_out);
-    write_out("\n");
+    // At a terminal a reasoning model's thinking shows dimmed before the answer; piped, only the answer.
+    bool thinking = false;
+    const auto write_thinking = [&thinking](std::string_view text) {
+      if (!thinking) write_out("\x1b[2m");
+      thinking = true;
+      return write_out(text);
+    };
+    const auto write_answer = [&thinking](std::string_view text) {
+      if (thinking && !text.empty()) {
+        write_out("\x1b[0m\n");
+        thinking = false;
+      }
+      return write_out(text);
+    };
+    const StreamOutcome outcome =
+        interactive ? stream_request(engine, request, write_answer, write_thinking) : stream_request(engine, request, write_out);
+    write_out(thinking ? "\x1b[0m\n" : "\n");
     if (outcome.error) {
       std::fprintf(stderr, "loom: %s\n", refusal_text(*outcome.error).c_str());
       continue;
