@@ -235,16 +235,16 @@ TEST(JinjaLimits, HostileTemplatesEndInBoundedTime) {
                        "{% set ns.l = ns.l + [x] %}{% endfor %}",
                        json::object(), budget),
             ErrorKind::limit);
-  EXPECT_EQ(error_kind("{% for i in range(10**8) %}{% set n = namespace(i=i) %}{% endfor %}"), ErrorKind::limit);
+  EXPECT_EQ(error_kind("{% for i in range(10**8) %}{% set n = namespace(i=i) %}{% endfor %}", json::object(), budget), ErrorKind::limit);
   Limits small;
   small.max_steps = 1000;
   EXPECT_EQ(error_kind("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", json::object(), small), ErrorKind::limit);
   small.max_source_bytes = 10;
   EXPECT_EQ(error_kind("{{ 'more than ten bytes' }}", json::object(), small), ErrorKind::syntax);
-  // About 1 s in a release build (the 20M-step loop takes most of it); sanitizer builds are ~20x slower.
+  // Under 1 s in a release build (the 20M-step loop takes most of it); a Debug ASan build is ~50x slower.
   const auto elapsed = std::chrono::steady_clock::now() - start;
   std::printf("hostile templates: %.2f s\n", std::chrono::duration<double>(elapsed).count());
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 90);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 120);
 }
 
 TEST(JinjaTemplate, RendersConcurrently) {
