@@ -133,6 +133,8 @@ TEST(JinjaBuiltins, FiltersTestsAndMethods) {
       {"{{ '3' | int + 1 }} {{ '2.5' | float }} {{ 2.567 | round(2) }} {{ -3 | abs }} {{ 'ab cd' | title }} {{ 'aB' | capitalize }}", "4 2.5 2.57 3 Ab Cd Ab"},
       {"{{ '%s=%d|%5.2f|%-3s|%x|%%|%r' % ('a', 3, 2.5, 'b', 255, 'q') }} {{ '%(k)s' % {'k': 1} }} {{ '%s-%s' | format(1, 'z') }}",
        "a=3| 2.50|b  |ff|%|'q' 1 1-z"},
+      {"{{ 'hello big world' | truncate(9, leeway=0) }}|{{ 'hello big world' | truncate(9, true, leeway=0) }}|{{ 'a b_c' | wordcount }}|{{ 'ab' | center(6) }}|{{ [1, 2, 3] | batch(2, 0) | list }}",
+       "hello...|hello ...|2|  ab  |[[1, 2], [3, 0]]"},
       {"{{ 'a\nb' | indent(2) }}|{{ 'a\nb' | indent(2, true) }}", "a\n  b|  a\n  b"},
       {"{{ d.get('a') }} {{ d.get('z', 0) }} {{ d.keys() | list }} {{ d | dictsort }}", "1 0 ['a'] [('a', 1)]", R"({"d": {"a": 1}})"},
   });
