@@ -107,6 +107,9 @@ TEST(JinjaScoping, LoopsIfsNamespacesAndSetBlocks) {
       {"{% for i in 'abc' %}{{ loop.previtem | default('-') }}{{ i }}{{ loop.nextitem | default('-') }}{{ loop.revindex }}{{ loop.first }}{{ loop.last }} {% endfor %}",
        "-ab3TrueFalse abc2FalseFalse bc-1FalseTrue "},
       {"{% generation %}g{% endgeneration %}", "g"},
+      {"{% for i in range(3) %}{{ loop.cycle('a', 'b') }}{% endfor %}", "aba"},
+      {"{% filter upper %}ab{{ 'c' }}{% endfilter %}|{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}{{ a }}|{% set t | trim %}  x  {% endset %}[{{ t }}]", "ABC|3|[x]"},
+      {"{% set a, b = 1, 2 %}{{ b }}{{ a }} {% for x, y in [[1, 2], [3, 4]] %}{{ y }}{% endfor %}", "21 24"},
   });
 }
 
@@ -116,6 +119,8 @@ TEST(JinjaMacros, ArgumentsDefaultsRecursionAndCaller) {
       {"{% macro fact(n) %}{% if n <= 1 %}1{% else %}{{ n * fact(n - 1) | int }}{% endif %}{% endmacro %}{{ fact(5) }}", "120"},
       {"{% macro g() %}{{ late }}{% endmacro %}{% set late = 'L' %}{{ g() }}", "L"},
       {"{% macro w() %}<{{ caller() }}>{% endmacro %}{% call w() %}in{% endcall %}", "<in>"},
+      {"{% macro v(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ v(1, 2, k=3) }}", "1(2,){'k': 3}"},
+      {"{% for i in [1, 2] %}{% macro m() %}{{ i }}{% endmacro %}{{ m() }}{% endfor %}", "12"},
   });
 }
 
