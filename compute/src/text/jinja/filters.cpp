@@ -407,7 +407,8 @@ Value f_truncate(Renderer& r, const Value& v, Args& a) {
 Value f_wordcount(Renderer&, const Value& v, Args&) {
   long long words = 0;
   bool in_word = false;
-  for (auto cp : code_points(to_str(v))) {
+  const std::string s = to_str(v);
+  for (auto cp : code_points(s)) {
     unsigned char c = static_cast<unsigned char>(cp[0]);
     bool word_char = cp.size() > 1 || std::isalnum(c) || c == '_';
     if (word_char && !in_word) ++words;
