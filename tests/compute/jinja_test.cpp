@@ -107,6 +107,9 @@ TEST(JinjaScoping, LoopsIfsNamespacesAndSetBlocks) {
       {"{% for i in 'abc' %}{{ loop.previtem | default('-') }}{{ i }}{{ loop.nextitem | default('-') }}{{ loop.revindex }}{{ loop.first }}{{ loop.last }} {% endfor %}",
        "-ab3TrueFalse abc2FalseFalse bc-1FalseTrue "},
       {"{% generation %}g{% endgeneration %}", "g"},
+      {"{% for i in range(3) %}{{ loop.cycle('a', 'b') }}{% endfor %}", "aba"},
+      {"{% filter upper %}ab{{ 'c' }}{% endfilter %}|{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}{{ a }}|{% set t | trim %}  x  {% endset %}[{{ t }}]", "ABC|3|[x]"},
+      {"{% set a, b = 1, 2 %}{{ b }}{{ a }} {% for x, y in [[1, 2], [3, 4]] %}{{ y }}{% endfor %}", "21 24"},
   });
 }
 
@@ -116,6 +119,8 @@ TEST(JinjaMacros, ArgumentsDefaultsRecursionAndCaller) {
       {"{% macro fact(n) %}{% if n <= 1 %}1{% else %}{{ n * fact(n - 1) | int }}{% endif %}{% endmacro %}{{ fact(5) }}", "120"},
       {"{% macro g() %}{{ late }}{% endmacro %}{% set late = 'L' %}{{ g() }}", "L"},
       {"{% macro w() %}<{{ caller() }}>{% endmacro %}{% call w() %}in{% endcall %}", "<in>"},
+      {"{% macro v(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ v(1, 2, k=3) }}", "1(2,){'k': 3}"},
+      {"{% for i in [1, 2] %}{% macro m() %}{{ i }}{% endmacro %}{{ m() }}{% endfor %}", "12"},
   });
 }
 
@@ -133,6 +138,8 @@ TEST(JinjaBuiltins, FiltersTestsAndMethods) {
       {"{{ '3' | int + 1 }} {{ '2.5' | float }} {{ 2.567 | round(2) }} {{ -3 | abs }} {{ 'ab cd' | title }} {{ 'aB' | capitalize }}", "4 2.5 2.57 3 Ab Cd Ab"},
       {"{{ '%s=%d|%5.2f|%-3s|%x|%%|%r' % ('a', 3, 2.5, 'b', 255, 'q') }} {{ '%(k)s' % {'k': 1} }} {{ '%s-%s' | format(1, 'z') }}",
        "a=3| 2.50|b  |ff|%|'q' 1 1-z"},
+      {"{{ 'hello big world' | truncate(9, leeway=0) }}|{{ 'hello big world' | truncate(9, true, leeway=0) }}|{{ 'a b_c' | wordcount }}|{{ 'ab' | center(6) }}|{{ [1, 2, 3] | batch(2, 0) | list }}",
+       "hello...|hello ...|2|  ab  |[[1, 2], [3, 0]]"},
       {"{{ 'a\nb' | indent(2) }}|{{ 'a\nb' | indent(2, true) }}", "a\n  b|  a\n  b"},
       {"{{ d.get('a') }} {{ d.get('z', 0) }} {{ d.keys() | list }} {{ d | dictsort }}", "1 0 ['a'] [('a', 1)]", R"({"d": {"a": 1}})"},
   });
@@ -235,16 +242,16 @@ TEST(JinjaLimits, HostileTemplatesEndInBoundedTime) {
                        "{% set ns.l = ns.l + [x] %}{% endfor %}",
                        json::object(), budget),
             ErrorKind::limit);
-  EXPECT_EQ(error_kind("{% for i in range(10**8) %}{% set n = namespace(i=i) %}{% endfor %}"), ErrorKind::limit);
+  EXPECT_EQ(error_kind("{% for i in range(10**8) %}{% set n = namespace(i=i) %}{% endfor %}", json::object(), budget), ErrorKind::limit);
   Limits small;
   small.max_steps = 1000;
   EXPECT_EQ(error_kind("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", json::object(), small), ErrorKind::limit);
   small.max_source_bytes = 10;
   EXPECT_EQ(error_kind("{{ 'more than ten bytes' }}", json::object(), small), ErrorKind::syntax);
-  // About 1 s in a release build (the 20M-step loop takes most of it); sanitizer builds are ~20x slower.
+  // Under 1 s in a release build (the 20M-step loop takes most of it); a Debug ASan build is ~50x slower.
   const auto elapsed = std::chrono::steady_clock::now() - start;
   std::printf("hostile templates: %.2f s\n", std::chrono::duration<double>(elapsed).count());
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 90);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 120);
 }
 
 TEST(JinjaTemplate, RendersConcurrently) {

@@ -163,37 +163,34 @@ std::shared_ptr<Dict> make_loop(const Value& items, std::int64_t length) {
 }
 }  // namespace
 
-Flow Renderer::exec_for(const Stmt& s) {
+// What a for loop iterates: a range as is (never materialised), anything else as a list, filtered by the
+// loop's `if` (evaluated with the targets bound; the loop variables then count the kept items).
+std::pair<Value, std::int64_t> Renderer::loop_items(const Stmt& s) {
   Value iterable = eval(*s.exprs[0]);
   const Expr* filter = s.exprs[1].get();
-  Value items;
-  std::int64_t length = 0;
-  if (iterable.kind == Kind::range && !filter) {
-    items = iterable;
-    length = iterable.range().size();
-  } else {
-    std::vector<Value> all = iterate(*this, iterable);
-    if (filter) {
-      std::vector<Value> kept;
-      auto saved = scope_;
-      for (auto& item : all) {
-        scope_ = std::make_shared<Scope>(Scope{saved, {}});
-        bind_targets(*scope_, s.names, item);
-        bool keep = false;
-        try {
-          keep = truthy(eval(*filter));
-        } catch (...) {
-          scope_ = saved;
-          throw;
-        }
-        if (keep) kept.push_back(std::move(item));
-      }
-      scope_ = saved;
-      all = std::move(kept);
+  if (iterable.kind == Kind::range && !filter) return {iterable, iterable.range().size()};
+  std::vector<Value> all = iterate(*this, iterable);
+  if (filter) {
+    std::vector<Value> kept;
+    auto saved = scope_;
+    struct Restore {
+      Renderer& r;
+      std::shared_ptr<Scope> s;
+      ~Restore() { r.scope_ = s; }
+    } restore{*this, saved};
+    for (auto& item : all) {
+      scope_ = std::make_shared<Scope>(Scope{saved, {}});
+      bind_targets(*scope_, s.names, item);
+      if (truthy(eval(*filter))) kept.push_back(std::move(item));
     }
-    length = static_cast<std::int64_t>(all.size());
-    items = Value::from(Array{std::move(all), false});
+    all = std::move(kept);
   }
+  auto length = static_cast<std::int64_t>(all.size());
+  return {Value::from(Array{std::move(all), false}), length};
+}
+
+Flow Renderer::exec_for(const Stmt& s) {
+  auto [items, length] = loop_items(s);
   auto loop = make_loop(items, length);
   Value loop_value = Value::from(loop);
   auto outer = scope_;

@@ -57,6 +57,7 @@ class Renderer {
   void write(std::string_view text);
   Flow exec_if(const Stmt& s);
   Flow exec_for(const Stmt& s);
+  std::pair<Value, std::int64_t> loop_items(const Stmt& s);
   void exec_set(const Stmt& s);
   void exec_set_attr(const Stmt& s);
   void exec_macro(const Stmt& s);

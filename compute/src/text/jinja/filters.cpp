@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <unordered_map>
+#include <utility>
 
 #include "builtins.hpp"
 #include "strings.hpp"
@@ -379,6 +380,74 @@ Value f_format(Renderer& r, const Value& v, Args& a) {
   return out;
 }
 
+// jinja2's truncate: past length + leeway (5), cut to length - len(end) (at a word boundary unless
+// killwords) and append end.
+Value f_truncate(Renderer& r, const Value& v, Args& a) {
+  std::string s = to_str(v);
+  Value length_v = a.get(0, "length", Value::from_int(255));
+  long long length = length_v.kind == Kind::integer ? static_cast<long long>(std::clamp<Int>(length_v.integer, 0, 1 << 24)) : 255;
+  bool killwords = truthy(a.get(1, "killwords", Value::from(false)));
+  std::string end = to_str(a.get(2, "end", Value::from(std::string("..."))));
+  Value leeway_v = a.get(3, "leeway", Value::from_int(5));
+  long long leeway = leeway_v.kind == Kind::integer ? static_cast<long long>(std::clamp<Int>(leeway_v.integer, 0, 1 << 24)) : 5;
+  auto cps = code_points(s);
+  long long end_len = static_cast<long long>(code_point_count(end));
+  if (length < end_len) fail(ErrorKind::other, "expected length >= " + std::to_string(end_len) + ", got " + std::to_string(length));
+  if (static_cast<long long>(cps.size()) <= length + leeway) return Value::from(std::move(s));
+  std::string head;
+  for (long long i = 0; i < length - end_len; ++i) head += cps[static_cast<std::size_t>(i)];
+  if (!killwords) {
+    std::size_t space = head.rfind(' ');
+    if (space != std::string::npos) head.resize(space);
+  }
+  r.check_size(head.size() + end.size());
+  return Value::from(head + end);
+}
+
+Value f_wordcount(Renderer&, const Value& v, Args&) {
+  long long words = 0;
+  bool in_word = false;
+  const std::string s = to_str(v);
+  for (auto cp : code_points(s)) {
+    unsigned char c = static_cast<unsigned char>(cp[0]);
+    bool word_char = cp.size() > 1 || std::isalnum(c) || c == '_';
+    if (word_char && !in_word) ++words;
+    in_word = word_char;
+  }
+  return Value::from_int(words);
+}
+
+// Python's str.center.
+Value f_center(Renderer& r, const Value& v, Args& a) {
+  std::string s = to_str(v);
+  Value width_v = a.get(0, "width", Value::from_int(80));
+  long long width = width_v.kind == Kind::integer ? static_cast<long long>(std::clamp<Int>(width_v.integer, 0, 1 << 20)) : 80;
+  long long len = static_cast<long long>(code_point_count(s));
+  if (width <= len) return Value::from(std::move(s));
+  long long margin = width - len;
+  long long left = margin / 2 + (margin & width & 1);
+  r.check_size(s.size() + static_cast<std::size_t>(margin));
+  return Value::from(std::string(static_cast<std::size_t>(left), ' ') + s + std::string(static_cast<std::size_t>(margin - left), ' '));
+}
+
+Value f_batch(Renderer& r, const Value& v, Args& a) {
+  Value count_v = a.get(0, "linecount");
+  if (count_v.kind != Kind::integer || count_v.integer <= 0) fail(ErrorKind::other, "batch needs a positive line count");
+  auto n = static_cast<std::size_t>(std::min<Int>(count_v.integer, 1 << 24));
+  Value fill = a.get(1, "fill_with", Value::none());
+  std::vector<Value> out, row;
+  for (auto& item : iterate(r, v)) {
+    row.push_back(item);
+    if (row.size() == n) out.push_back(list_of(std::exchange(row, {})));
+  }
+  if (!row.empty()) {
+    if (!fill.is_none())
+      while (row.size() < n) row.push_back(fill);
+    out.push_back(list_of(std::move(row)));
+  }
+  return list_of(std::move(out));
+}
+
 Value f_attr(Renderer& r, const Value& v, Args& a) { return get_attr(r, v, to_str(a.get(0, "name"))); }
 
 Value f_escape(Renderer&, const Value& v, Args&) { return v.is_markup() ? v : Value::markup(html_escape(to_str(v))); }
@@ -395,7 +464,8 @@ const std::unordered_map<std::string, FilterFn>& filters() {
       {"sort", f_sort},       {"dictsort", f_dictsort}, {"unique", f_unique},       {"int", f_int},
       {"float", f_float},     {"round", f_round},       {"abs", f_abs},             {"indent", f_indent},
       {"sum", f_sum},         {"max", f_minmax<true>},  {"min", f_minmax<false>},   {"attr", f_attr},
-      {"escape", f_escape},   {"e", f_escape},          {"format", f_format},
+      {"escape", f_escape},   {"e", f_escape},          {"format", f_format},       {"truncate", f_truncate},
+      {"wordcount", f_wordcount},                       {"center", f_center},       {"batch", f_batch},
   };
   return table;
 }

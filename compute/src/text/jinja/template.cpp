@@ -23,7 +23,7 @@ TemplateError::TemplateError(ErrorKind kind, std::string message, std::size_t li
     : std::runtime_error(std::move(message)), kind_(kind), line_(line) {}
 
 std::shared_ptr<const Template> Template::parse(std::string_view source, const Limits& limits) {
-  return std::make_shared<const Template>(detail::parse_program(source, limits));
+  return std::shared_ptr<const Template>(new Template(detail::parse_program(source, limits)));
 }
 
 std::string Template::render(const nlohmann::ordered_json& variables, const RenderOptions& options) const {

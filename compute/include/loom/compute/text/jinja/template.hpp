@@ -68,9 +68,9 @@ class Template {
   // floats -> float). A variable that is absent is undefined. Throws TemplateError.
   std::string render(const nlohmann::ordered_json& variables, const RenderOptions& options = {}) const;
 
+ private:
   explicit Template(std::shared_ptr<const detail::Program> program) : program_(std::move(program)) {}
 
- private:
   std::shared_ptr<const detail::Program> program_;
 };
 
