@@ -575,32 +575,43 @@ TEST_F(OpenAiRoutes, BadFieldsAre400sNamingTheParam) {
 // A request with tools and an assistant turn that only called a tool is accepted end to end, whole and
 // streamed. Until the session parses replies (issue 22) the answer is text; the built-in templates cannot
 // render a tool message yet (the session refuses it as unsupported), so the result comes as a user turn.
-TEST_F(OpenAiRoutes, ARequestWithToolsIsAnswered) {
-  json body = greedy_chat(4);
+// A conversation with a call and its result, on a gateway given a tool template (Qwen 2.5's, from
+// ../shared/templates) with --chat-template-file: the template renders the assistant's call and the tool
+// turn, the reply comes as an ordinary answer (tool_choice none), whole and streamed, with no empty deltas.
+TEST(OpenAiRoutesWithToolTemplate, AConversationWithACallAndItsResultIsAnswered) {
+  GatewayConfig config = test_config();
+  config.model = shared_file("models/synth11M-q8_0.gguf");  // aidreams260K's context of 128 is too short
+  config.kv_cache_mb = 16;
+  config.chat_template_file = shared_file("templates/templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+  GatewayUnderTest gateway(config);
+  json body = json::parse(R"({"max_tokens": 4, "temperature": 0, "tool_choice": "none", "parallel_tool_calls": false,
+      "messages": [{"role": "user", "content": "Weather in Paris?"}]})");
   body["tools"] = json::parse(R"([{"type":"function","function":{"name":"get_weather","description":"The weather",
       "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])");
-  body["tool_choice"] = "auto";
-  body["parallel_tool_calls"] = false;
   body["messages"].push_back(json::parse(R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1",
       "type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]})"));
-  body["messages"].push_back(json::parse(R"({"role":"user","name":"weather_desk","content":"21 C"})"));
-  const auto whole = post(kChat, body);
+  body["messages"].push_back(json::parse(R"({"role":"tool","tool_call_id":"call_1","content":"21 C"})"));
+  const auto whole = http_request(gateway.port(), "POST", kChat, body.dump());
   ASSERT_EQ(whole.status, 200) << whole.body;
   const json answer = whole.json();
-  const json& message = answer["choices"][0]["message"];
-  EXPECT_EQ(message["role"], "assistant");
-  EXPECT_TRUE(message["content"].is_string() || message.contains("tool_calls")) << message.dump();
+  const json& choice = answer["choices"][0];
+  EXPECT_EQ(choice["message"]["role"], "assistant");
+  EXPECT_TRUE(choice["message"]["content"].is_string()) << choice.dump();
+  EXPECT_FALSE(choice["message"].contains("tool_calls")) << choice.dump();
+  EXPECT_EQ(choice["finish_reason"], "length");
+  EXPECT_GT(answer["usage"]["prompt_tokens"].get<int>(), 100) << "the tools and the call are in the prompt";
 
   body["stream"] = true;
-  const auto chunks = parse_stream(post(kChat, body));
+  const auto chunks = parse_stream(http_request(gateway.port(), "POST", kChat, body.dump()));
   ASSERT_FALSE(chunks.empty());
+  std::string streamed;
   for (std::size_t i = 1; i < chunks.size(); ++i) {
-    const json& choice = chunks[i]["choices"][0];
+    const json& c = chunks[i]["choices"][0];
     // Only the role chunk and the last one may have an empty delta.
-    if (choice["finish_reason"].is_null()) {
-      EXPECT_FALSE(choice["delta"].empty()) << chunks[i].dump();
-    }
+    if (c["finish_reason"].is_null()) EXPECT_FALSE(c["delta"].empty()) << chunks[i].dump();
+    streamed += c["delta"].value("content", "");
   }
+  EXPECT_EQ(streamed, choice["message"]["content"].get<std::string>());
 }
 
 // Chunked SSE on a kept-alive connection, then an ordinary request on the same connection: the stream's
