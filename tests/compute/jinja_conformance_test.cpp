@@ -132,31 +132,5 @@ TEST(JinjaConformance, EveryTemplateOverEveryConversation) {
   EXPECT_EQ(passed, 525);
 }
 
-// The cost of one render (parsing excluded), reported for the long conversation and a tool-call cycle
-// through the Llama 3.1 template: the median of many renders. Bounded generously (sanitizer builds too).
-TEST(JinjaConformance, RenderTimeOfLlama31) {
-  const fs::path root = shared_path("templates");
-  const fs::path template_path = root / "templates" / "meta-llama-Llama-3.1-8B-Instruct.jinja";
-  REQUIRE_SHARED_FILE(template_path);
-  const auto tmpl = Template::parse(read_file(template_path));
-  const RenderOptions options = fixed_clock();
-  for (const char* name : {"31-long-conversation", "17-tool-call-full-cycle"}) {
-    const fs::path conversation_path = root / "conversations" / (std::string(name) + ".json");
-    REQUIRE_SHARED_FILE(conversation_path);
-    const auto variables = conversation_variables(nlohmann::ordered_json::parse(read_file(conversation_path)));
-    std::vector<double> micros;
-    std::size_t bytes = 0;
-    for (int i = 0; i < 301; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      bytes = tmpl->render(variables, options).size();
-      micros.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-    }
-    std::sort(micros.begin(), micros.end());
-    std::printf("jinja render %s through Llama 3.1: median %.1f us (min %.1f, max %.1f), %zu bytes\n", name,
-                micros[micros.size() / 2], micros.front(), micros.back(), bytes);
-    EXPECT_LT(micros[micros.size() / 2], 50'000.0);
-  }
-}
-
 }  // namespace
 }  // namespace loom::compute::jinja
