@@ -5,9 +5,9 @@
 //   node openai_client_test.mjs PATH/TO/loom-gateway PATH/TO/aidreams260K.gguf
 //
 // Run by ctest through openai_js.cmake (label net_clients), which installs the pinned client first.
-import { spawn } from "node:child_process";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
+import { startGateway as launch } from "./gateway.mjs";
 
 const [gatewayPath, modelPath] = process.argv.slice(2);
 if (!gatewayPath || !modelPath) {
@@ -16,42 +16,10 @@ if (!gatewayPath || !modelPath) {
 }
 
 const API_KEY = "test-key";
-const READY = /loom-gateway: ready to serve on http:\/\/([^\s:]+):(\d+)/;
 
-// Starts the gateway on a free port and resolves with { child, port } once it says it is ready.
+// The gateway serving aidreams260K in ChatML (it has no template of its own), with an API key.
 function startGateway() {
-  const child = spawn(
-    gatewayPath,
-    ["--model", modelPath, "--chat-template", "chatml", "--host", "127.0.0.1", "--port", "0", "--api-key", API_KEY],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let log = "";
-  const exited = new Promise((resolve) => {
-    child.on("exit", (code, signal) => resolve({ code, signal }));
-    child.on("error", () => resolve({ code: null, signal: null }));  // it never started
-  });
-  const ready = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the gateway was not ready within 60 s; its output:\n${log}`)), 60000);
-    const scan = (data) => {
-      log += data.toString();
-      const match = READY.exec(log);
-      if (match) {
-        clearTimeout(timer);
-        resolve(Number(match[2]));
-      }
-    };
-    child.stdout.on("data", scan);
-    child.stderr.on("data", scan);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(new Error(`cannot start ${gatewayPath}: ${error.message}`));
-    });
-    exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`the gateway exited (code ${code}, signal ${signal}) before it was ready; its output:\n${log}`));
-    });
-  });
-  return { child, ready, exited, output: () => log };
+  return launch(gatewayPath, ["--model", modelPath, "--chat-template", "chatml", "--api-key", API_KEY]);
 }
 
 function client(port, apiKey = API_KEY) {

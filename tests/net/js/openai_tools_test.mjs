@@ -9,12 +9,13 @@
 //   node openai_tools_test.mjs PATH/TO/loom-gateway PATH/TO/loom SHARED_DIR
 //
 // Run by ctest through openai_js.cmake (label net_clients), which installs the pinned client first.
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
+import { startGateway as launch } from "./gateway.mjs";
 
 const [gatewayPath, loomPath, sharedDir] = process.argv.slice(2);
 if (!gatewayPath || !loomPath || !sharedDir) {
@@ -23,36 +24,10 @@ if (!gatewayPath || !loomPath || !sharedDir) {
 }
 
 const API_KEY = "test-key";
-const READY = /loom-gateway: ready to serve on http:\/\/([^\s:]+):(\d+)/;
 const templates = join(sharedDir, "templates", "templates");
 
 function startGateway(args) {
-  const child = spawn(gatewayPath, [...args, "--host", "127.0.0.1", "--port", "0", "--api-key", API_KEY], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let log = "";
-  const exited = new Promise((resolve) => {
-    child.on("exit", (code, signal) => resolve({ code, signal }));
-    child.on("error", () => resolve({ code: null, signal: null }));
-  });
-  const ready = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the gateway was not ready within 60 s; its output:\n${log}`)), 60000);
-    const scan = (data) => {
-      log += data.toString();
-      const match = READY.exec(log);
-      if (match) {
-        clearTimeout(timer);
-        resolve(Number(match[2]));
-      }
-    };
-    child.stdout.on("data", scan);
-    child.stderr.on("data", scan);
-    exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`the gateway exited (code ${code}, signal ${signal}) before it was ready; its output:\n${log}`));
-    });
-  });
-  return { child, ready, exited, output: () => log };
+  return launch(gatewayPath, [...args, "--api-key", API_KEY]);
 }
 
 async function stopGateway(gateway) {

@@ -36,8 +36,9 @@ if(EXISTS "${stamp}")
     set(need_install FALSE)
   endif()
 endif()
-file(COPY "${PACKAGE_DIR}/package.json" "${PACKAGE_DIR}/package-lock.json" "${PACKAGE_DIR}/${SCRIPT}"
-     DESTINATION "${WORK_DIR}")
+# The script and the modules beside it (gateway.mjs).
+file(GLOB scripts "${PACKAGE_DIR}/*.mjs")
+file(COPY "${PACKAGE_DIR}/package.json" "${PACKAGE_DIR}/package-lock.json" ${scripts} DESTINATION "${WORK_DIR}")
 if(need_install)
   execute_process(COMMAND ${NPM} ci --no-audit --no-fund WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE npm_result)
   if(NOT npm_result EQUAL 0)
