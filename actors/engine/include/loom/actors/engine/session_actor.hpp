@@ -9,14 +9,23 @@
 // turns (the scheduler releases a finished sequence, its committed full blocks stay cached), so turn N+1
 // prefills only what turn N did not leave in whole blocks.
 //
-// Chat requests render [system] + history + the request's messages (chat_template.hpp), tokenized with
-// special tokens recognised, BOS first when the vocabulary wants it (as `loom chat` does). The request's
-// system messages, when it has any, replace the session's system prompt for that turn (all of them, first,
-// in their order). A `tool` message is `unsupported` (no template has a place for it). When the prompt
-// does not fit the context (it must leave room for one generated token), the oldest turns are dropped, a
-// user turn together with the assistant reply after it, always keeping the system turn and the request's
-// last message; when even those do not fit the request is refused (`invalid_request`, field `messages`).
-// Dropped turns are forgotten for good once the request's turn is recorded (SessionInfo counts them).
+// Chat requests render [system] + history + the request's messages with the model's ChatFormat (its own Jinja
+// template, or a built-in layout; chat_format.hpp), with the request's tools and chat_template_kwargs,
+// tokenized with special tokens recognised, BOS first when the vocabulary wants it (once: a template that
+// writes the BOS text does not get a second). The request's system messages, when it has any, replace the
+// session's system prompt for that turn (all of them, first, in their order). A template's own refusal
+// (raise_exception) is `invalid_request` on `messages` with its message; what a built-in layout cannot show
+// (tools, a tool turn) is `unsupported`. When the prompt does not fit the context (it must leave room for one
+// generated token), the oldest exchanges are dropped (a user turn with the turns after it up to the next user
+// turn), always keeping the system turns and the request's last message; when even those do not fit the
+// request is refused (`invalid_request`, field `messages`). Dropped turns are forgotten for good once the
+// request's turn is recorded (SessionInfo counts them).
+//
+// Replies to chat requests are split (reply_parser.hpp) into content (`text`), reasoning and tool-call pieces
+// in the syntax of the template's family, when the request offers tools or the template marks reasoning;
+// the done event carries the calls whole, with reason `tool_calls` when the model ended its turn with them.
+// tool_choice `none` renders without the tools; `required` or a named function constrains decoding to the
+// family's call syntax (tool_call_grammar.hpp).
 //
 // A raw prompt continues the session's transcript (the system prompt text, then every earlier raw prompt
 // and its output) as is, tokenized as user text after BOS; it is never trimmed: a transcript that no longer
@@ -34,10 +43,12 @@
 // a waiting token to carry the text that is released at the end (a character never completed becomes
 // U+FFFD; a stop string's beginning that never completed is shown), event indexes count from 0 without
 // gaps, a token whose text lies wholly inside a matched stop string is never sent (one that also shows
-// text before it is), and the texts of all events joined are exactly the reply's text.
+// text before it is), and the texts of all events joined are exactly the reply's text. While the reply
+// parser holds text undecided (what could still become a call marker), the latest token waits, to carry
+// what the end releases.
 //
-// After the reply: a chat request's messages (except system ones) and the assistant's reply (the shown
-// text) join the history; a raw request's prompt and reply join the transcript. Not when it ended with
+// After the reply: a chat request's messages (except system ones) and the assistant's reply (its content,
+// reasoning and tool calls apart) join the history; a raw request's prompt and reply join the transcript. Not when it ended with
 // reason error, or when it was refused (error event) or rejected by the scheduler: nothing is recorded then.
 // Cancelled, timed-out and length-cut replies are recorded as far as they went.
 //
