@@ -254,6 +254,18 @@ TEST(JinjaLimits, HostileTemplatesEndInBoundedTime) {
   EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 120);
 }
 
+// Legitimately large work stays well inside the default limits: growing results are charged once, not per
+// piece (a 1 MB tojson or join costs about its size / 8 steps).
+TEST(JinjaLimits, LargeLegitimateRendersFit) {
+  json items = json::array();
+  for (int i = 0; i < 20000; ++i) items.push_back({{"name", "tool_" + std::to_string(i)}, {"value", i}});
+  const json vars = {{"items", items}};
+  const std::string out = render("{{ items | tojson(indent=2) }}{{ items | map(attribute='name') | join(', ') }}"
+                                 "{% for i in items %}{{ i.name ~ '\n' }}{% endfor %}{{ (items | tojson).split(',') | length }}",
+                                 vars);
+  EXPECT_GT(out.size(), 1'000'000u);
+}
+
 TEST(JinjaTemplate, RendersConcurrently) {
   auto tmpl = Template::parse("{% for m in messages %}{{ m.role }}:{{ m.content | trim }};{% endfor %}");
   json vars = conversation_variables(json::parse(R"({"messages": [{"role": "user", "content": " hi "}]})"));

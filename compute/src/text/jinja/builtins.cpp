@@ -109,8 +109,9 @@ std::optional<Value> string_method(Renderer& r, const std::string& s, const std:
       if (!first) out += s;
       first = false;
       out += need_str(item, "sequence item");
-      r.check_size(out.size());
+      r.check_bound(out.size());
     }
+    r.check_size(out.size());
     return Value::from(std::move(out));
   }
   if (name == "splitlines") return str_list(py_splitlines(s));

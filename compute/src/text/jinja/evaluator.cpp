@@ -51,6 +51,10 @@ void Renderer::track_namespace(const std::shared_ptr<Dict>& ns) {
 
 void Renderer::check_size(std::size_t bytes) {
   step(bytes / kBytesPerStep);
+  check_bound(bytes);
+}
+
+void Renderer::check_bound(std::size_t bytes) const {
   if (bytes > options_.limits.max_output_bytes)
     fail(ErrorKind::limit, "template built a value of " + std::to_string(bytes) + " bytes, over the output limit of " +
                                std::to_string(options_.limits.max_output_bytes));

@@ -105,8 +105,9 @@ Value f_join(Renderer& r, const Value& v, Args& a) {
     if (!first) out += sep;
     first = false;
     append_str(out, attribute.is_none() ? item : attribute_path(r, item, to_str(attribute)));
-    r.check_size(out.size());
+    r.check_bound(out.size());
   }
+  r.check_size(out.size());
   return Value::from(std::move(out));
 }
 
@@ -338,9 +339,10 @@ Value f_indent(Renderer& r, const Value& v, Args& a) {
       if (blank || !lines[i].empty()) out += indention;
     }
     out += lines[i];
-    r.check_size(out.size());
+    r.check_bound(out.size());
   }
   if (first) out = indention + out;
+  r.check_size(out.size());
   return Value::from(std::move(out));
 }
 
