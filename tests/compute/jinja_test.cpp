@@ -232,6 +232,13 @@ TEST(JinjaLimits, HostileTemplatesEndInBoundedTime) {
   EXPECT_EQ(error_kind("{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}"), ErrorKind::limit);
   EXPECT_EQ(error_kind("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"), ErrorKind::limit);
   EXPECT_EQ(error_kind("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns | tojson }}"), ErrorKind::type);
+  // Work that is quadratic in the source: many arguments, many names looked up often.
+  std::string call = "{{ range(";
+  for (int i = 0; i < 200000; ++i) call += "1, ";
+  EXPECT_EQ(error_kind(call + "1) }}"), ErrorKind::type);
+  std::string many_names;
+  for (int i = 0; i < 30000; ++i) many_names += "{% set v" + std::to_string(i) + " = 1 %}";
+  EXPECT_EQ(error_kind(many_names + "{% for i in range(10**6) %}{{ v0 }}{% endfor %}"), ErrorKind::limit);
   // Retaining many large strings costs steps in proportion to their bytes: with 1M steps at most ~8 MB.
   Limits budget;
   budget.max_steps = 1'000'000;

@@ -276,6 +276,7 @@ Value get_attr(Renderer& r, const Value& obj, const std::string& name) {
       fail(ErrorKind::undefined, undefined_message(obj, "reading its attribute '" + name + "'"));
     case Kind::dict: {
       const Dict& d = obj.dict();
+      r.step(d.entries.size() / 16);  // keys are found by a linear scan
       if (d.is_loop) return loop_field(d, name);
       if (!d.is_namespace && has_method(r, obj, name)) return bound_method(obj, name);
       if (const Value* v = d.find(std::string_view(name))) return *v;
@@ -295,6 +296,7 @@ Value get_item(Renderer& r, const Value& obj, const Value& key) {
       fail(ErrorKind::undefined, undefined_message(obj, "reading an item"));
     case Kind::dict: {
       const Dict& d = obj.dict();
+      r.step(d.entries.size() / 16);  // keys are found by a linear scan
       if (d.is_loop && key.is_string()) return loop_field(d, key.str());
       if (const Value* v = d.find(key)) return *v;
       break;

@@ -271,6 +271,7 @@ std::string Renderer::capture(const Body& body, std::shared_ptr<Scope> scope) {
 }
 
 void Renderer::exec_set(const Stmt& s) {
+  step(scope_->vars.size() / 16);
   if (s.exprs[0]) {
     Value v = eval(*s.exprs[0]);
     bind_targets(*scope_, s.names, v);
@@ -386,9 +387,18 @@ Flow Renderer::exec_with(const Stmt& s) {
   return exec_body(s.bodies[0]);
 }
 
+// Names are found by a linear scan (scopes are small); a template that defines very many names pays for
+// scanning them in steps.
 Value Renderer::lookup(const std::string& name) {
-  for (const Scope* s = scope_.get(); s; s = s->parent.get())
-    if (const Value* v = s->find(name)) return *v;
+  std::size_t scanned = 0;
+  for (const Scope* s = scope_.get(); s; s = s->parent.get()) {
+    scanned += s->vars.size();
+    if (const Value* v = s->find(name)) {
+      step(scanned / 16);
+      return *v;
+    }
+  }
+  step(scanned / 16);
   Value g = global(name);
   if (!g.is_undefined()) return g;
   return Value::undefined(name);
