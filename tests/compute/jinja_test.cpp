@@ -236,6 +236,12 @@ TEST(JinjaLimits, HostileTemplatesEndInBoundedTime) {
   std::string call = "{{ range(";
   for (int i = 0; i < 200000; ++i) call += "1, ";
   EXPECT_EQ(error_kind(call + "1) }}"), ErrorKind::type);
+  std::string kwargs = "{{ namespace(";
+  for (int i = 0; i < 100000; ++i) kwargs += "a" + std::to_string(i) + "=1, ";
+  EXPECT_EQ(error_kind(kwargs + "z=1) }}"), ErrorKind::limit);
+  std::string params = "{% macro m(";
+  for (int i = 0; i < 50000; ++i) params += "p" + std::to_string(i) + ", ";
+  EXPECT_EQ(error_kind(params + "z) %}{% endmacro %}{{ m() }}"), ErrorKind::limit);
   std::string many_names;
   for (int i = 0; i < 30000; ++i) many_names += "{% set v" + std::to_string(i) + " = 1 %}";
   EXPECT_EQ(error_kind(many_names + "{% for i in range(10**6) %}{{ v0 }}{% endfor %}"), ErrorKind::limit);

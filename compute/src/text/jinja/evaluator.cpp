@@ -294,6 +294,7 @@ void Renderer::exec_set_attr(const Stmt& s) {
   if (target.kind != Kind::dict || !target.dict().is_namespace)
     fail(ErrorKind::type, "cannot assign attribute on non-namespace object");
   Value v = eval(*s.exprs[0]);
+  step(target.dict().entries.size() / 16);
   target.mutable_dict().set(Value::from(s.text), std::move(v));
 }
 
@@ -314,6 +315,9 @@ Value Renderer::call_macro(const Stmt& macro, const std::shared_ptr<Scope>& defi
   if (call_depth_ >= options_.limits.max_call_depth)
     fail(ErrorKind::recursion, "maximum recursion depth exceeded in macro '" + macro.text + "' (limit " +
                                    std::to_string(options_.limits.max_call_depth) + ")");
+  // Binding matches names by linear scans: quadratic in the arguments and parameters, so paid for as such.
+  const std::uint64_t names = args.positional.size() + args.keyword.size() + macro.names.size();
+  step(names * names / 16);
   ++call_depth_;
   struct Depth {
     std::size_t& d;
