@@ -253,6 +253,8 @@ std::optional<Int> as_index(const Value& v) {
 }  // namespace
 
 std::optional<Value> call_method(Renderer& r, const Value& obj, const std::string& name, Args& args) {
+  r.step(scan_cost(obj));
+  for (const auto& arg : args.positional) r.step(scan_cost(arg));
   if (is_mutating(obj.kind, name) && !(obj.kind == Kind::dict && (obj.dict().is_namespace || obj.dict().is_loop)))
     fail(ErrorKind::other, "access to attribute '" + name + "' of '" + type_name(obj) + "' object is unsafe");
   switch (obj.kind) {
@@ -306,6 +308,7 @@ Value get_item(Renderer& r, const Value& obj, const Value& key) {
     case Kind::range: {
       auto index = as_index(key);
       if (!index) break;
+      if (obj.is_string()) r.step(scan_cost(obj));  // indexing by code point scans the text
       Int n = obj.kind == Kind::list ? Int(obj.array().items.size())
               : obj.kind == Kind::range ? Int(obj.range().size())
                                         : Int(is_ascii(obj.str()) ? obj.str().size() : code_point_count(obj.str()));

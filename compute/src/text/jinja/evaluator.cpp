@@ -529,6 +529,7 @@ Value Renderer::eval_compare(const Expr& e) {
   Value left = eval(*e.kids[0]);
   for (std::size_t i = 0; i < e.ops.size(); ++i) {
     Value right = eval(*e.kids[i + 1]);
+    step(scan_cost(left) + scan_cost(right));
     if (!*comparison(e.ops[i], left, right)) return Value::from(false);
     left = std::move(right);
   }
@@ -538,6 +539,7 @@ Value Renderer::eval_compare(const Expr& e) {
 Value Renderer::eval_binary(const Expr& e) {
   Value a = eval(*e.kids[0]);
   Value b = eval(*e.kids[1]);
+  step(scan_cost(a) + scan_cost(b));
   if (auto c = comparison(e.op, a, b)) return Value::from(*c);
   switch (e.op) {
     case Op::concat: {

@@ -543,12 +543,16 @@ const std::unordered_map<std::string, TestFn>& tests() {
 Value call_filter(Renderer& r, const std::string& name, const Value& value, Args& args) {
   auto it = filters().find(name);
   if (it == filters().end()) fail(ErrorKind::other, "No filter named '" + name + "'.");
+  r.step(scan_cost(value));
+  for (const auto& arg : args.positional) r.step(scan_cost(arg));
   return it->second(r, value, args);
 }
 
 bool call_test(Renderer& r, const std::string& name, const Value& value, Args& args) {
   auto it = tests().find(name);
   if (it == tests().end()) fail(ErrorKind::other, "No test named '" + name + "'.");
+  r.step(scan_cost(value));
+  for (const auto& arg : args.positional) r.step(scan_cost(arg));
   return it->second(r, value, args);
 }
 
