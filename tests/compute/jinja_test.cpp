@@ -232,6 +232,31 @@ TEST(JinjaLimits, HostileTemplatesEndInBoundedTime) {
   EXPECT_EQ(error_kind("{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}"), ErrorKind::limit);
   EXPECT_EQ(error_kind("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"), ErrorKind::limit);
   EXPECT_EQ(error_kind("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns | tojson }}"), ErrorKind::type);
+  // Work that is quadratic in the source: many arguments, many names looked up often.
+  std::string call = "{{ range(";
+  for (int i = 0; i < 200000; ++i) call += "1, ";
+  EXPECT_EQ(error_kind(call + "1) }}"), ErrorKind::type);
+  std::string kwargs = "{{ namespace(";
+  for (int i = 0; i < 100000; ++i) kwargs += "a" + std::to_string(i) + "=1, ";
+  EXPECT_EQ(error_kind(kwargs + "z=1) }}"), ErrorKind::limit);
+  std::string params = "{% macro m(";
+  for (int i = 0; i < 50000; ++i) params += "p" + std::to_string(i) + ", ";
+  EXPECT_EQ(error_kind(params + "z) %}{% endmacro %}{{ m() }}"), ErrorKind::limit);
+  // Per-step work on a large value is paid for by its size (under a small budget: the same bound, sooner).
+  Limits scan_budget;
+  scan_budget.max_steps = 1'000'000;
+  EXPECT_EQ(error_kind("{% set l = range(100000) | list %}{% for i in range(10**6) %}{% if i in l %}{% endif %}{% endfor %}",
+                       json::object(), scan_budget),
+            ErrorKind::limit);
+  EXPECT_EQ(error_kind("{% set s = 'é' * 1000000 %}{% for i in range(10**6) %}{{ s.upper()[:1] }}{{ s[5] }}{% endfor %}",
+                       json::object(), scan_budget),
+            ErrorKind::limit);
+  EXPECT_EQ(error_kind("{% set l = range(100000) | list %}{% for i in range(10**6) %}{{ l | length }}{{ l == l }}{% endfor %}",
+                       json::object(), scan_budget),
+            ErrorKind::limit);
+  std::string many_names;
+  for (int i = 0; i < 30000; ++i) many_names += "{% set v" + std::to_string(i) + " = 1 %}";
+  EXPECT_EQ(error_kind(many_names + "{% for i in range(10**6) %}{{ v0 }}{% endfor %}"), ErrorKind::limit);
   // Retaining many large strings costs steps in proportion to their bytes: with 1M steps at most ~8 MB.
   Limits budget;
   budget.max_steps = 1'000'000;
@@ -252,6 +277,18 @@ TEST(JinjaLimits, HostileTemplatesEndInBoundedTime) {
   const auto elapsed = std::chrono::steady_clock::now() - start;
   std::printf("hostile templates: %.2f s\n", std::chrono::duration<double>(elapsed).count());
   EXPECT_LT(std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(), 120);
+}
+
+// Legitimately large work stays well inside the default limits: growing results are charged once, not per
+// piece (a 1 MB tojson or join costs about its size / 8 steps).
+TEST(JinjaLimits, LargeLegitimateRendersFit) {
+  json items = json::array();
+  for (int i = 0; i < 20000; ++i) items.push_back({{"name", "tool_" + std::to_string(i)}, {"value", i}});
+  const json vars = {{"items", items}};
+  const std::string out = render("{{ items | tojson(indent=2) }}{{ items | map(attribute='name') | join(', ') }}"
+                                 "{% for i in items %}{{ i.name ~ '\n' }}{% endfor %}{{ (items | tojson).split(',') | length }}",
+                                 vars);
+  EXPECT_GT(out.size(), 1'000'000u);
 }
 
 TEST(JinjaTemplate, RendersConcurrently) {

@@ -109,8 +109,9 @@ std::optional<Value> string_method(Renderer& r, const std::string& s, const std:
       if (!first) out += s;
       first = false;
       out += need_str(item, "sequence item");
-      r.check_size(out.size());
+      r.check_bound(out.size());
     }
+    r.check_size(out.size());
     return Value::from(std::move(out));
   }
   if (name == "splitlines") return str_list(py_splitlines(s));
@@ -252,6 +253,8 @@ std::optional<Int> as_index(const Value& v) {
 }  // namespace
 
 std::optional<Value> call_method(Renderer& r, const Value& obj, const std::string& name, Args& args) {
+  r.step(scan_cost(obj));
+  for (const auto& arg : args.positional) r.step(scan_cost(arg));
   if (is_mutating(obj.kind, name) && !(obj.kind == Kind::dict && (obj.dict().is_namespace || obj.dict().is_loop)))
     fail(ErrorKind::other, "access to attribute '" + name + "' of '" + type_name(obj) + "' object is unsafe");
   switch (obj.kind) {
@@ -275,6 +278,7 @@ Value get_attr(Renderer& r, const Value& obj, const std::string& name) {
       fail(ErrorKind::undefined, undefined_message(obj, "reading its attribute '" + name + "'"));
     case Kind::dict: {
       const Dict& d = obj.dict();
+      r.step(d.entries.size() / 16);  // keys are found by a linear scan
       if (d.is_loop) return loop_field(d, name);
       if (!d.is_namespace && has_method(r, obj, name)) return bound_method(obj, name);
       if (const Value* v = d.find(std::string_view(name))) return *v;
@@ -294,6 +298,7 @@ Value get_item(Renderer& r, const Value& obj, const Value& key) {
       fail(ErrorKind::undefined, undefined_message(obj, "reading an item"));
     case Kind::dict: {
       const Dict& d = obj.dict();
+      r.step(d.entries.size() / 16);  // keys are found by a linear scan
       if (d.is_loop && key.is_string()) return loop_field(d, key.str());
       if (const Value* v = d.find(key)) return *v;
       break;
@@ -303,6 +308,7 @@ Value get_item(Renderer& r, const Value& obj, const Value& key) {
     case Kind::range: {
       auto index = as_index(key);
       if (!index) break;
+      if (obj.is_string()) r.step(scan_cost(obj));  // indexing by code point scans the text
       Int n = obj.kind == Kind::list ? Int(obj.array().items.size())
               : obj.kind == Kind::range ? Int(obj.range().size())
                                         : Int(is_ascii(obj.str()) ? obj.str().size() : code_point_count(obj.str()));

@@ -51,6 +51,10 @@ void Renderer::track_namespace(const std::shared_ptr<Dict>& ns) {
 
 void Renderer::check_size(std::size_t bytes) {
   step(bytes / kBytesPerStep);
+  check_bound(bytes);
+}
+
+void Renderer::check_bound(std::size_t bytes) const {
   if (bytes > options_.limits.max_output_bytes)
     fail(ErrorKind::limit, "template built a value of " + std::to_string(bytes) + " bytes, over the output limit of " +
                                std::to_string(options_.limits.max_output_bytes));
@@ -267,6 +271,7 @@ std::string Renderer::capture(const Body& body, std::shared_ptr<Scope> scope) {
 }
 
 void Renderer::exec_set(const Stmt& s) {
+  step(scope_->vars.size() / 16);
   if (s.exprs[0]) {
     Value v = eval(*s.exprs[0]);
     bind_targets(*scope_, s.names, v);
@@ -289,6 +294,7 @@ void Renderer::exec_set_attr(const Stmt& s) {
   if (target.kind != Kind::dict || !target.dict().is_namespace)
     fail(ErrorKind::type, "cannot assign attribute on non-namespace object");
   Value v = eval(*s.exprs[0]);
+  step(target.dict().entries.size() / 16);
   target.mutable_dict().set(Value::from(s.text), std::move(v));
 }
 
@@ -309,6 +315,9 @@ Value Renderer::call_macro(const Stmt& macro, const std::shared_ptr<Scope>& defi
   if (call_depth_ >= options_.limits.max_call_depth)
     fail(ErrorKind::recursion, "maximum recursion depth exceeded in macro '" + macro.text + "' (limit " +
                                    std::to_string(options_.limits.max_call_depth) + ")");
+  // Binding matches names by linear scans: quadratic in the arguments and parameters, so paid for as such.
+  const std::uint64_t names = args.positional.size() + args.keyword.size() + macro.names.size();
+  step(names * names / 16);
   ++call_depth_;
   struct Depth {
     std::size_t& d;
@@ -382,9 +391,18 @@ Flow Renderer::exec_with(const Stmt& s) {
   return exec_body(s.bodies[0]);
 }
 
+// Names are found by a linear scan (scopes are small); a template that defines very many names pays for
+// scanning them in steps.
 Value Renderer::lookup(const std::string& name) {
-  for (const Scope* s = scope_.get(); s; s = s->parent.get())
-    if (const Value* v = s->find(name)) return *v;
+  std::size_t scanned = 0;
+  for (const Scope* s = scope_.get(); s; s = s->parent.get()) {
+    scanned += s->vars.size();
+    if (const Value* v = s->find(name)) {
+      step(scanned / 16);
+      return *v;
+    }
+  }
+  step(scanned / 16);
   Value g = global(name);
   if (!g.is_undefined()) return g;
   return Value::undefined(name);
@@ -511,6 +529,7 @@ Value Renderer::eval_compare(const Expr& e) {
   Value left = eval(*e.kids[0]);
   for (std::size_t i = 0; i < e.ops.size(); ++i) {
     Value right = eval(*e.kids[i + 1]);
+    step(scan_cost(left) + scan_cost(right));
     if (!*comparison(e.ops[i], left, right)) return Value::from(false);
     left = std::move(right);
   }
@@ -520,6 +539,7 @@ Value Renderer::eval_compare(const Expr& e) {
 Value Renderer::eval_binary(const Expr& e) {
   Value a = eval(*e.kids[0]);
   Value b = eval(*e.kids[1]);
+  step(scan_cost(a) + scan_cost(b));
   if (auto c = comparison(e.op, a, b)) return Value::from(*c);
   switch (e.op) {
     case Op::concat: {

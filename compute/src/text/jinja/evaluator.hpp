@@ -45,6 +45,8 @@ class Renderer {
   // bounded too (retaining many large strings means building each of them).
   static constexpr std::size_t kBytesPerStep = 8;
   void check_size(std::size_t bytes);
+  // The bound alone, without the cost: for a value still growing (check_size it once when done).
+  void check_bound(std::size_t bytes) const;
   Value call(const Value& callee, Args& args, const std::string& what);
   std::tm now() const;
   // namespace() objects may form cycles (ns.self = ns); render() empties them all when it ends.

@@ -105,8 +105,9 @@ Value f_join(Renderer& r, const Value& v, Args& a) {
     if (!first) out += sep;
     first = false;
     append_str(out, attribute.is_none() ? item : attribute_path(r, item, to_str(attribute)));
-    r.check_size(out.size());
+    r.check_bound(out.size());
   }
+  r.check_size(out.size());
   return Value::from(std::move(out));
 }
 
@@ -338,9 +339,10 @@ Value f_indent(Renderer& r, const Value& v, Args& a) {
       if (blank || !lines[i].empty()) out += indention;
     }
     out += lines[i];
-    r.check_size(out.size());
+    r.check_bound(out.size());
   }
   if (first) out = indention + out;
+  r.check_size(out.size());
   return Value::from(std::move(out));
 }
 
@@ -541,12 +543,16 @@ const std::unordered_map<std::string, TestFn>& tests() {
 Value call_filter(Renderer& r, const std::string& name, const Value& value, Args& args) {
   auto it = filters().find(name);
   if (it == filters().end()) fail(ErrorKind::other, "No filter named '" + name + "'.");
+  r.step(scan_cost(value));
+  for (const auto& arg : args.positional) r.step(scan_cost(arg));
   return it->second(r, value, args);
 }
 
 bool call_test(Renderer& r, const std::string& name, const Value& value, Args& args) {
   auto it = tests().find(name);
   if (it == tests().end()) fail(ErrorKind::other, "No test named '" + name + "'.");
+  r.step(scan_cost(value));
+  for (const auto& arg : args.positional) r.step(scan_cost(arg));
   return it->second(r, value, args);
 }
 

@@ -31,7 +31,11 @@ Value g_range(Renderer&, Args& a) {
   return Value::from(r);
 }
 
-Dict kwargs_dict(Args& a) {
+Dict kwargs_dict(Renderer& r, Args& a) {
+  std::uint64_t n = a.keyword.size();
+  for (const auto& p : a.positional)
+    if (p.kind == Kind::dict) n += p.dict().entries.size();
+  r.step(n * n / 16);  // each insertion scans the keys so far
   Dict d;
   for (const auto& p : a.positional) {
     if (p.kind != Kind::dict) fail(ErrorKind::type, "expected keyword arguments or a mapping");
@@ -43,13 +47,13 @@ Dict kwargs_dict(Args& a) {
 
 Value g_namespace(Renderer& r, Args& a) {
   // Allocated apart from its control block, so that the Renderer's weak reference does not keep it.
-  auto ns = std::shared_ptr<Dict>(new Dict(kwargs_dict(a)));
+  auto ns = std::shared_ptr<Dict>(new Dict(kwargs_dict(r, a)));
   ns->is_namespace = true;
   r.track_namespace(ns);
   return Value::from(std::move(ns));
 }
 
-Value g_dict(Renderer&, Args& a) { return Value::from(kwargs_dict(a)); }
+Value g_dict(Renderer& r, Args& a) { return Value::from(kwargs_dict(r, a)); }
 
 Value g_raise_exception(Renderer&, Args& a) {
   throw TemplateError(ErrorKind::raised, to_str(a.get(0, "message", Value::from(std::string()))));

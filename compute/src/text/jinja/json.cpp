@@ -100,7 +100,7 @@ class JsonWriter {
   void write(const Value& v, std::size_t level) {
     check_depth(static_cast<std::uint32_t>(level));
     r_.step();
-    r_.check_size(out.size());
+    r_.check_bound(out.size());
     switch (v.kind) {
       case Kind::none: out += "null"; return;
       case Kind::boolean: out += v.boolean ? "true" : "false"; return;

@@ -359,9 +359,8 @@ void Parser::parse_args(Expr& e) {
       name = cur().text;
       advance();
       advance();
-    } else {
-      for (const auto& n : e.arg_names)
-        if (!n.empty()) error("positional argument follows keyword argument");
+    } else if (!e.arg_names.empty() && !e.arg_names.back().empty()) {
+      error("positional argument follows keyword argument");  // the last one tells: keywords only follow
     }
     e.arg_names.push_back(std::move(name));
     e.kids.push_back(parse_expression(true));

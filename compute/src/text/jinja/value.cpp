@@ -195,6 +195,15 @@ int compare(const Value& a, const Value& b, std::uint32_t depth) {
   fail(ErrorKind::type, "'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
 }
 
+std::uint64_t scan_cost(const Value& v) {
+  switch (v.kind) {
+    case Kind::string: return v.str().size() / 8;
+    case Kind::list: return v.array().items.size();
+    case Kind::dict: return v.dict().entries.size();
+    default: return 0;
+  }
+}
+
 std::string type_name(const Value& v) {
   switch (v.kind) {
     case Kind::undefined: return "Undefined";

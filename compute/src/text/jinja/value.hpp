@@ -114,6 +114,10 @@ bool truthy(const Value& v);
 bool equals(const Value& a, const Value& b, std::uint32_t depth = 0);
 int compare(const Value& a, const Value& b, std::uint32_t depth = 0);  // <0, 0, >0; TypeError when Python refuses to order them
 std::string type_name(const Value& v);
+// What scanning a value once costs in evaluation steps: a step per 8 bytes of a string, per item of a list or
+// dict. Operators, filters, tests and methods pay this for their operands, so that a loop cannot do
+// unbounded work per step on a large value.
+std::uint64_t scan_cost(const Value& v);
 std::string to_str(const Value& v);  // str()
 void append_str(std::string& out, const Value& v, std::uint32_t depth = 0);
 void append_repr(std::string& out, const Value& v, std::uint32_t depth = 0);

@@ -25,9 +25,15 @@ struct Limits {
   std::size_t max_output_bytes = 8 << 20;  // also bounds any single string or list a template builds
   std::size_t max_nesting = 256;           // parser nesting (expressions/blocks)
   std::size_t max_call_depth = 200;        // macro/call recursion -> error kind `recursion`
-  std::uint64_t max_steps = 20'000'000;    // evaluation steps (loop iterations + nodes) -> kind `limit`
+  // Evaluation steps -> kind `limit`: one per node evaluated and per loop iteration, and one per 8 bytes of
+  // text built or written (so that what a render can hold in memory is bounded too).
+  std::uint64_t max_steps = 20'000'000;
 };
 
+// syntax: malformed template (or a parse limit); raised: raise_exception(); type: what Python raises as
+// TypeError (str + None, x in None, iterating None, ...); undefined: using an undefined value beyond printing
+// and testing it; recursion: macro recursion or evaluation nesting too deep; limit: steps, output or value
+// size; other: the rest (the sandbox refusing a mutating method, division by zero, unknown filter, ...).
 enum class ErrorKind { syntax, raised, type, undefined, recursion, limit, other };
 
 // "syntax", "raised", "type", "undefined", "recursion", "limit", "other".
