@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "loom/compute/model/gguf_writer.hpp"
 #include "run_process.hpp"
@@ -44,33 +46,49 @@ TEST(TemplateCommand, EverySharedRenderingByteForByte) {
   namespace fs = std::filesystem;
   const std::string root = shared_path("templates");
   REQUIRE_SHARED_FILE(root + "/expected");
-  std::size_t renderings = 0;
-  std::size_t errors = 0;
+  struct Case {
+    std::string label, tmpl, conversation, expected_path;
+    ProcessResult result;
+  };
+  std::vector<Case> cases;
   for (const auto& dir : fs::directory_iterator(root + "/expected")) {
     const std::string name = dir.path().filename().string();
     const std::string tmpl = root + "/templates/" + name + ".jinja";
     REQUIRE_SHARED_FILE(tmpl);
     for (const auto& file : fs::directory_iterator(dir.path())) {
       const std::string stem = file.path().stem().string();
-      const std::string conversation = root + "/conversations/" + stem + ".json";
-      const auto result = run_loom({"template", "--template", tmpl, "--conversation", conversation, "--now",
-                                    "2025-03-09T08:05:03"});
-      const std::string expected = read_all(file.path().string());
-      if (file.path().extension() == ".txt") {
-        EXPECT_EQ(result.exit_code, 0) << name << " / " << stem << ": " << result.err;
-        EXPECT_TRUE(result.out == expected) << name << " / " << stem << ": the rendering differs";
-        ++renderings;
-        continue;
-      }
-      EXPECT_EQ(result.exit_code, 1) << name << " / " << stem;
-      EXPECT_EQ(result.out, "") << name << " / " << stem;
-      const auto newline = expected.find('\n');
-      const std::string kind = expected.substr(0, newline);
-      if (kind == "raise_exception") {
-        EXPECT_TRUE(has(result.err, expected.substr(newline + 1))) << name << " / " << stem << ": " << result.err;
-      }
-      ++errors;
+      cases.push_back({name + " / " + stem, tmpl, root + "/conversations/" + stem + ".json", file.path().string(), {}});
     }
+  }
+  // Four processes at a time: a sanitizer build starts each slowly.
+  std::vector<std::future<void>> running;
+  for (std::size_t start = 0; start < 4; ++start) {
+    running.push_back(std::async(std::launch::async, [&cases, start] {
+      for (std::size_t k = start; k < cases.size(); k += 4) {
+        cases[k].result = run_loom({"template", "--template", cases[k].tmpl, "--conversation", cases[k].conversation,
+                                    "--now", "2025-03-09T08:05:03"});
+      }
+    }));
+  }
+  for (auto& r : running) r.get();
+
+  std::size_t renderings = 0;
+  std::size_t errors = 0;
+  for (const auto& c : cases) {
+    const std::string expected = read_all(c.expected_path);
+    if (c.expected_path.ends_with(".txt")) {
+      EXPECT_EQ(c.result.exit_code, 0) << c.label << ": " << c.result.err;
+      EXPECT_TRUE(c.result.out == expected) << c.label << ": the rendering differs";
+      ++renderings;
+      continue;
+    }
+    EXPECT_EQ(c.result.exit_code, 1) << c.label;
+    EXPECT_EQ(c.result.out, "") << c.label;
+    const auto newline = expected.find('\n');
+    if (expected.substr(0, newline) == "raise_exception") {
+      EXPECT_TRUE(has(c.result.err, expected.substr(newline + 1))) << c.label << ": " << c.result.err;
+    }
+    ++errors;
   }
   EXPECT_EQ(renderings + errors, 525u);
   EXPECT_EQ(errors, 106u);
