@@ -294,6 +294,21 @@ TEST(ReplyParser, HeldMarkerPrefixIsReleasedWhenItIsNotAMarker) {
   EXPECT_EQ(d[0].content, " <toolbox>");
 }
 
+// A harmony header is at most 512 bytes: a longer one is plain text, decided alike whether the text comes
+// whole or in pieces (found by the reply_parser fuzz target: the whole parse read a far-off <|message|>).
+TEST(ReplyParser, AnOverlongHarmonyHeaderIsContentWholeOrStreamed) {
+  ReplyFormat oss;
+  oss.tools = F::gpt_oss;
+  ReplyParseOptions options;
+  options.tools_offered = true;
+  reply_test::use_counting_ids(options);
+  for (const std::size_t filler : {500u, 505u, 512u, 600u}) {
+    const std::string text = "<|channel|>commentary to=functions.f " + std::string(filler, 'x') + "<|message|>{\"a\": 1}<|call|>";
+    const ParsedReply whole = parse_reply(oss, text, options);
+    reply_test::check_every_split(oss, options, text, whole, "filler " + std::to_string(filler));
+  }
+}
+
 TEST(ReplyParser, DefaultIdsFollowOpenAIAndMistralShapes) {
   const std::string openai = random_tool_call_id(F::hermes);
   ASSERT_EQ(openai.size(), 29u);

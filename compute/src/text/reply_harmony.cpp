@@ -60,7 +60,10 @@ bool ReplyStreamParser::step_harmony(bool at_end) {
   if (harmony_state_ == kHeader) {
     if (buffer_.empty()) return false;
     const std::size_t at = buffer_.find(kMessage);
-    if (!starts_as_header(buffer_) || (at == std::string::npos && (at_end || buffer_.size() > kMaxHeader))) {
+    // A header is at most kMaxHeader bytes: decided the same whether its end is seen at once or in pieces
+    // (a marker could still begin within the limit until the buffer is longer than the limit and a marker).
+    const bool too_long = at == std::string::npos ? buffer_.size() >= kMaxHeader + kMessage.size() : at > kMaxHeader;
+    if (!starts_as_header(buffer_) || too_long || (at == std::string::npos && at_end)) {
       harmony_state_ = kPlain;
       return true;
     }
