@@ -74,6 +74,7 @@ std::string describe(const proto::DoneEvent& done) {
                      " cached_tokens=" + std::to_string(done.usage.cached_tokens) + timings;
   if (done.stop) line += " stop=" + quoted(*done.stop);
   if (done.error_message) line += " error=" + quoted(*done.error_message);
+  for (const auto& call : done.tool_calls) line += " tool_call=" + call.name + quoted(call.arguments);
   return line;
 }
 
