@@ -307,7 +307,7 @@ textarea {
         notice.textContent = "Demo model with random weights: replies are gibberish; run with --model FILE.gguf";
         notice.hidden = false;
       }
-      if (health.status !== "ready") {
+      if (health.status !== "ok") {
         if (!health.model) modelLine.textContent = "model " + (health.status || "loading") + "…";
         setTimeout(showModel, 1000);
       }

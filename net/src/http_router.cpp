@@ -44,8 +44,11 @@ std::string served_model_id(const GatewayContext& context) {
 
 HttpResponse health_response(const GatewayContext& context, const HttpRequest& request) {
   const auto phase = context.phase.load(std::memory_order_acquire);
-  nlohmann::json body = {
-      {"status", to_string(phase)}, {"model", served_model_id(context)}, {"demo", context.config.model_is_demo}};
+  // "ok" when ready, as the peer servers answer readiness probes; loom's phase beside it.
+  nlohmann::json body = {{"status", phase == GatewayPhase::ready ? std::string("ok") : std::string(to_string(phase))},
+                         {"phase", to_string(phase)},
+                         {"model", served_model_id(context)},
+                         {"demo", context.config.model_is_demo}};
   // The context a request may use (prompt and output), once known: the model's, or less when the KV cache is smaller.
   if (context.ready()) body["context_length"] = context.context_length;
   return make_json_response(request, phase == GatewayPhase::ready ? http::status::ok : http::status::service_unavailable,

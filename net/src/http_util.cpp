@@ -1,5 +1,9 @@
 #include "http_util.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <random>
+
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/string.hpp>
@@ -57,10 +61,33 @@ std::optional<std::string> query_parameter(std::string_view target, std::string_
   return std::nullopt;
 }
 
+std::string random_alphanumeric(std::size_t n) {
+  static constexpr std::string_view kAlnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<std::size_t> pick(0, kAlnum.size() - 1);
+  std::string out(n, ' ');
+  for (auto& c : out) c = kAlnum[pick(rng)];
+  return out;
+}
+
+std::string request_id_of(const HttpRequest& request) {
+  constexpr std::size_t kMaxBytes = 128;
+  const auto it = request.find("X-Request-Id");
+  if (it != request.end()) {
+    const std::string_view id(it->value().data(), it->value().size());
+    const bool usable = !id.empty() && id.size() <= kMaxBytes && std::all_of(id.begin(), id.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == ':' || c == '-';
+    });
+    if (usable) return std::string(id);
+  }
+  return "req-" + random_alphanumeric(24);
+}
+
 HttpResponse make_response(const HttpRequest& request, http::status status, std::string content_type,
                            std::string body) {
   HttpResponse response{status, request.version()};
   response.set(http::field::server, "loom/" LOOM_NET_VERSION);
+  response.set("X-Request-Id", request_id_of(request));
   response.set(http::field::content_type, std::move(content_type));
   response.keep_alive(request.keep_alive());
   // Every 503 is a state that passes (loading, overloaded, draining): clients and proxies that honour

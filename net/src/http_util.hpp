@@ -30,7 +30,13 @@ std::optional<std::string> percent_decode(std::string_view text);
 // when its value holds a malformed escape ("%zz", a '%' at the end).
 std::optional<std::string> query_parameter(std::string_view target, std::string_view name);
 
-// Common headers (Server, keep-alive as the request asked), body and Content-Length set.
+// `n` random letters and digits (for response ids: unique across restarts, unlike a counter).
+std::string random_alphanumeric(std::size_t n);
+// The request's X-Request-Id when it is 1 to 128 characters of letters, digits and ._:- (echoed, so that a
+// client or proxy can follow its request through logs); otherwise a fresh "req-" id.
+std::string request_id_of(const HttpRequest& request);
+
+// Common headers (Server, X-Request-Id, keep-alive as the request asked), body and Content-Length set.
 HttpResponse make_response(const HttpRequest& request, http::status status, std::string content_type,
                            std::string body);
 HttpResponse make_json_response(const HttpRequest& request, http::status status, const nlohmann::json& body);

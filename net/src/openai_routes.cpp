@@ -56,7 +56,8 @@ asio::awaitable<bool> write_error(GatewayContext& context, TcpStream& stream, co
 class EventStreamWriter {
  public:
   EventStreamWriter(GatewayContext& context, TcpStream& stream, const HttpRequest& request)
-      : context_(context), stream_(stream), chunked_(request.version() >= 11), keep_alive_(request.keep_alive()) {}
+      : context_(context), stream_(stream), chunked_(request.version() >= 11), keep_alive_(request.keep_alive()),
+        request_id_(request_id_of(request)) {}
 
   bool header_written() const { return header_written_; }
   bool keep_alive() const { return chunked_ && keep_alive_; }
@@ -65,6 +66,7 @@ class EventStreamWriter {
     http::response<http::empty_body> response{http::status::ok, static_cast<unsigned>(version)};
     response.set(http::field::server, "loom/" LOOM_NET_VERSION);
     response.set(http::field::content_type, "text/event-stream");
+    response.set("X-Request-Id", request_id_);
     response.set(http::field::cache_control, "no-cache");
     response.set("X-Accel-Buffering", "no");  // a reverse proxy in front must not hold tokens back
     response.keep_alive(keep_alive());
@@ -107,6 +109,7 @@ class EventStreamWriter {
   TcpStream& stream_;
   bool chunked_;
   bool keep_alive_;
+  std::string request_id_;  // X-Request-Id, echoed or made (request_id_of)
   bool header_written_ = false;
 };
 
@@ -373,8 +376,8 @@ openai::Error unavailable(std::string message, std::string type, std::string cod
 asio::awaitable<bool> serve_openai(GatewayContext& context, TcpStream& stream, HttpRequest request,
                                    OpenAiRoute route) {
   const Endpoint endpoint = route == OpenAiRoute::completions ? Endpoint::completions : Endpoint::chat_completions;
-  const std::string id =
-      (route == OpenAiRoute::completions ? "cmpl-" : "chatcmpl-") + std::to_string(context.next_serial());
+  // Random, so that ids stay unique across restarts and several gateways (OpenAI's ids look alike).
+  const std::string id = (route == OpenAiRoute::completions ? "cmpl-" : "chatcmpl-") + random_alphanumeric(24);
 
   std::optional<openai::Error> refusal;
   std::optional<RequestBudget::Slot> slot;

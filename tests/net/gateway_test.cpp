@@ -20,7 +20,8 @@ TEST(GatewayRoutes, HealthSaysReadyWithTheModelName) {
   GatewayUnderTest gateway;
   const auto health = http_request(gateway.port(), "GET", "/health");
   EXPECT_EQ(health.status, 200);
-  EXPECT_EQ(health.json()["status"], "ready");
+  EXPECT_EQ(health.json()["status"], "ok");
+  EXPECT_EQ(health.json()["phase"], "ready");
   EXPECT_EQ(health.json()["model"], "aidreams260K");
   EXPECT_EQ(health.json()["demo"], false);
 }

@@ -117,7 +117,7 @@ TEST(GatewayHead, HeadIsGetWithoutABodyAndKeepsTheConnectionFramed) {
   ASSERT_FALSE(connection.send("GET /health HTTP/1.1\r\n" + host + "\r\n"));
   const auto get = connection.read_response();
   ASSERT_EQ(get.result_int(), 200u) << get.body();
-  EXPECT_EQ(json::parse(get.body())["status"], "ready");
+  EXPECT_EQ(json::parse(get.body())["status"], "ok");
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <variant>
 #include <vector>
@@ -575,6 +576,39 @@ TEST_F(OpenAiRoutes, BadFieldsAre400sNamingTheParam) {
 // A request with tools and an assistant turn that only called a tool is accepted end to end, whole and
 // streamed. Until the session parses replies (issue 22) the answer is text; the built-in templates cannot
 // render a tool message yet (the session refuses it as unsupported), so the result comes as a user turn.
+// X-Request-Id: a client's own is echoed on whole and streamed responses; without one (or with one that is
+// too long or holds other characters) the server makes one, different each time.
+TEST_F(OpenAiRoutes, XRequestIdIsEchoedOrMade) {
+  const json body = greedy_chat(2);
+  const auto echoed = http_request(port(), "POST", kChat, body.dump(), {{"X-Request-Id", "trace-42.a:b_c"}});
+  ASSERT_EQ(echoed.status, 200) << echoed.body;
+  EXPECT_EQ(echoed.headers.at("x-request-id"), "trace-42.a:b_c");
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  const auto streamed = http_request(port(), "POST", kChat, streamed_body.dump(), {{"X-Request-Id", "s-1"}});
+  EXPECT_EQ(streamed.headers.at("x-request-id"), "s-1");
+  const auto refused = http_request(port(), "POST", kChat, "{", {{"X-Request-Id", "bad id"}});
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_TRUE(refused.headers.at("x-request-id").starts_with("req-")) << refused.headers.at("x-request-id");
+  const auto first = http_request(port(), "GET", "/v1/models");
+  const auto second = http_request(port(), "GET", "/v1/models", {}, {{"X-Request-Id", std::string(129, 'a')}});
+  EXPECT_TRUE(first.headers.at("x-request-id").starts_with("req-"));
+  EXPECT_TRUE(second.headers.at("x-request-id").starts_with("req-"));
+  EXPECT_NE(first.headers.at("x-request-id"), second.headers.at("x-request-id"));
+}
+
+// Response ids are random (OpenAI's shape), not a per-process counter that restarts at 1.
+TEST_F(OpenAiRoutes, ResponseIdsAreRandom) {
+  const auto a = post(kChat, greedy_chat(1));
+  const auto b = post(kChat, greedy_chat(1));
+  const auto c = post(kCompletions, json{{"prompt", "Once"}, {"max_tokens", 1}});
+  ASSERT_EQ(a.status, 200);
+  const std::regex chat_id("chatcmpl-[A-Za-z0-9]{24}");
+  EXPECT_TRUE(std::regex_match(a.json()["id"].get<std::string>(), chat_id)) << a.json()["id"];
+  EXPECT_NE(a.json()["id"], b.json()["id"]);
+  EXPECT_TRUE(std::regex_match(c.json()["id"].get<std::string>(), std::regex("cmpl-[A-Za-z0-9]{24}"))) << c.json()["id"];
+}
+
 // A conversation with a call and its result, on a gateway given a tool template (Qwen 2.5's, from
 // ../shared/templates) with --chat-template-file: the template renders the assistant's call and the tool
 // turn, the reply comes as an ordinary answer (tool_choice none), whole and streamed, with no empty deltas.

@@ -166,7 +166,7 @@ async function chatTest(baseUrl) {
 async function demoNoticeTest(baseUrl) {
   const page = await browser.newPage();
   await page.route("**/health", (route) =>
-    route.fulfill({ contentType: "application/json", body: JSON.stringify({ status: "ready", model: "demo", demo: true }) }));
+    route.fulfill({ contentType: "application/json", body: JSON.stringify({ status: "ok", phase: "ready", model: "demo", demo: true }) }));
   await page.goto(baseUrl);
   const notice = page.getByRole("alert");
   await notice.waitFor({ timeout: 10000 });
