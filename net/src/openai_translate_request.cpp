@@ -142,6 +142,9 @@ json sampling_params(const json& body, OpenAiRoute route, std::map<std::string, 
   }
 
   copy("max_tokens", "max_tokens");
+  // OpenAI's map of token id (a string) to a bias in [-100, 100]: proto's own shape; ids outside the
+  // vocabulary are refused by the session, naming the id.
+  copy("logit_bias", "logit_bias");
   // Chat's newer name for the same limit; it wins when both are sent, as it is the one OpenAI documents.
   if (route == OpenAiRoute::chat_completions) copy("max_completion_tokens", "max_tokens");
 

@@ -597,6 +597,32 @@ TEST_F(OpenAiRoutes, XRequestIdIsEchoedOrMade) {
   EXPECT_NE(first.headers.at("x-request-id"), second.headers.at("x-request-id"));
 }
 
+// logit_bias as OpenAI sends it: +100 on a token makes greedy decoding pick it, so two different tokens give
+// two different answers, each the same every time; a bias out of range and a token outside the vocabulary are
+// 400s naming the field and the id.
+TEST_F(OpenAiRoutes, LogitBiasIsHonouredAndChecked) {
+  const auto answer = [&](int token) {
+    const json body{{"prompt", "Once upon a time"}, {"max_tokens", 1}, {"temperature", 0},
+                    {"logit_bias", {{std::to_string(token), 100}}}};
+    const auto result = post(kCompletions, body);
+    EXPECT_EQ(result.status, 200) << result.body;
+    return result.status == 200 ? result.json()["choices"][0]["text"].get<std::string>() : std::string();
+  };
+  const std::string a = answer(300);
+  const std::string b = answer(301);
+  EXPECT_NE(a, b) << "each bias forces its own token";
+  EXPECT_EQ(answer(300), a);
+
+  json bad{{"prompt", "x"}, {"max_tokens", 1}, {"logit_bias", {{"5", 101}}}};
+  const auto out_of_range = post(kCompletions, bad);
+  EXPECT_EQ(out_of_range.status, 400);
+  EXPECT_EQ(out_of_range.json()["error"]["param"].get<std::string>().rfind("logit_bias", 0), 0u) << out_of_range.body;
+  bad["logit_bias"] = json{{"99999999", 5}};
+  const auto outside = post(kCompletions, bad);
+  EXPECT_EQ(outside.status, 400);
+  EXPECT_NE(outside.body.find("99999999"), std::string::npos) << outside.body;
+}
+
 // Response ids are random (OpenAI's shape), not a per-process counter that restarts at 1.
 TEST_F(OpenAiRoutes, ResponseIdsAreRandom) {
   const auto a = post(kChat, greedy_chat(1));
