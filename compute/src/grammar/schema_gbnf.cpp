@@ -186,7 +186,7 @@ std::string GbnfWriter::text() const {
   return out;
 }
 
-std::string gbnf_literal(std::string_view text) {
+std::string escape_literal(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     const auto u = static_cast<unsigned char>(c);
@@ -332,3 +332,9 @@ std::string json_char_item(const Ranges& wanted) {
 }
 
 }  // namespace loom::compute::grammar::schema
+
+namespace loom::compute::grammar {
+
+std::string gbnf_literal(std::string_view text) { return schema::escape_literal(text); }
+
+}  // namespace loom::compute::grammar

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "loom/compute/grammar/grammar.hpp"
 #include "loom/compute/grammar/json_schema.hpp"
 
 namespace loom::compute::grammar::schema {
@@ -74,8 +75,7 @@ class GbnfWriter {
   std::size_t bytes_ = 0;
 };
 
-// `text` as a GBNF string literal (quotes included), escaping what the GBNF reader needs escaped.
-std::string gbnf_literal(std::string_view text);
+using grammar::gbnf_literal;  // grammar.hpp
 // One code point inside a GBNF character class.
 std::string gbnf_class_char(char32_t cp);
 // A GBNF character class of sorted, merged ranges ("[a-cx]"), or of everything else ("[^...]").

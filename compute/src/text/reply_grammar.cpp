@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/compute/grammar/grammar.hpp"
 #include "loom/compute/grammar/json_schema.hpp"
 #include "loom/compute/text/tool_call_grammar.hpp"
 
@@ -59,24 +60,7 @@ std::string cat(std::initializer_list<std::string_view> parts) {
 }
 
 // A GBNF string literal of raw text.
-std::string lit(std::string_view text) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out = "\"";
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+std::string lit(std::string_view text) { return grammar::gbnf_literal(text); }
 
 struct Tool {
   std::string name;

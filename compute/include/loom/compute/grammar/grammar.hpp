@@ -121,4 +121,8 @@ class Grammar {
 // twice-defined rule, no root, left recursion, a limit exceeded).
 std::shared_ptr<const Grammar> parse_gbnf(std::string_view text, const GrammarLimits& limits = {});
 
+// `text` as a GBNF string literal (quotes included), escaped as parse_gbnf() reads it back: for grammars
+// written in code (the JSON Schema converter, the tool-call grammar).
+std::string gbnf_literal(std::string_view text);
+
 }  // namespace loom::compute::grammar
