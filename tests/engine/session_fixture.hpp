@@ -54,7 +54,7 @@ constexpr std::int32_t kEos = 2;
 
 std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
 
-std::int32_t byte_token(unsigned char byte) { return 3 + byte; }  // aidreams260K's <0xNN> tokens
+[[maybe_unused]] std::int32_t byte_token(unsigned char byte) { return 3 + byte; }  // aidreams260K's <0xNN> tokens
 
 // How the fake scheduler answers a submit.
 struct Script {
@@ -243,7 +243,7 @@ class FakeScheduler : public Actor<FakeScheduler, SchedulerProtocol> {
   std::unordered_map<cache::SequenceId, Live> live_;
 };
 
-proto::GenerateRequest raw_request(std::string id, std::string prompt) {
+[[maybe_unused]] proto::GenerateRequest raw_request(std::string id, std::string prompt) {
   proto::GenerateRequest r;
   r.id = std::move(id);
   r.input = std::move(prompt);
@@ -298,7 +298,7 @@ ErrorEvent error_of(const std::vector<ServerMessage>& events) {
   return std::get<ErrorEvent>(events.front());
 }
 
-bool valid_utf8(const std::string& s) {
+[[maybe_unused]] bool valid_utf8(const std::string& s) {
   for (std::size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
