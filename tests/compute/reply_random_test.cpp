@@ -69,13 +69,7 @@ std::vector<ReplyFormat> formats() {
 std::vector<ReplyDelta> stream(const ReplyFormat& f, const ReplyParseOptions& o, const std::vector<std::string_view>& pieces,
                                ParsedReply& result) {
   ReplyStreamParser parser(f, o);
-  std::vector<ReplyDelta> deltas;
-  for (auto piece : pieces) {
-    auto d = parser.feed(piece);
-    deltas.insert(deltas.end(), d.begin(), d.end());
-  }
-  auto d = parser.finish();
-  deltas.insert(deltas.end(), d.begin(), d.end());
+  std::vector<ReplyDelta> deltas = reply_test::feed_all(parser, pieces);
   result = parser.result();
   return deltas;
 }

@@ -76,10 +76,9 @@ inline ParsedReply assemble(const std::vector<ReplyDelta>& deltas, std::string& 
 
 // Streams `pieces` then finishes; checks the deltas are well formed, assemble into `expected`, and equal
 // result().
-inline void check_stream(const ReplyFormat& format, const ReplyParseOptions& options,
-                         const std::vector<std::string_view>& pieces, const ParsedReply& expected,
-                         const std::string& label) {
-  ReplyStreamParser parser(format, options);
+
+// Every piece, then the end: all the deltas the parser gave, in order.
+inline std::vector<ReplyDelta> feed_all(ReplyStreamParser& parser, const std::vector<std::string_view>& pieces) {
   std::vector<ReplyDelta> deltas;
   for (auto piece : pieces) {
     auto d = parser.feed(piece);
@@ -87,6 +86,14 @@ inline void check_stream(const ReplyFormat& format, const ReplyParseOptions& opt
   }
   auto d = parser.finish();
   deltas.insert(deltas.end(), d.begin(), d.end());
+  return deltas;
+}
+
+inline void check_stream(const ReplyFormat& format, const ReplyParseOptions& options,
+                         const std::vector<std::string_view>& pieces, const ParsedReply& expected,
+                         const std::string& label) {
+  ReplyStreamParser parser(format, options);
+  const std::vector<ReplyDelta> deltas = feed_all(parser, pieces);
   std::string problem;
   const ParsedReply assembled = assemble(deltas, problem);
   ASSERT_EQ(problem, "") << label;
