@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <utility>
 #include <nlohmann/json.hpp>
@@ -277,8 +278,8 @@ TEST(GatewayStartup, AKvCacheSmallerThanTheContextIsWarnedAndTheEffectiveContext
 // removes them. Tests run one at a time in this process, so nothing else reads the environment meanwhile.
 class ScopedEnvironment {
  public:
-  explicit ScopedEnvironment(std::vector<std::pair<std::string, std::string>> variables)
-      : variables_(std::move(variables)) {
+  explicit ScopedEnvironment(std::initializer_list<std::pair<std::string, std::string>> variables)
+      : variables_(variables) {
     for (const auto& [name, value] : variables_) ::setenv(name.c_str(), value.c_str(), 1);
   }
   ~ScopedEnvironment() {
