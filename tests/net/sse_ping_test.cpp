@@ -1,6 +1,7 @@
 // SSE keep-alive through a real socket: a streamed request whose long prompt prefills for far longer than
 // sse_ping_interval gets ": ping" comment lines before its first data line, and its data is what the
-// same request answers whole (the pings add nothing else). With the interval at 0 no ping is written.
+// same request answers whole (the pings add nothing else); a chat stream still opens with the role. With
+// the interval at 0 no ping is written.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -79,6 +80,23 @@ TEST(GatewaySsePing, AWaitingStreamGetsPingCommentsBeforeItsFirstDataAndIsOtherw
   const auto whole = http_request(gateway.port(), "POST", "/v1/completions", request.dump());
   ASSERT_EQ(whole.status, 200) << whole.body;
   EXPECT_EQ(streamed_text(streamed.body), whole.json()["choices"][0]["text"].get<std::string>());
+}
+
+// Chat: the pings come before the chunk that names the role, which is still the first data.
+TEST(GatewaySsePing, AChatStreamStillOpensWithTheRoleAfterItsPings) {
+  GatewayUnderTest gateway(ping_config(std::chrono::milliseconds(10)));
+  const json request = {{"messages", {{{"role", "user"}, {"content", long_prompt()}}}},
+                        {"max_tokens", 2},
+                        {"stream", true}};
+  const auto streamed = http_request(gateway.port(), "POST", "/v1/chat/completions", request.dump());
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  const auto first_data = streamed.body.find("data: ");
+  ASSERT_NE(first_data, std::string::npos);
+  EXPECT_NE(streamed.body.substr(0, first_data).find(": ping\n\n"), std::string::npos) << streamed.body;
+  const auto payloads = sse_data(streamed.body);
+  ASSERT_GE(payloads.size(), 2u);
+  EXPECT_EQ(json::parse(payloads[0])["choices"][0]["delta"].value("role", ""), "assistant") << payloads[0];
+  EXPECT_EQ(payloads.back(), "[DONE]");
 }
 
 TEST(GatewaySsePing, AnIntervalOfZeroWritesNoPing) {
