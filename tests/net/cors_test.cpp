@@ -7,6 +7,9 @@
 #include <map>
 #include <string>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
 #include "gateway_fixture.hpp"
@@ -91,6 +94,42 @@ TEST(GatewayCors, StreamedResponsesAndOtherRoutesCarryTheHeaders) {
       http_request(gateway.port(), "POST", "/v1/chat/completions", R"({"messages":3})", {{"Origin", kApp}});
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(header(bad, "access-control-allow-origin"), kApp);
+}
+
+// A full gateway's 503: the page can read Retry-After (exposed) to know when to come back.
+TEST(GatewayCors, A503ExposesRetryAfterToThePage) {
+  namespace asio = boost::asio;
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  GatewayConfig config = cors_config({kApp});
+  config.model = shared_file("models/synth11M-f16.gguf");  // milliseconds per token: 2000 of them take seconds
+  config.max_requests_total = 1;
+  GatewayUnderTest gateway(config);
+
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(30));
+  stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), gateway.port()));
+  const nlohmann::json long_request = {
+      {"prompt", "Once"}, {"max_tokens", 2000}, {"ignore_eos", true}, {"stream", true}};
+  http::request<http::string_body> request{http::verb::post, "/v1/completions", 11};
+  request.set(http::field::host, "127.0.0.1");
+  request.set(http::field::content_type, "application/json");
+  request.body() = long_request.dump();
+  request.prepare_payload();
+  http::write(stream, request);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  http::read_header(stream, buffer, parser);  // the place is taken
+  ASSERT_EQ(parser.get().result_int(), 200u);
+
+  const auto refused = http_request(gateway.port(), "POST", "/v1/chat/completions", kChat, {{"Origin", kApp}});
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(header(refused, "retry-after"), "1");
+  EXPECT_EQ(header(refused, "access-control-allow-origin"), kApp);
+  EXPECT_NE(header(refused, "access-control-expose-headers").find("Retry-After"), std::string::npos);
+  beast::error_code ignored;
+  stream.socket().close(ignored);  // the client leaves: its request is cancelled
 }
 
 TEST(GatewayCors, AnUnlistedOriginGetsNoCorsHeaders) {
