@@ -1,7 +1,7 @@
 // CORS through a real socket: the preflight a browser sends before a cross-origin JSON POST, and the
-// Access-Control-* headers on the actual responses (whole, streamed, errors), for an origin listed in
-// cors_origins, for "*", for an unlisted origin and with nothing listed (the default: no CORS header at
-// all). The WebSocket admits a CORS origin too. The browser's side of it is tests/net/browser/cors_test.mjs.
+// Access-Control-* headers on the actual responses (whole, streamed, errors, a 503's Retry-After), for an
+// origin listed in cors_origins, for "*", for an unlisted origin and with nothing listed (the default: no
+// CORS header at all). The WebSocket admits a CORS origin too. The browser side: browser/cors_test.mjs.
 #include <gtest/gtest.h>
 
 #include <map>
