@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -62,9 +63,12 @@ Network:
   --port N               TCP port, 0-65535 (default 8080; 0 picks a free one, printed when ready)
   --threads N            network I/O threads, 1-256 (default: the hardware threads)
   --api-key KEY          require "Authorization: Bearer KEY" on /v1 routes (the web page and WebSocket
-                         clients may pass ?access_token=KEY instead); also read from $LOOM_API_KEY
+                         clients may pass ?access_token=KEY instead)
+  --cors-origins LIST    comma-separated browser Origins (scheme://host[:port]) whose pages may call the
+                         HTTP API (CORS), or * for any (default: none: only the server's own page); they
+                         may open the WebSocket too
   --allowed-origins LIST comma-separated browser Origins allowed to open WebSockets, or * for any
-                         (default: none besides the server's own page)
+                         (default: none besides the server's own page and --cors-origins)
   --allowed-hosts LIST   comma-separated host names the Host header may name when no --api-key is set,
                          or * for any (default: none besides IP literals, localhost and *.localhost;
                          others get 403, which keeps DNS-rebinding pages out)
@@ -82,13 +86,18 @@ Limits:
   --request-timeout-ms N   per request; 0: none (default 0)
   --shutdown-grace-ms N    on SIGTERM/SIGINT, in-flight requests may finish this long (default 10000)
   --ws-ping-interval-ms N  ping idle WebSockets this often (default 20000)
+  --sse-ping-interval-ms N a streamed HTTP response that has written nothing for this long (waiting in
+                           the queue, prefilling) gets a ": ping" comment line; 0: never (default 10000)
   --http-idle-timeout-ms N close idle keep-alive connections after this long (default 60000)
 
 Other:
-  --config FILE.json     read every option above from a JSON object ("kv_cache_mb": 512, ...); flags
-                         given as well take precedence
+  --config FILE.json     read every option above from a JSON object ("kv_cache_mb": 512, ...)
   --log-level LEVEL      trace, debug, info, warn, error, critical or off (default info)
   --help, --version
+
+Every option with a value may also come from the environment variable shown beside it: LOOM_ and the
+option's name in upper case with '_' for '-' (--kv-cache-mb: LOOM_KV_CACHE_MB; an empty variable counts as
+unset). A flag given wins over the environment, which wins over the config file, which wins over the default.
 
 On SIGTERM or SIGINT the gateway stops accepting, lets running requests finish within the grace period
 (then cancels them), closes WebSockets with 1001, and exits 0.
@@ -127,6 +136,47 @@ void make_demo_model(const std::string& path) {
   std::filesystem::rename(partial, path);
 }
 
+// The usage with each option's environment variable at the end of its entry (an entry: the line naming the
+// option and the indented lines that continue its description). --help and --version are not variables.
+std::string usage_with_environment_names(std::string_view usage) {
+  constexpr std::size_t kDescriptionColumn = 25;
+  constexpr std::size_t kMaxLineWidth = 118;
+  std::string out;
+  std::string pending;  // the variable of the entry being copied, written once the entry ends
+  const auto end_entry = [&](std::string& line) {
+    if (pending.empty()) return;
+    const std::string note = "(env " + pending + ")";
+    if (line.size() + 1 + note.size() <= kMaxLineWidth) {
+      line += " " + note;
+    } else {
+      line += "\n" + std::string(kDescriptionColumn, ' ') + note;
+    }
+    pending.clear();
+  };
+  std::string previous;
+  bool have_previous = false;
+  std::size_t start = 0;
+  while (start < usage.size()) {
+    const auto newline = usage.find('\n', start);
+    std::string line(usage.substr(start, newline == std::string_view::npos ? std::string_view::npos : newline - start));
+    start = newline == std::string_view::npos ? usage.size() : newline + 1;
+    const bool continues = line.size() > kDescriptionColumn && line.find_first_not_of(' ') >= kDescriptionColumn - 2;
+    if (have_previous && !continues) end_entry(previous);
+    if (have_previous) out += previous + "\n";
+    if (!continues && line.rfind("  --", 0) == 0) {
+      const std::string option = line.substr(4, line.find_first_of(" ,", 4) - 4);
+      if (option != "help" && option != "version") pending = loom::cli::environment_name("LOOM_", option);
+    }
+    previous = std::move(line);
+    have_previous = true;
+  }
+  if (have_previous) {
+    end_entry(previous);
+    out += previous + "\n";
+  }
+  return out;
+}
+
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> items;
   std::size_t start = 0;
@@ -161,8 +211,9 @@ int main(int argc, char** argv) {
   loom::net::GatewayConfig config;
   try {
     loom::cli::CommandLine args(argc, argv, {"help", "version"});
+    args.with_environment("LOOM_");
     if (args.flag("help")) {
-      std::fputs(kUsage, stdout);
+      std::fputs(usage_with_environment_names(kUsage).c_str(), stdout);
       return 0;
     }
     if (args.flag("version")) {
@@ -171,7 +222,6 @@ int main(int argc, char** argv) {
     }
     const std::string config_file = args.text("config", "");
     if (!config_file.empty()) loom::net::apply_json_file(config, config_file);
-    if (const char* key = std::getenv("LOOM_API_KEY"); key != nullptr && config.api_key.empty()) config.api_key = key;
 
     const auto count = [&](const char* name, auto& field, std::int64_t low, std::int64_t high) {
       using T = std::remove_reference_t<decltype(field)>;
@@ -196,6 +246,7 @@ int main(int argc, char** argv) {
     config.api_key = args.text("api-key", config.api_key);
     if (auto origins = args.text("allowed-origins", ""); !origins.empty()) config.allowed_origins = split_commas(origins);
     if (auto hosts = args.text("allowed-hosts", ""); !hosts.empty()) config.allowed_hosts = split_commas(hosts);
+    if (auto origins = args.text("cors-origins", ""); !origins.empty()) config.cors_origins = split_commas(origins);
     count("max-body-bytes", config.max_body_bytes, 1024, std::int64_t{1} << 30);
     count("max-frame-bytes", config.max_frame_bytes, 1024, std::int64_t{1} << 30);
     count("max-prompt-tokens", config.max_prompt_tokens, 0, 1 << 24);
@@ -209,6 +260,7 @@ int main(int argc, char** argv) {
     millis("shutdown-grace-ms", config.shutdown_grace, 0);
     millis("ws-ping-interval-ms", config.ws_ping_interval, 100);
     millis("http-idle-timeout-ms", config.http_idle_timeout, 100);
+    millis("sse-ping-interval-ms", config.sse_ping_interval, 0);
     config.log_level = args.text("log-level", config.log_level);
     args.reject_unknown();
     if (!args.positional().empty()) throw loom::cli::UsageError("unexpected argument '" + args.positional()[0] + "'");

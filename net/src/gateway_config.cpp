@@ -1,6 +1,7 @@
 #include "loom/net/gateway_config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -49,6 +50,25 @@ std::string parse_problem(const nlohmann::json::parse_error& error) {
   return std::string(what);
 }
 
+// Bounds of a non-zero SSE ping interval: often enough to matter, rarely enough not to flood.
+constexpr std::int64_t kMinSsePingMs = 10;
+constexpr std::int64_t kMaxSsePingMs = 3600000;
+
+// What a browser sends in Origin: "*" (ours: any), or scheme://host[:port] with nothing after it. An
+// entry with a path or a trailing slash would never equal a browser's Origin, so it is refused rather than
+// silently matching nothing.
+bool valid_origin(std::string_view origin) {
+  if (origin == "*") return true;
+  std::string_view rest = origin;
+  if (rest.starts_with("http://")) rest.remove_prefix(7);
+  else if (rest.starts_with("https://")) rest.remove_prefix(8);
+  else return false;
+  if (rest.empty()) return false;
+  return std::all_of(rest.begin(), rest.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == ':' || c == '[' || c == ']';
+  });
+}
+
 }  // namespace
 
 void GatewayConfig::validate() const {
@@ -73,6 +93,15 @@ void GatewayConfig::validate() const {
   within<std::int64_t>("shutdown_grace_ms", shutdown_grace.count(), 0, std::int64_t{1} << 40);
   within<std::int64_t>("ws_ping_interval_ms", ws_ping_interval.count(), 100, std::int64_t{1} << 40);
   within<std::int64_t>("http_idle_timeout_ms", http_idle_timeout.count(), 100, std::int64_t{1} << 40);
+  if (sse_ping_interval.count() != 0) {
+    within<std::int64_t>("sse_ping_interval_ms", sse_ping_interval.count(), kMinSsePingMs, kMaxSsePingMs);
+  }
+  for (const auto& origin : cors_origins) {
+    if (!valid_origin(origin)) {
+      refuse("cors_origins", "must hold * or origins written scheme://host[:port] (http or https, no path, no "
+                             "trailing slash), got '" + origin + "'");
+    }
+  }
   static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
   bool level_known = false;
   for (const char* level : kLevels) level_known = level_known || log_level == level;
@@ -128,6 +157,13 @@ void apply_json(GatewayConfig& c, const nlohmann::json& object) {
         if (!origin.is_string()) refuse(key, "must be an array of strings");
         c.allowed_origins.push_back(origin.get<std::string>());
       }
+    } else if (key == "cors_origins") {
+      if (!value.is_array()) refuse(key, "must be an array of strings");
+      c.cors_origins.clear();
+      for (const auto& origin : value) {
+        if (!origin.is_string()) refuse(key, "must be an array of strings");
+        c.cors_origins.push_back(origin.get<std::string>());
+      }
     } else if (key == "allowed_hosts") {
       if (!value.is_array()) refuse(key, "must be an array of strings");
       c.allowed_hosts.clear();
@@ -148,6 +184,7 @@ void apply_json(GatewayConfig& c, const nlohmann::json& object) {
     else if (key == "shutdown_grace_ms") millis(c.shutdown_grace);
     else if (key == "ws_ping_interval_ms") millis(c.ws_ping_interval);
     else if (key == "http_idle_timeout_ms") millis(c.http_idle_timeout);
+    else if (key == "sse_ping_interval_ms") millis(c.sse_ping_interval);
     else throw std::invalid_argument("unknown key '" + key + "'");
   }
 }

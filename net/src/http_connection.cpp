@@ -16,6 +16,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 
+#include "cors.hpp"
 #include "http_router.hpp"
 #include "http_util.hpp"
 #include "net_logger.hpp"
@@ -159,6 +160,7 @@ asio::awaitable<std::optional<HttpRequest>> read_request(GatewayContext& context
   flags.idle = false;
   if (!ec) {
     if (auto refused = unsupported_coding_response(parser)) {
+      add_cors_headers(context.config, parser.get(), *refused);
       co_await write_http_response(context, stream, std::move(*refused), parser.get().method());
       co_await drain_after_refusal(stream);
       co_return std::nullopt;
@@ -166,6 +168,8 @@ asio::awaitable<std::optional<HttpRequest>> read_request(GatewayContext& context
     co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
   }
   if (auto refused = over_limit_response(context, parser, ec)) {
+    // A page on a listed origin reads the 413 instead of a network error (headers too large: none read).
+    if (ec == http::error::body_limit) add_cors_headers(context.config, parser.get(), *refused);
     const auto method = ec == http::error::body_limit ? parser.get().method() : http::verb::get;
     co_await write_http_response(context, stream, std::move(*refused), method);
     co_await drain_after_refusal(stream);

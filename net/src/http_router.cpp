@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "chat_page.hpp"
+#include "cors.hpp"
 #include "host_check.hpp"
 #include "openai_routes.hpp"
 #include "prometheus_metrics.hpp"
@@ -91,6 +92,8 @@ std::optional<HttpResponse> openai_refusal(const GatewayContext& context, const 
 std::optional<HttpResponse> immediate_response(const GatewayContext& context, const HttpRequest& request,
                                                const std::string& path) {
   if (!host_allowed(context, request)) return host_refusal(request);
+  // Before the API key: a preflight never carries one (the request that follows does).
+  if (is_cors_preflight(request)) return cors_preflight_response(context, request);
   // HEAD is GET without the body (write_http_response leaves it out): allowed wherever GET is.
   const auto method = request.method() == http::verb::head ? http::verb::get : request.method();
   if (path == "/" || path == "/index.html") {
@@ -133,6 +136,7 @@ asio::awaitable<bool> serve_metrics(GatewayContext& context, TcpStream& stream, 
   if (ec) stats = actors::EngineStats{};
   auto response = make_response(request, http::status::ok, kPrometheusContentType,
                                 render_prometheus(context, stats, context.metrics.snapshot()));
+  add_cors_headers(context.config, request, response);
   co_return co_await write_http_response(context, stream, std::move(response), request.method());
 }
 
@@ -141,6 +145,8 @@ asio::awaitable<bool> serve_metrics(GatewayContext& context, TcpStream& stream, 
 asio::awaitable<bool> route_http_request(GatewayContext& context, TcpStream& stream, HttpRequest request) {
   const std::string path(target_path(request.target()));
   if (auto response = immediate_response(context, request, path)) {
+    // A preflight's answer has its own CORS headers (or, refused, none).
+    if (!is_cors_preflight(request)) add_cors_headers(context.config, request, *response);
     co_return co_await write_http_response(context, stream, std::move(*response), request.method());
   }
   if (path == "/metrics") co_return co_await serve_metrics(context, stream, std::move(request));

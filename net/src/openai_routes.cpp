@@ -17,8 +17,10 @@
 #include <boost/beast/http/write.hpp>
 #include <spdlog/logger.h>
 
+#include "cors.hpp"
 #include "net_logger.hpp"
 #include "openai_translate.hpp"
+#include "sse_keepalive.hpp"
 
 namespace loom::net {
 
@@ -33,8 +35,11 @@ std::chrono::milliseconds write_limit(const GatewayContext& context) {
   return idle.count() > 0 ? idle : std::chrono::milliseconds(60000);
 }
 
-// One whole JSON response (a completion or an error), counted in the metrics. Returns keep-alive.
-asio::awaitable<bool> write_response(GatewayContext& context, TcpStream& stream, HttpResponse response) {
+// One whole JSON response (a completion or an error) to `request`, with its CORS headers, counted in the
+// metrics. Returns keep-alive.
+asio::awaitable<bool> write_response(GatewayContext& context, TcpStream& stream, const HttpRequest& request,
+                                     HttpResponse response) {
+  add_cors_headers(context.config, request, response);
   context.metrics.http_response(static_cast<int>(response.result_int()));
   const bool keep_alive = response.keep_alive();
   error_code ec;
@@ -45,7 +50,7 @@ asio::awaitable<bool> write_response(GatewayContext& context, TcpStream& stream,
 
 asio::awaitable<bool> write_error(GatewayContext& context, TcpStream& stream, const HttpRequest& request,
                                   const openai::Error& error) {
-  return write_response(context, stream,
+  return write_response(context, stream, request,
                         make_openai_error(request, static_cast<http::status>(error.status), error.message, error.type,
                                           error.param, error.code));
 }
@@ -56,8 +61,8 @@ asio::awaitable<bool> write_error(GatewayContext& context, TcpStream& stream, co
 class EventStreamWriter {
  public:
   EventStreamWriter(GatewayContext& context, TcpStream& stream, const HttpRequest& request)
-      : context_(context), stream_(stream), chunked_(request.version() >= 11), keep_alive_(request.keep_alive()),
-        request_id_(request_id_of(request)) {}
+      : context_(context), stream_(stream), request_(request), chunked_(request.version() >= 11),
+        keep_alive_(request.keep_alive()), request_id_(request_id_of(request)) {}
 
   bool header_written() const { return header_written_; }
   bool keep_alive() const { return chunked_ && keep_alive_; }
@@ -70,6 +75,7 @@ class EventStreamWriter {
     response.set(http::field::cache_control, "no-cache");
     response.set("X-Accel-Buffering", "no");  // a reverse proxy in front must not hold tokens back
     response.keep_alive(keep_alive());
+    add_cors_headers(context_.config, request_, response);
     if (chunked_) response.chunked(true);
     http::response_serializer<http::empty_body> serializer{response};
     context_.metrics.http_response(200);
@@ -107,6 +113,7 @@ class EventStreamWriter {
  private:
   GatewayContext& context_;
   TcpStream& stream_;
+  const HttpRequest& request_;
   bool chunked_;
   bool keep_alive_;
   std::string request_id_;  // X-Request-Id, echoed or made (request_id_of)
@@ -237,7 +244,7 @@ class OpenAiExchange {
       }
       if (response) {
         watch.reset();  // before the write: its end cancels the socket's pending operations
-        const bool keep_alive = co_await write_response(context_, stream_, std::move(*response));
+        const bool keep_alive = co_await write_response(context_, stream_, request_, std::move(*response));
         co_return keep_alive;
       }
     }
@@ -253,13 +260,26 @@ class OpenAiExchange {
   asio::awaitable<bool> run_streamed() {
     EventStreamWriter writer(context_, stream_, request_);
     for (;;) {
-      std::optional<proto::ServerMessage> event = co_await events_.async_next(asio::use_awaitable);
+      TimedEventWait::Result waited = co_await waiter_.next(context_.config.sse_ping_interval);
+      if (waited.timed_out) {
+        if (!co_await ping(writer)) {
+          co_await client_gone();
+          co_return false;
+        }
+        continue;
+      }
+      std::optional<proto::ServerMessage>& event = waited.event;
       if (!event) break;
       if (const auto* refused = std::get_if<proto::ErrorEvent>(&*event)) {
-        // An error event comes only instead of acceptance, so nothing has been written yet.
+        // An error event comes only instead of acceptance: nothing but pings has been written yet.
         count("refused");
-        const bool keep_alive =
-            co_await write_response(context_, stream_, error_response(openai::from_error_event(*refused, translated_.client_names)));
+        const auto error = openai::from_error_event(*refused, translated_.client_names);
+        if (writer.header_written()) {
+          std::string last = openai::sse_event(error.to_json()) + std::string(openai::kSseDone);
+          const bool written = co_await writer.finish(std::move(last));
+          co_return written && writer.keep_alive();
+        }
+        const bool keep_alive = co_await write_response(context_, stream_, request_, error_response(error));
         co_return keep_alive;
       }
       if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {
@@ -282,7 +302,7 @@ class OpenAiExchange {
       const auto reason = openai::finish_reason(done->finish_reason);
       if (!reason && !writer.header_written()) {
         const bool keep_alive =
-            co_await write_response(context_, stream_, error_response(openai::from_failed_done(*done)));
+            co_await write_response(context_, stream_, request_, error_response(openai::from_failed_done(*done)));
         co_return keep_alive;
       }
       std::string last;
@@ -313,11 +333,25 @@ class OpenAiExchange {
 
   // The header, and for chat the first chunk that names the role, before the first text.
   asio::awaitable<bool> open(EventStreamWriter& writer) {
-    if (writer.header_written()) co_return true;
-    const bool written = co_await writer.write_header(static_cast<int>(request_.version()));
-    if (!written || identity_.route != OpenAiRoute::chat_completions) co_return written;
+    if (!writer.header_written()) {
+      const bool written = co_await writer.write_header(static_cast<int>(request_.version()));
+      if (!written) co_return false;
+    }
+    if (identity_.route != OpenAiRoute::chat_completions || role_written_) co_return true;
+    role_written_ = true;
     const bool role_written = co_await writer.write(openai::sse_event(openai::role_chunk(identity_)));
     co_return role_written;
+  }
+
+  // Nothing came for sse_ping_interval: the header (once) and a comment that keeps the stream alive. The
+  // header goes out now, so a failure after this point is told inside the stream.
+  asio::awaitable<bool> ping(EventStreamWriter& writer) {
+    if (!writer.header_written()) {
+      const bool written = co_await writer.write_header(static_cast<int>(request_.version()));
+      if (!written) co_return false;
+    }
+    const bool pinged = co_await writer.write(std::string(kSsePing));
+    co_return pinged;
   }
 
   // A write failed: the client is gone (or stopped reading). Its request is cancelled, and its events are
@@ -326,7 +360,8 @@ class OpenAiExchange {
     logger().debug("route=openai request={} the client went away mid-stream: cancelled", identity_.id);
     context_.engine.cancel(identity_.id);
     for (;;) {
-      std::optional<proto::ServerMessage> event = co_await events_.async_next(asio::use_awaitable);
+      // Through the waiter: a wait it started may still be out.
+      std::optional<proto::ServerMessage> event = (co_await waiter_.next(std::chrono::milliseconds(0))).event;
       if (!event) break;
       if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) count(proto::to_string(done->finish_reason));
     }
@@ -343,7 +378,7 @@ class OpenAiExchange {
   // The stream ended with neither done nor error: the engine was torn down under the request.
   asio::awaitable<bool> engine_gone() {
     count("error");
-    const bool keep_alive = co_await write_response(context_, stream_, error_response(engine_gone_error()));
+    const bool keep_alive = co_await write_response(context_, stream_, request_, error_response(engine_gone_error()));
     co_return keep_alive;
   }
 
@@ -359,6 +394,8 @@ class OpenAiExchange {
   openai::Request translated_;
   openai::ResponseIdentity identity_;
   actors::EventStream events_;
+  TimedEventWait waiter_{events_};  // stream:true takes its events through it (pings between them)
+  bool role_written_ = false;       // stream:true, chat: the chunk naming the role is out
   std::vector<proto::ToolCall> streamed_calls_;  // stream:true: the calls its deltas have begun
 };
 

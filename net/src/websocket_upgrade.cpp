@@ -9,6 +9,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "cors.hpp"
 #include "host_check.hpp"
 #include "net_logger.hpp"
 #include "websocket_connection.hpp"
@@ -22,7 +23,8 @@ namespace asio = boost::asio;
 constexpr std::size_t kMinKernelSendBuffer = 16u << 10;
 constexpr std::size_t kMaxKernelSendBuffer = 256u << 10;
 
-// A browser's Origin is allowed when it is listed, when "*" is listed, or when it names the host the
+// A browser's Origin is allowed when it is listed (allowed_origins, or cors_origins: a page trusted with
+// the HTTP API is trusted with the WebSocket too), when "*" is listed, or when it names the host the
 // request was sent to (our own chat page) and that Host passed the Host check (host_check.hpp): a
 // rebinding page's Origin names its own Host, so trusting any Host would let it through. Requests without
 // an Origin are not from a browser page.
@@ -33,6 +35,7 @@ bool origin_allowed(const GatewayContext& context, const HttpRequest& request) {
   for (const auto& allowed : context.config.allowed_origins) {
     if (allowed == "*" || allowed == value) return true;
   }
+  if (cors_origin_listed(context.config, value)) return true;
   const auto host = request.find(http::field::host);
   if (host == request.end() || !host_allowed(context, request)) return false;
   const std::string_view host_value = host->value();
@@ -82,7 +85,7 @@ std::optional<HttpResponse> refusal(const GatewayContext& context, HttpRequest& 
     logger().warn("websocket refused: origin=\"{}\" is not allowed", std::string(request[http::field::origin]));
     request.keep_alive(false);
     return make_openai_error(request, http::status::forbidden,
-                             "this Origin may not open WebSockets here (see allowed_origins)", "permission_error",
+                             "this Origin may not open WebSockets here (see allowed_origins and cors_origins)", "permission_error",
                              std::nullopt, "origin_not_allowed");
   }
   return std::nullopt;

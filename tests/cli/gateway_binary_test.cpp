@@ -10,11 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "http_get.hpp"
 #include "run_process.hpp"
@@ -31,6 +33,30 @@ TEST(GatewayBinary, HelpListsTheOptionsWithDefaults) {
   for (const char* option : {"--model", "--host", "--port", "--threads", "--kv-cache-mb", "--kv-cache-percent",
                              "--api-key", "--config", "--chat-template", "--device", "default 127.0.0.1", "default 8080"}) {
     EXPECT_NE(run.out.find(option), std::string::npos) << option;
+  }
+}
+
+// Every option with a value is listed with its environment variable, at the end of its own entry.
+TEST(GatewayBinary, HelpListsTheEnvironmentVariableBesideEachOption) {
+  const auto run = run_loom({"--help"}, gateway_binary());
+  ASSERT_EQ(run.exit_code, 0);
+  const std::string& help = run.out;
+  std::vector<std::size_t> entries;  // where each "  --option" line starts
+  for (std::size_t at = help.find("\n  --"); at != std::string::npos; at = help.find("\n  --", at + 1)) {
+    entries.push_back(at + 1);
+  }
+  ASSERT_GT(entries.size(), 30u);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::size_t name_start = entries[i] + 4;
+    const std::string option = help.substr(name_start, help.find_first_of(" ,", name_start) - name_start);
+    if (option == "help") continue;
+    std::string variable = "LOOM_";
+    for (const char c : option) variable += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::size_t end = i + 1 < entries.size() ? entries[i + 1] : help.find("\n\n", entries[i]);
+    EXPECT_NE(help.substr(entries[i], end - entries[i]).find("(env " + variable + ")"), std::string::npos) << option;
+  }
+  for (const char* variable : {"LOOM_PORT", "LOOM_MODEL", "LOOM_CORS_ORIGINS", "LOOM_SSE_PING_INTERVAL_MS"}) {
+    EXPECT_NE(help.find(variable), std::string::npos) << variable;
   }
 }
 

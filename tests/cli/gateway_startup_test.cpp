@@ -2,7 +2,8 @@
 // a directory, a FIFO, a truncated or non-GGUF file; flags that are unknown or lack a value; a config file
 // that is not JSON; a KV cache larger than the machine or smaller than the model's context; and SIGTERM
 // while the model is still loading. Each is a clear message naming what is wrong and an exit code, within
-// a bounded time, never a hang or a crash.
+// a bounded time, never a hang or a crash. Also options from LOOM_* environment variables, with their
+// precedence (flag > environment > config file > default) and bad values named by their variable.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -16,6 +17,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <utility>
 #include <nlohmann/json.hpp>
@@ -270,6 +272,123 @@ TEST(GatewayStartup, AKvCacheSmallerThanTheContextIsWarnedAndTheEffectiveContext
   EXPECT_EQ(models["data"][0].value("max_model_len", std::int64_t{-1}), context) << models.dump();
   ASSERT_EQ(::kill(gateway.pid(), SIGTERM), 0);
   EXPECT_EQ(gateway.wait_exit(std::chrono::seconds(30)), 0) << gateway.err();
+}
+
+// Sets environment variables for the test's lifetime (the children it starts inherit them), then
+// removes them. Tests run one at a time in this process, so nothing else reads the environment meanwhile.
+class ScopedEnvironment {
+ public:
+  explicit ScopedEnvironment(std::initializer_list<std::pair<std::string, std::string>> variables)
+      : variables_(variables) {
+    for (const auto& [name, value] : variables_) ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    for (const auto& [name, value] : variables_) ::unsetenv(name.c_str());
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> variables_;
+};
+
+// A TCP port the test holds (listening), so that a gateway told to use it fails to start.
+class HeldPort {
+ public:
+  HeldPort() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    socklen_t size = sizeof address;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(fd_, 1) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+      throw std::runtime_error("cannot hold a port");
+    }
+    port_ = ntohs(address.sin_port);
+  }
+  ~HeldPort() { ::close(fd_); }
+  HeldPort(const HeldPort&) = delete;
+  HeldPort& operator=(const HeldPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+// The status code of an HTTP response text ("HTTP/1.1 400 Bad Request" -> 400), 0 when there is none.
+int status_of(const std::string& response) {
+  return response.size() > 12 && response.rfind("HTTP/1.", 0) == 0 ? std::stoi(response.substr(9, 3)) : 0;
+}
+
+int completion_status(int port, int max_tokens) {
+  return status_of(http_post_json(port, "/v1/completions",
+                                  R"({"prompt":"a","temperature":0,"max_tokens":)" + std::to_string(max_tokens) + "}"));
+}
+
+// The config file says port P (held by the test: a gateway on it would not start), a missing model, a
+// model id and max_tokens_limit 7; the environment gives the config file itself, port 0, the real model
+// and a limit of 9; a flag gives a limit of 5. The gateway starts (environment over file), answers with the
+// file's model id (file over default), and takes max_tokens 5 but not 6 (flag over environment). Without
+// the flag it takes 8 (environment over file).
+TEST(GatewayEnvironment, OptionsComeFromLoomVariablesBetweenFlagsAndTheConfigFile) {
+  ScratchDir dir("gateway_environment");
+  HeldPort held;
+  const std::string config = dir.path("gateway.json").string();
+  {
+    std::ofstream(config) << nlohmann::json{{"port", held.port()},
+                                            {"model", dir.path("missing.gguf").string()},
+                                            {"model_id", "from-the-file"},
+                                            {"max_tokens_limit", 7}}
+                                 .dump();
+  }
+  ScopedEnvironment environment({{"LOOM_CONFIG", config}, {"LOOM_PORT", "0"}, {"LOOM_MODEL", kModel},
+                                 {"LOOM_MAX_TOKENS", "9"}, {"LOOM_THREADS", "1"}, {"LOOM_COMPUTE_THREADS", "1"}});
+  const std::regex ready(R"(ready to serve on http://127\.0\.0\.1:(\d+))");
+  {
+    Running gateway({"--max-tokens", "5"}, gateway_binary());
+    const auto match = gateway.wait_for(ready, std::chrono::seconds(60));
+    ASSERT_TRUE(match) << gateway.err();
+    const int port = std::stoi((*match)[1].str());
+    EXPECT_NE(port, held.port());
+    EXPECT_EQ(get_json(port, "/v1/models")["data"][0].value("id", ""), "from-the-file");
+    EXPECT_EQ(completion_status(port, 5), 200);
+    EXPECT_EQ(completion_status(port, 6), 400);
+    ASSERT_EQ(::kill(gateway.pid(), SIGTERM), 0);
+    EXPECT_EQ(gateway.wait_exit(std::chrono::seconds(30)), 0) << gateway.err();
+  }
+  Running gateway({}, gateway_binary());
+  const auto match = gateway.wait_for(ready, std::chrono::seconds(60));
+  ASSERT_TRUE(match) << gateway.err();
+  const int port = std::stoi((*match)[1].str());
+  EXPECT_EQ(completion_status(port, 8), 200);
+  EXPECT_EQ(completion_status(port, 10), 400);
+  ASSERT_EQ(::kill(gateway.pid(), SIGTERM), 0);
+  EXPECT_EQ(gateway.wait_exit(std::chrono::seconds(30)), 0) << gateway.err();
+}
+
+TEST(GatewayEnvironment, AVariableThatDoesNotParseIsAnErrorNamingIt) {
+  {
+    ScopedEnvironment environment({{"LOOM_PORT", "eighty"}});
+    const auto result = run_loom({"--model", kModel}, gateway_binary());
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("environment variable LOOM_PORT expects an integer, got 'eighty'"), std::string::npos)
+        << result.err;
+  }
+  {
+    ScopedEnvironment environment({{"LOOM_MAX_REQUESTS", "0"}});
+    const auto result = run_loom({"--model", kModel}, gateway_binary());
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("environment variable LOOM_MAX_REQUESTS must be in [1, "), std::string::npos)
+        << result.err;
+  }
+  {
+    // A flag given wins: the bad variable is never read.
+    ScopedEnvironment environment({{"LOOM_PORT", "eighty"}});
+    const auto result = run_loom({"--model", kModel, "--port", "99999"}, gateway_binary());
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("option --port must be in [0, 65535], got 99999"), std::string::npos) << result.err;
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// http_get: one plain GET to a gateway the test started on 127.0.0.1, with nothing but POSIX sockets, so
+// http_get: one plain GET (or POST) to a gateway the test started on 127.0.0.1, with nothing but POSIX sockets, so
 // the binary tests check its answers without linking the gateway's own HTTP code.
 #pragma once
 
@@ -12,8 +12,22 @@
 
 namespace loom::cli::testing {
 
+inline std::string http_send(int port, const std::string& request);
+
 // GET path on 127.0.0.1:port (Connection: close); the whole response text, empty when nothing answered.
 inline std::string http_get(int port, const std::string& path) {
+  return http_send(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+}
+
+// POST a JSON body to path; the whole response text.
+inline std::string http_post_json(int port, const std::string& path, const std::string& body) {
+  return http_send(port, "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                         "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                             "\r\n\r\n" + body);
+}
+
+// Writes `request` as it is; the whole response text, empty when nothing answered.
+inline std::string http_send(int port, const std::string& request) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -23,7 +37,6 @@ inline std::string http_get(int port, const std::string& path) {
     ::close(fd);
     return {};
   }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   (void)::write(fd, request.data(), request.size());
   std::string response;
   char buffer[4096];

@@ -11,4 +11,18 @@ add_test(NAME net_browser_chat_page
                  "-DREQUIRED_FILES=$<TARGET_FILE:loom-gateway>;${LOOM_SHARED_DIR}/models/aidreams260K.gguf;${LOOM_SHARED_DIR}/models/synth11M-q4_0.gguf"
                  -DNEEDS_CHROMIUM=ON
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/node/run_node_test.cmake)
-set_tests_properties(net_browser_chat_page PROPERTIES LABELS net_clients TIMEOUT 240)
+set_tests_properties(net_browser_chat_page PROPERTIES LABELS net_clients TIMEOUT 240 RESOURCE_LOCK browser_work)
+
+# CORS from a page on another origin (tests/net/browser/cors_test.mjs): a static server started by the test
+# serves the page; its fetch to /v1/chat/completions (whole and streamed) works from an origin listed in
+# --cors-origins and fails with a TypeError from one that is not. Same package and work folder as above.
+add_test(NAME net_browser_cors
+         COMMAND ${CMAKE_COMMAND}
+                 -DPACKAGE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/browser
+                 -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/browser
+                 -DSCRIPT=cors_test.mjs
+                 "-DSCRIPT_ARGS=--gateway;$<TARGET_FILE:loom-gateway>;--models;${LOOM_SHARED_DIR}/models"
+                 "-DREQUIRED_FILES=$<TARGET_FILE:loom-gateway>;${LOOM_SHARED_DIR}/models/aidreams260K.gguf"
+                 -DNEEDS_CHROMIUM=ON
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/node/run_node_test.cmake)
+set_tests_properties(net_browser_cors PROPERTIES LABELS net_clients TIMEOUT 120 RESOURCE_LOCK browser_work)

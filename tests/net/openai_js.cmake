@@ -24,3 +24,16 @@ add_test(NAME net_openai_js_tools
                  -DNEEDS_CHROMIUM=OFF
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/node/run_node_test.cmake)
 set_tests_properties(net_openai_js_tools PROPERTIES LABELS net_clients TIMEOUT 600 RESOURCE_LOCK openai_js_work)
+
+# SSE keep-alive comments (": ping", --sse-ping-interval-ms) in a stream the same client reads as usual; a
+# long prompt on synth11M prefills for many 10 ms intervals (js/openai_sse_ping_test.mjs).
+add_test(NAME net_openai_js_sse_ping
+         COMMAND ${CMAKE_COMMAND}
+                 -DPACKAGE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/js
+                 -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/openai_js
+                 -DSCRIPT=openai_sse_ping_test.mjs
+                 "-DSCRIPT_ARGS=$<TARGET_FILE:loom-gateway>;${LOOM_SHARED_DIR}/models/synth11M-q8_0.gguf"
+                 "-DREQUIRED_FILES=$<TARGET_FILE:loom-gateway>;${LOOM_SHARED_DIR}/models/synth11M-q8_0.gguf"
+                 -DNEEDS_CHROMIUM=OFF
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/node/run_node_test.cmake)
+set_tests_properties(net_openai_js_sse_ping PROPERTIES LABELS net_clients TIMEOUT 120 RESOURCE_LOCK openai_js_work)

@@ -1,6 +1,6 @@
-// GatewayConfig: everything loom-gateway can be told, from flags or a JSON config file (the same names,
-// with '-' in a flag written '_' in JSON: --kv-cache-mb and "kv_cache_mb"; durations are milliseconds, named
-// with _ms in both: --shutdown-grace-ms and "shutdown_grace_ms"). Defaults suit one machine
+// GatewayConfig: everything loom-gateway can be told, from flags, LOOM_* environment variables or a JSON
+// config file (the same names, with '-' in a flag written '_' in JSON: --kv-cache-mb and "kv_cache_mb", and
+// LOOM_KV_CACHE_MB; durations are milliseconds, named with _ms: --shutdown-grace-ms and "shutdown_grace_ms"). Defaults suit one machine
 // serving itself: 127.0.0.1 only, no API key, limits that keep one client from taking the server.
 #pragma once
 
@@ -43,7 +43,13 @@ struct GatewayConfig {
   // Browser Origins a WebSocket upgrade may come from. A request with no Origin (not a browser) and one
   // whose Origin names the host it was sent to (our own page) pass, the latter only when that Host passes
   // the Host check (allowed_hosts); "*" allows any.
+  // The WebSocket also admits the cors_origins below: a page trusted with the HTTP API is trusted with it.
   std::vector<std::string> allowed_origins;
+  // Browser Origins ("https://app.example", "http://localhost:3000") whose pages may call the HTTP API
+  // across origins (CORS: preflights answered, Access-Control-Allow-Origin on the responses); "*" allows
+  // any. Empty: none, so only the server's own page (same-origin, no CORS needed) can read responses.
+  // CORS lets a listed page read what it asks; the Host check and the API key still apply to its requests.
+  std::vector<std::string> cors_origins;
   // Host names (without port) a request may name in its Host header when no api_key is set, besides the
   // ones always allowed: IP literals, "localhost" and names under ".localhost". Others get 403: a browser
   // page whose name an attacker re-pointed at this address (DNS rebinding) sends its own name. "*" allows
@@ -64,6 +70,9 @@ struct GatewayConfig {
   std::chrono::milliseconds shutdown_grace{10000};  // SIGTERM: in-flight requests may finish this long
   std::chrono::milliseconds ws_ping_interval{20000};  // idle WebSockets are pinged this often
   std::chrono::milliseconds http_idle_timeout{60000};  // an idle keep-alive connection is closed
+  // A streamed (SSE) response with nothing written for this long (queued, prefilling, a slow step) gets
+  // a ": ping" comment, so that proxies and clients with read timeouts do not give up; 0: never.
+  std::chrono::milliseconds sse_ping_interval{10000};
 
   // The default KV cache's ceiling: a machine with 1 TB does not commit 250 GB to it unasked.
   static constexpr std::uint64_t kMaxDefaultKvBytes = std::uint64_t{16} << 30;
