@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -48,6 +49,7 @@ std::unique_ptr<CpuBackend> load(const std::string& path) {
   o.model_path = path;
   o.threads = 2;
   o.kv.block_size = kBlockSize;
+  o.kv.type = TensorType::f32;  // F16 keys and values would round each row by ~1e-4 against the double forward
   o.kv_tokens = kBlockSize * kBlocksPerSequence * 2;
   o.max_batch_tokens = kChunk;
   return CpuBackend::load(o);
@@ -151,7 +153,8 @@ class EmbeddingParity : public ::testing::Test {
       worst = std::max(worst, std::abs(got[i] - want[i]));
     }
     EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-5) << "L2-normalised";
-    EXPECT_LT(worst, 1e-4) << to_string(pooling) << " pooling differs from the double-precision reference";
+    std::cout << to_string(pooling) << " pooling: largest difference " << worst << "\n";
+    EXPECT_LT(worst, 2e-5) << to_string(pooling) << " pooling differs from the double-precision reference";
   }
 
   std::vector<std::int32_t> prompt_;
