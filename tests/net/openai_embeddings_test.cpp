@@ -55,14 +55,14 @@ TEST(OpenAiEmbeddingsTranslate, EveryInputForm) {
   };
   const auto one = inputs(R"({"input":"hello","model":"x","user":"u"})");
   EXPECT_TRUE(one.single);
-  EXPECT_EQ(one.engine.inputs, std::vector<actors::EmbedInput>{std::string("hello")});
+  EXPECT_EQ(one.engine.inputs, (std::vector<actors::EmbedInput>{std::string("hello")}));
   EXPECT_FALSE(one.base64);
   const auto strings = inputs(R"({"input":["a","b"],"encoding_format":"base64"})");
   EXPECT_EQ(strings.engine.inputs, (std::vector<actors::EmbedInput>{std::string("a"), std::string("b")}));
   EXPECT_TRUE(strings.base64);
   const auto ids = inputs(R"({"input":[1,2,3],"dimensions":64})");
   EXPECT_TRUE(ids.single);
-  EXPECT_EQ(ids.engine.inputs, std::vector<actors::EmbedInput>{std::vector<std::int32_t>{1, 2, 3}});
+  EXPECT_EQ(ids.engine.inputs, (std::vector<actors::EmbedInput>{std::vector<std::int32_t>{1, 2, 3}}));
   const auto lists = inputs(R"({"input":[[1,2],[3]]})");
   EXPECT_FALSE(lists.single);
   EXPECT_EQ(lists.engine.inputs, (std::vector<actors::EmbedInput>{std::vector<std::int32_t>{1, 2}, std::vector<std::int32_t>{3}}));
@@ -114,7 +114,9 @@ class OpenAiEmbeddingsHttp : public ::testing::Test {
   static void expect_400(const json& body, const std::string& param) {
     const auto result = post(body);
     EXPECT_EQ(result.status, 400) << body.dump() << " -> " << result.body;
-    if (result.status == 400) EXPECT_EQ(result.json().at("error").at("param"), param) << result.body;
+    if (result.status == 400) {
+      EXPECT_EQ(result.json().at("error").at("param"), param) << result.body;
+    }
   }
 
   static inline std::unique_ptr<GatewayUnderTest> gateway_;
