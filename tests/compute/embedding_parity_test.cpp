@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <iostream>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -49,7 +48,9 @@ std::unique_ptr<CpuBackend> load(const std::string& path) {
   o.model_path = path;
   o.threads = 2;
   o.kv.block_size = kBlockSize;
-  o.kv.type = TensorType::f32;  // F16 keys and values would round each row by ~1e-4 against the double forward
+  // F16 keys and values would round a row by ~1e-4 against the double forward; with F32 the largest
+  // difference is ~1e-7.
+  o.kv.type = TensorType::f32;
   o.kv_tokens = kBlockSize * kBlocksPerSequence * 2;
   o.max_batch_tokens = kChunk;
   return CpuBackend::load(o);
@@ -153,8 +154,7 @@ class EmbeddingParity : public ::testing::Test {
       worst = std::max(worst, std::abs(got[i] - want[i]));
     }
     EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-5) << "L2-normalised";
-    std::cout << to_string(pooling) << " pooling: largest difference " << worst << "\n";
-    EXPECT_LT(worst, 2e-5) << to_string(pooling) << " pooling differs from the double-precision reference";
+    EXPECT_LT(worst, 1e-6) << to_string(pooling) << " pooling differs from the double-precision reference";
   }
 
   std::vector<std::int32_t> prompt_;
