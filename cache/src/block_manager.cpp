@@ -64,8 +64,8 @@ Reservation BlockManager::from_append(AppendResult&& appended) {
   return reservation;
 }
 
-std::size_t BlockManager::create_cost(std::span<const TokenId> prompt) const {
-  const PrefixMatch reused = reusable_prefix(prompt);
+std::size_t BlockManager::create_cost(std::span<const TokenId> prompt, bool reuse_prefix) const {
+  const PrefixMatch reused = reuse_prefix ? reusable_prefix(prompt) : PrefixMatch{};
   const std::size_t rest = prompt.size() - reused.tokens;
   return cached_among(reused.blocks) + (rest + block_size() - 1) / block_size();
 }
@@ -74,13 +74,13 @@ std::size_t BlockManager::append_cost(SequenceId id, std::size_t new_tokens) con
   return find(id, "append_cost").table.blocks_needed(new_tokens, allocator_);
 }
 
-Reservation BlockManager::create_sequence(SequenceId id, std::span<const TokenId> prompt) {
+Reservation BlockManager::create_sequence(SequenceId id, std::span<const TokenId> prompt, bool reuse_prefix) {
   if (sequences_.contains(id)) {
     throw std::invalid_argument("BlockManager::create_sequence: sequence " + std::to_string(id) +
                                 " already exists");
   }
   check_length(id, prompt.size(), "create_sequence");
-  const PrefixMatch reused = reusable_prefix(prompt);
+  const PrefixMatch reused = reuse_prefix ? reusable_prefix(prompt) : PrefixMatch{};
   const std::size_t rest = prompt.size() - reused.tokens;
   const std::size_t new_blocks = (rest + block_size() - 1) / block_size();
   const std::size_t needed = cached_among(reused.blocks) + new_blocks;

@@ -27,6 +27,17 @@ std::string supported_architecture_list() {
   return list;
 }
 
+std::string to_string(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::none: return "none";
+    case Pooling::mean: return "mean";
+    case Pooling::cls: return "cls";
+    case Pooling::last: return "last";
+    case Pooling::rank: return "rank";
+  }
+  return "unknown";
+}
+
 std::string to_string(Architecture architecture) {
   for (const auto& a : kArchitectures) {
     if (a.architecture == architecture) return std::string(a.name);

@@ -164,6 +164,7 @@ std::optional<std::string> Gateway::State::model_loaded(boost::system::error_cod
   }
   ctx.model_id = model_id_for(ctx.config);
   ctx.context_length = effective_context_length(result);
+  ctx.embedding_length = result.info.config.dim;
   ctx.created_unix = unix_seconds_now();
   ctx.phase.compare_exchange_strong(expected, GatewayPhase::ready, std::memory_order_acq_rel);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);

@@ -88,6 +88,7 @@ struct GatewayContext {
   // Set once before phase becomes ready, read-only after.
   std::string model_id;
   std::int64_t context_length = 0;
+  std::int64_t embedding_length = 0;  // the model's hidden size: /v1/embeddings' vector length
   std::int64_t created_unix = 0;  // when the model was loaded, for /v1/models
 
   bool ready() const noexcept { return phase.load(std::memory_order_acquire) == GatewayPhase::ready; }

@@ -10,6 +10,7 @@
 #include "chat_page.hpp"
 #include "cors.hpp"
 #include "host_check.hpp"
+#include "openai_embeddings.hpp"
 #include "openai_routes.hpp"
 #include "prometheus_metrics.hpp"
 
@@ -119,7 +120,9 @@ std::optional<HttpResponse> immediate_response(const GatewayContext& context, co
     if (method != http::verb::get) return method_not_allowed(request, path, "GET, HEAD");
     return models_response(context, request, path);
   }
-  if (path == "/v1/completions" || path == "/v1/chat/completions") return openai_refusal(context, request, path);
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/embeddings") {
+    return openai_refusal(context, request, path);
+  }
   if (path == "/v1/ws") {
     return make_openai_error(request, http::status::upgrade_required,
                              "/v1/ws is a WebSocket endpoint: send an upgrade request", "invalid_request_error");
@@ -150,6 +153,7 @@ asio::awaitable<bool> route_http_request(GatewayContext& context, TcpStream& str
     co_return co_await write_http_response(context, stream, std::move(*response), request.method());
   }
   if (path == "/metrics") co_return co_await serve_metrics(context, stream, std::move(request));
+  if (path == "/v1/embeddings") co_return co_await serve_openai_embeddings(context, stream, std::move(request));
   const auto which = path == "/v1/completions" ? OpenAiRoute::completions : OpenAiRoute::chat_completions;
   co_return co_await serve_openai(context, stream, std::move(request), which);
 }

@@ -54,6 +54,25 @@ TEST(BlockManager, CommittedPrefixIsReusedByTheNextPrompt) {
   EXPECT_DOUBLE_EQ(stats.prefix_hit_rate(), 8.0 / 21.0);
 }
 
+// An embedding pools the hidden state of every position, so it computes a cached prefix again; its blocks
+// are new ones, and once committed and released they are matchable as any prompt's (duplicates of the chain).
+TEST(BlockManager, WithoutPrefixReuseEveryTokenIsComputed) {
+  BlockManager manager({.block_count = 16, .block_size = 4});
+  const std::vector<TokenId> prompt = iota_tokens(10, 100);
+  ASSERT_TRUE(manager.create_sequence(1, prompt).reserved());
+  manager.commit(1, 10);
+  EXPECT_EQ(manager.create_cost(prompt, false), 3u);
+  const Reservation r = manager.create_sequence(2, prompt, false);
+  ASSERT_TRUE(r.reserved());
+  EXPECT_EQ(r.reused_tokens, 0u);
+  EXPECT_EQ(r.first_position, 0u);
+  EXPECT_EQ(r.slots.size(), 10u);
+  EXPECT_NE(manager.block_table(2)[0], manager.block_table(1)[0]);
+  manager.commit(2, 10);
+  manager.release(2);
+  EXPECT_EQ(manager.create_sequence(3, prompt).reused_tokens, 8u);
+}
+
 TEST(BlockManager, UncommittedBlocksAreNotReused) {
   // Sequence 1's K/V is not written until its step runs; a prompt in the same step must compute its own.
   BlockManager manager({.block_count = 16, .block_size = 4});

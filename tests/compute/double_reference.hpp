@@ -1,7 +1,8 @@
 // A plain double-precision forward pass for the tests of phi3 (fused tensors, LongRoPE) and the
 // mixture-of-experts models: one token at a time, every tensor dequantized to doubles, written from the
 // definitions rather than from loom's code, so that the forward pass is checked against something
-// independent of it. Records which experts each (layer, token) chose, for tests that need the routing.
+// independent of it. Records which experts each (layer, token) chose, for tests that need the routing, and
+// the final normed hidden states, for the embedding tests' pooling.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +21,7 @@ using Vec = std::vector<double>;
 
 struct DoubleForward {
   std::vector<Vec> logits;                          // per token
+  std::vector<Vec> hidden;                          // per token: the final hidden state after the output norm
   std::vector<std::vector<std::vector<int>>> chosen;  // [layer][token]: experts, highest probability first
 };
 
@@ -197,7 +199,8 @@ inline DoubleForward double_forward(const GgufFile& file, const ModelConfig& c, 
       }
       for (std::int64_t i = 0; i < c.dim; ++i) x[i] += ffn[i];
     }
-    result.logits.push_back(matvec(out, rmsnorm(x, out_norm.data(), c.rms_epsilon), c.vocab_size, c.dim));
+    result.hidden.push_back(rmsnorm(x, out_norm.data(), c.rms_epsilon));
+    result.logits.push_back(matvec(out, result.hidden.back(), c.vocab_size, c.dim));
   }
   return result;
 }

@@ -40,7 +40,7 @@ ReserveResult CacheManagerActor::reserve(const std::vector<ReserveItem>& plan) {
                      " tokens; the whole cache holds " + std::to_string(blocks_.max_sequence_tokens());
       return result;
     }
-    cost += item.new_sequence ? blocks_.create_cost(item.tokens) : blocks_.append_cost(item.sequence, item.tokens.size());
+    cost += item.new_sequence ? blocks_.create_cost(item.tokens, item.reuse_prefix) : blocks_.append_cost(item.sequence, item.tokens.size());
   }
   // The costs are upper bounds (a cached block two new prompts share is counted twice), so a plan that
   // passes this check always fits.
@@ -50,7 +50,7 @@ ReserveResult CacheManagerActor::reserve(const std::vector<ReserveItem>& plan) {
   }
   result.reservations.reserve(plan.size());
   for (const auto& item : plan) {
-    result.reservations.push_back(item.new_sequence ? blocks_.create_sequence(item.sequence, item.tokens)
+    result.reservations.push_back(item.new_sequence ? blocks_.create_sequence(item.sequence, item.tokens, item.reuse_prefix)
                                                     : blocks_.append(item.sequence, item.tokens));
     if (!result.reservations.back().reserved()) {
       // Cannot happen while the costs are upper bounds; if it ever does, say so rather than half-reserve

@@ -10,6 +10,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "loom/actors/engine/cache_manager_actor.hpp"
+#include "embedding_job.hpp"
 #include "loom/actors/engine/gpu_executor_actor.hpp"
 #include "loom/actors/engine/scheduler_actor.hpp"
 #include "loom/actors/engine/session_actor.hpp"
@@ -215,6 +216,7 @@ struct EngineActor::State {
   ActorHandle<ThermalMonitorProtocol> thermal;
   std::shared_ptr<asio::thread_pool> thermal_pool;  // one thread for the monitor's blocking reads
   std::shared_ptr<const SessionContext> context;
+  compute::Pooling pooling = compute::Pooling::mean;  // the loaded model's, for embeddings
 
   Model model = Model::none;
   std::optional<Reply<LoadResult>> load_reply;
@@ -316,6 +318,7 @@ void EngineActor::on_loaded(LoadResult result) {
     s.context = std::make_shared<const SessionContext>(
         SessionContext{result.tokenizer, chat_format, context_length, s.scheduler.address(),
                        s.config.max_prompt_tokens});
+    s.pooling = info.config.pooling;
     s.model = State::Model::loaded;
     logger().info("actor={} engine ready context_length={} kv_blocks={} kv_block_size={} chat_template={}", name(),
                   context_length, info.kv_blocks, info.kv_block_size,
@@ -447,6 +450,20 @@ void EngineActor::on(EngineGenerate m) {
   generate.accepted = m.accepted;
   tracker.reset();  // the sink is now its only owner: when the session drops the sink, the tracker notices
   session->handle.tell(std::move(generate));
+}
+
+void EngineActor::on(EngineEmbed m) {
+  auto& s = *state_;
+  const auto refuse_embed = [&](std::string message) {
+    EmbedResult refused;
+    refused.error = error_event({}, proto::ErrorCode::unavailable, std::move(message));
+    m.reply(std::move(refused));
+  };
+  if (s.phase != State::Phase::running) return refuse_embed("the engine is shutting down");
+  if (s.model != State::Model::loaded) return refuse_embed("no model is loaded yet");
+  const EmbeddingJobContext context{s.context, s.pooling, s.next_sequence};
+  s.next_sequence += m.request.inputs.size();
+  start_embedding_job(std::move(m.request), std::move(m.reply), context);
 }
 
 void EngineActor::on(EngineCancel m) {

@@ -41,6 +41,7 @@ StepOutcome compute_step(compute::Backend* backend, const compute::StepBatch& ba
     compute::StepResult result = backend->run(batch);
     StepDone done;
     done.sampled = std::move(result.sampled);
+    done.embeddings = std::move(result.embeddings);
     for (const auto& s : batch.sequences) done.tokens_computed += s.tokens.size();
     done.queued_time = duration_cast<nanoseconds>(began - arrived);
     done.compute_time = duration_cast<nanoseconds>(Clock::now() - began);

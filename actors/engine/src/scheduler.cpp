@@ -77,6 +77,7 @@ struct Scheduler::Sequence {
   std::int32_t prefilled = 0;
   std::int32_t preemptions = 0;
   std::optional<Clock::time_point> first_scheduled, first_token, last_token;
+  std::vector<float> embedding;      // an embedding sequence's vector, once its last chunk is back
 
   // Tokens still to run through the model: the prompt's (or, after a preemption, every known token) until
   // they are in, then the one token each decode computes.
@@ -236,6 +237,7 @@ void Scheduler::finish(cache::SequenceId id, FinishReason reason, std::string er
   event.completion_tokens = static_cast<std::int32_t>(s.generated);
   event.prefilled_tokens = s.prefilled;
   event.preemptions = s.preemptions;
+  event.embedding = std::move(owned->embedding);
   proto::Timings& t = event.timings;
   const Clock::time_point started = s.first_scheduled.value_or(now);
   t.queue_ms = milliseconds(started - s.submit.accepted);
@@ -376,7 +378,7 @@ std::vector<ReserveItem> Scheduler::reserve_items() const {
     if (!p.reserves) continue;
     const Sequence& s = at(p.id);
     if (!s.in_cache) {
-      items.push_back(ReserveItem{.sequence = p.id, .tokens = s.tokens, .new_sequence = true});
+      items.push_back(ReserveItem{.sequence = p.id, .tokens = s.tokens, .new_sequence = true, .reuse_prefix = !s.submit.embed});
     } else {
       items.push_back(ReserveItem{.sequence = p.id,
                                   .tokens = std::vector<std::int32_t>(s.tokens.begin() + static_cast<std::ptrdiff_t>(s.reserved), s.tokens.end()),
@@ -450,6 +452,7 @@ compute::StepBatch Scheduler::build_step_batch(std::vector<compute::BlockCopy> c
     step.tokens.assign(s.tokens.begin() + static_cast<std::ptrdiff_t>(s.computed),
                        s.tokens.begin() + static_cast<std::ptrdiff_t>(s.computed + p.chunk));
     step.sample = p.sample;
+    step.embed = s.submit.embed;
     if (!s.backend_holds) {
       // The backend starts the sequence (afresh after a preemption): its parameters, the reused prefix,
       // the whole table.
@@ -535,6 +538,19 @@ AppliedStep Scheduler::apply_step(StepDone done, Clock::time_point now) {
   return out;
 }
 
+// An embedding sequence's last chunk is back: it ends with its vector (reason stop), or as it was asked to.
+void Scheduler::apply_embedding(cache::SequenceId id, StepDone& done, Clock::time_point now, AppliedStep& out) {
+  Sequence& s = at(id);
+  const auto it = std::find_if(done.embeddings.begin(), done.embeddings.end(),
+                               [id](const compute::PooledEmbedding& e) { return e.sequence == id; });
+  if (s.ending) return finish(id, *s.ending, {}, now, out.actions);
+  if (it == done.embeddings.end()) {
+    return finish(id, FinishReason::error, "the executor returned no embedding for the sequence", now, out.actions);
+  }
+  s.embedding = std::move(it->values);
+  finish(id, FinishReason::stop, {}, now, out.actions);
+}
+
 // An end id or a stop id ends the sequence with the token that was sampled (which is not streamed).
 std::optional<FinishReason> Scheduler::ending_for(const Sequence& s, std::int32_t token) const {
   if (contains_id(s.submit.end_ids, token)) return FinishReason::eos;
@@ -553,6 +569,7 @@ void Scheduler::apply_item(const PlannedItem& p, StepDone& done, std::size_t& sa
     if (s.ending) finish(p.id, *s.ending, {}, now, out.actions);
     return;
   }
+  if (s.submit.embed) return apply_embedding(p.id, done, now, out);
   if (sampled_index >= done.sampled.size() || done.sampled[sampled_index].sequence != p.id) {
     finish(p.id, FinishReason::error, "the executor returned no token for the sequence", now, out.actions);
     return;

@@ -117,6 +117,7 @@ CpuBackend::CpuBackend(std::unique_ptr<LoadedModel> loaded,
   if (loaded_->gguf() != nullptr) {
     if (auto source = loaded_->gguf()->find_string("tokenizer.chat_template")) chat_template_source_ = std::string(*source);
   }
+  hidden_.resize(static_cast<std::size_t>(model_->max_batch() * model_->config().dim));
 }
 
 BackendInfo CpuBackend::info() const {
@@ -152,6 +153,7 @@ void CpuBackend::check(const StepBatch& batch) const {
       }
     }
     held_.check(s, cache_.block_size());
+    if (s.embed) check_embedding(s);
     for (const BlockId block : s.blocks) check_block(block, name(s.sequence) + ": block table");
     total += n;
     if (!s.begin) continue;
@@ -175,6 +177,21 @@ void CpuBackend::check(const StepBatch& batch) const {
     const std::string what = "block copy " + std::to_string(copy.source) + " -> " + std::to_string(copy.destination);
     check_block(copy.source, what);
     check_block(copy.destination, what);
+  }
+}
+
+void CpuBackend::check_embedding(const StepSequence& s) const {
+  const Pooling pooling = model_->config().pooling;
+  if (!pools_sequences(pooling)) {
+    throw std::invalid_argument(name(s.sequence) + ": this model's pooling type is " + to_string(pooling) +
+                                ", which gives no sequence embedding");
+  }
+  if (s.begin && s.start != 0) {
+    throw std::invalid_argument(name(s.sequence) + ": an embedding starts at position 0 (its hidden states are pooled), not " +
+                                std::to_string(s.start));
+  }
+  if (!s.begin && !pooled_.contains(s.sequence)) {
+    throw std::invalid_argument(name(s.sequence) + " is not an embedding sequence the backend holds");
   }
 }
 
@@ -220,19 +237,25 @@ StepResult CpuBackend::run(const StepBatch& batch) {
   for (auto& [sequence, decoding] : new_decodings(batch)) decodings_.insert_or_assign(sequence, std::move(decoding));
   for (const BlockCopy& copy : batch.copies) cache_.copy_block(copy.source, copy.destination);
   const auto vocab = static_cast<std::size_t>(model_->config().vocab_size);
-  const auto sampling = static_cast<std::size_t>(
-      std::count_if(batch.sequences.begin(), batch.sequences.end(), [](const StepSequence& s) { return s.sample; }));
+  const auto sampling = static_cast<std::size_t>(std::count_if(
+      batch.sequences.begin(), batch.sequences.end(), [](const StepSequence& s) { return s.sample && !s.embed; }));
   if (logits_.size() < sampling * vocab) logits_.resize(sampling * vocab);
+  const auto dim = static_cast<std::size_t>(model_->config().dim);
   steps_.clear();
   std::size_t row = 0;
+  std::size_t hidden_rows = 0;
   for (const StepSequence& s : batch.sequences) {
     const HeldSequences::Sequence& held = held_.apply(s);  // node-based map: the table stays put
+    if (s.embed && s.begin) pooled_.insert_or_assign(s.sequence, Pooled{std::vector<double>(dim, 0.0), 0});
+    const bool logits = s.sample && !s.embed;
     LlamaModel::SequenceStep step;
     step.tokens = s.tokens;
     step.start = s.start;
     step.block_table = held.table;
-    step.mode = s.sample ? LlamaModel::Logits::last : LlamaModel::Logits::none;
-    step.logits = s.sample ? logits_.data() + vocab * row++ : nullptr;
+    step.mode = logits ? LlamaModel::Logits::last : LlamaModel::Logits::none;
+    step.logits = logits ? logits_.data() + vocab * row++ : nullptr;
+    step.hidden = s.embed ? hidden_.data() + dim * hidden_rows : nullptr;
+    hidden_rows += s.embed ? s.tokens.size() : 0;
     steps_.push_back(step);
   }
   model_->forward(steps_, cache_);
@@ -240,11 +263,62 @@ StepResult CpuBackend::run(const StepBatch& batch) {
   StepResult result;
   result.sampled.reserve(sampling);
   row = 0;
-  for (const StepSequence& s : batch.sequences) {
+  for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
+    const StepSequence& s = batch.sequences[i];
+    if (s.embed) {
+      pool(s, steps_[i].hidden);
+      if (s.sample) result.embeddings.push_back(finish_pooling(s.sequence));
+      continue;
+    }
     if (!s.sample) continue;
     result.sampled.push_back(sample(s.sequence, std::span<const float>(logits_.data() + vocab * row++, vocab)));
   }
   return result;
+}
+
+// Mean sums every row; cls keeps position 0's; last keeps the latest row.
+void CpuBackend::pool(const StepSequence& s, const float* hidden) {
+  Pooled& pooled = pooled_.at(s.sequence);
+  const std::size_t dim = pooled.sum.size();
+  const std::size_t rows = s.tokens.size();
+  switch (model_->config().pooling) {
+    case Pooling::mean:
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t i = 0; i < dim; ++i) pooled.sum[i] += hidden[r * dim + i];
+      }
+      pooled.rows += static_cast<std::int64_t>(rows);
+      return;
+    case Pooling::cls:
+      if (s.start != 0) return;
+      std::copy_n(hidden, dim, pooled.sum.begin());
+      pooled.rows = 1;
+      return;
+    case Pooling::last:
+      std::copy_n(hidden + (rows - 1) * dim, dim, pooled.sum.begin());
+      pooled.rows = 1;
+      return;
+    case Pooling::none:
+    case Pooling::rank:
+      return;  // refused by check()
+  }
+}
+
+// The mean (or the kept row), scaled to unit length; the sequence's pooling is done with.
+PooledEmbedding CpuBackend::finish_pooling(SequenceId id) {
+  const auto it = pooled_.find(id);
+  Pooled& pooled = it->second;
+  double norm = 0.0;
+  for (double& v : pooled.sum) {
+    v /= static_cast<double>(std::max<std::int64_t>(1, pooled.rows));
+    norm += v * v;
+  }
+  norm = std::sqrt(norm);
+  PooledEmbedding out;
+  out.sequence = id;
+  out.values.reserve(pooled.sum.size());
+  for (const double v : pooled.sum) out.values.push_back(static_cast<float>(norm > 0.0 ? v / norm : 0.0));
+  pooled_.erase(it);
+  return out;
 }
 
 SampledToken CpuBackend::sample(SequenceId id, std::span<const float> logits) {

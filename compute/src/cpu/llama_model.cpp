@@ -253,7 +253,21 @@ void LlamaModel::forward(std::span<const SequenceStep> steps, PagedKvCache& cach
     post_norm(w.post_ffn_norm, n);
     for (std::int64_t i = 0; i < n * c.dim; ++i) x_[i] += xn_[i];
   }
+  output_hidden(steps);
   output_logits(steps);
+}
+
+// The final norm of every token of the sequences that want their hidden states, straight into their buffers.
+void LlamaModel::output_hidden(std::span<const SequenceStep> steps) {
+  const auto& c = config_;
+  std::int64_t t = 0;
+  for (const SequenceStep& step : steps) {
+    const auto count = static_cast<std::int64_t>(step.tokens.size());
+    for (std::int64_t i = 0; step.hidden != nullptr && i < count; ++i) {
+      rms_norm(&x_[(t + i) * c.dim], f32(weights_.output_norm), step.hidden + i * c.dim, c.dim, c.rms_epsilon);
+    }
+    t += count;
+  }
 }
 
 // Gemma2/3 normalise a sublayer's output (in xn_) before it joins the residual stream; others have no such norm.

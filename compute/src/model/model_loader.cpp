@@ -212,6 +212,13 @@ ModelConfig read_model_config(const GgufFile& file) {
   read_gemma_keys(file, p, c);
   if (c.architecture == Architecture::phi3) read_phi3_keys(file, p, c);
   read_expert_keys(file, p, c);
+  if (auto pooling = file.find_u32(p + "pooling_type")) {
+    if (*pooling > static_cast<std::uint32_t>(Pooling::rank)) {
+      throw ModelFileError(file.path(), std::nullopt, p + "pooling_type",
+                           "unknown pooling type " + std::to_string(*pooling) + " (0 none, 1 mean, 2 cls, 3 last, 4 rank)");
+    }
+    c.pooling = static_cast<Pooling>(*pooling);
+  }
   const TensorView& embd = file.get_tensor("token_embd.weight");
   c.vocab_size = embd.dims.size() == 2 ? embd.dims[1] : 0;
   if (c.vocab_size <= 0) {

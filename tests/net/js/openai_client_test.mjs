@@ -1,5 +1,6 @@
 // loom-gateway driven by the official OpenAI JavaScript client, unchanged but for baseURL: completions and
-// chat completions, whole and streamed, JSON under a response_format schema, the model list, a refused request
+// chat completions, whole and streamed, JSON under a response_format schema, the model list, embeddings (a
+// string and a list, base64 as the client asks by default, and float), a refused request
 // and a wrong API key. Then the gateway is stopped with SIGTERM and must exit 0.
 //
 //   node openai_client_test.mjs PATH/TO/loom-gateway PATH/TO/aidreams260K.gguf
@@ -149,6 +150,35 @@ async function models(openai) {
   console.log(`models: ${list.data.map((model) => model.id).join(", ")}`);
 }
 
+// The client asks for base64 unless told otherwise and decodes it to floats itself; float is asked here too.
+async function embeddings(openai) {
+  const unitNorm = (vector, what) => {
+    const norm = Math.sqrt(vector.reduce((sum, v) => sum + v * v, 0));
+    assert.ok(Math.abs(norm - 1) < 1e-5, `${what}: norm ${norm}`);
+  };
+  const one = await openai.embeddings.create({ model: "aidreams260K", input: "a cat on the mat" });
+  assert.equal(one.object, "list");
+  assert.equal(one.data.length, 1);
+  assert.equal(one.data[0].embedding.length, 64, "the model's embedding length");
+  unitNorm(one.data[0].embedding, "string input");
+  assert.ok(one.usage.prompt_tokens > 0);
+  const list = await openai.embeddings.create({
+    model: "aidreams260K", input: ["a cat on the mat", "the moon"], encoding_format: "float",
+  });
+  assert.deepEqual(list.data.map((d) => d.index), [0, 1]);
+  for (const item of list.data) {
+    assert.equal(item.embedding.length, 64);
+    unitNorm(item.embedding, `list input ${item.index}`);
+  }
+  const again = await openai.embeddings.create({
+    model: "aidreams260K", input: "a cat on the mat", encoding_format: "float",
+  });
+  assert.deepEqual(Array.from(again.data[0].embedding), Array.from(one.data[0].embedding),
+    "base64 and float give the same vector");
+  list.data[0].embedding.forEach((v, i) => assert.ok(Math.abs(v - one.data[0].embedding[i]) < 1e-5, `list[0][${i}]`));
+  console.log(`embeddings: ${list.data.length} vectors of ${list.data[0].embedding.length}`);
+}
+
 async function refusals(openai, port) {
   await assert.rejects(
     openai.completions.create({ ...greedy, prompt: "x", temperature: 1000 }),
@@ -179,6 +209,7 @@ try {
   await chat(openai);
   await structured(openai);
   await models(openai);
+  await embeddings(openai);
   await refusals(openai, port);
 } catch (error) {
   failed = true;

@@ -1,7 +1,7 @@
 // loom::Engine: the engine as an application embeds it. It spawns the engine's actors (executor, cache
 // manager, scheduler, thermal monitor, one session actor per conversation) on an executor the application
 // gives it, or on its own thread pool, and offers a small API: load a model, open and close sessions,
-// generate (events by callback, or as a stream a coroutine awaits), cancel, stats and shutdown.
+// generate (events by callback, or as a stream a coroutine awaits), embed, cancel, stats and shutdown.
 //
 // Every method is safe to call from any thread and never blocks; results come back as Asio completions
 // (callbacks, asio::use_future, asio::use_awaitable) or as events. The forward passes run on the executor's
@@ -79,6 +79,15 @@ class Engine {
   void generate(proto::GenerateRequest request, EventHandler handler, GenerateOptions options = {});
   // The same events as a stream: `co_await stream.async_next(asio::use_awaitable)` until it yields nullopt.
   actors::EventStream generate_stream(proto::GenerateRequest request, GenerateOptions options = {});
+
+  // Embeds each input of `request` (a text, tokenized as a prompt is, or token ids) as a sequence of its own,
+  // batched with generation; completes with void(error_code, actors::EmbedResult): a unit-length vector per
+  // input, or the request's error (embedding_protocol.hpp).
+  template <class CompletionToken>
+  auto async_embed(actors::EmbedRequest request, CompletionToken&& token) {
+    actors::EngineEmbed message{std::move(request), {}};
+    return address_.ask(std::move(message), kNoTimeout, std::forward<CompletionToken>(token));
+  }
 
   // Ends the request with reason cancelled. Unknown or finished ids are ignored.
   void cancel(std::string request_id);

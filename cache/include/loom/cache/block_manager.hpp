@@ -61,12 +61,14 @@ class BlockManager {
 
   // Blocks create_sequence(prompt) would consume from available_blocks() (the cached blocks it reuses
   // count, since they stop being evictable), and blocks append(id, n) would take.
-  std::size_t create_cost(std::span<const TokenId> prompt) const;
+  std::size_t create_cost(std::span<const TokenId> prompt, bool reuse_prefix = true) const;
   std::size_t append_cost(SequenceId id, std::size_t new_tokens) const;
 
   // A new sequence holding `prompt`. Reuses the longest cached prefix, but at most prompt.size() - 1 tokens:
-  // the last prompt token is always computed, since its logits give the first sampled token.
-  Reservation create_sequence(SequenceId id, std::span<const TokenId> prompt);
+  // the last prompt token is always computed, since its logits give the first sampled token. Without
+  // reuse_prefix every token is computed (an embedding pools the hidden states of all of them); its full
+  // blocks become matchable as any prompt's do.
+  Reservation create_sequence(SequenceId id, std::span<const TokenId> prompt, bool reuse_prefix = true);
 
   // Slots for `tokens` appended to sequence `id`.
   Reservation append(SequenceId id, std::span<const TokenId> tokens);

@@ -102,6 +102,11 @@ struct StepSequence {
   std::vector<BlockId> blocks{};
   // Sample a next token after the last of `tokens`: a decode, or the last chunk of a prompt.
   bool sample = false;
+  // An embedding sequence (on every step of it): its positions' final hidden states (after the output
+  // norm; no logits are computed) feed the pooling the backend keeps for it from its start, which must be
+  // at position 0 (a reused prefix's hidden states are not known). With `sample` its prompt ends here:
+  // StepResult::embeddings carries its pooled, L2-normalised vector and nothing is sampled.
+  bool embed = false;
   // Present in the first step of a sequence the backend does not hold, or holds from before a preemption
   // (it starts afresh); absent, the backend must hold the sequence.
   std::optional<SequenceStart> begin{};
@@ -134,9 +139,18 @@ struct SampledToken {
   std::vector<TokenLogprob> top{};   // the `logprobs` most likely tokens, most likely first (lower id on ties)
 };
 
-// What a backend returns for a step: one entry per sequence that asked to sample, in batch order.
+// An embedding sequence's pooled vector (ModelConfig::pooling), of the model's embedding length and unit
+// L2 norm.
+struct PooledEmbedding {
+  SequenceId sequence = 0;
+  std::vector<float> values{};
+};
+
+// What a backend returns for a step: one entry per sequence that asked to sample, in batch order (an
+// embedding sequence's in `embeddings`, the others' in `sampled`).
 struct StepResult {
   std::vector<SampledToken> sampled{};
+  std::vector<PooledEmbedding> embeddings{};
 };
 
 class Backend {

@@ -32,6 +32,15 @@ enum class RopeStyle { adjacent_pairs, split_halves };
 // The feed-forward's gate activation: SiLU (SwiGLU, Llama) or GELU in its tanh form (GeGLU, Gemma).
 enum class FfnActivation { silu, gelu_tanh };
 
+// How a sequence's final hidden states (after the output norm) become one embedding: `{arch}.pooling_type`
+// in GGUF, with the values of that key's enum (0 none, 1 mean, 2 cls, 3 last, 4 rank). none (per-token
+// vectors) and rank (a reranker's score) give no sequence embedding, so loom refuses embeddings for them.
+enum class Pooling { none = 0, mean = 1, cls = 2, last = 3, rank = 4 };
+std::string to_string(Pooling pooling);
+inline bool pools_sequences(Pooling pooling) noexcept {
+  return pooling == Pooling::mean || pooling == Pooling::cls || pooling == Pooling::last;
+}
+
 struct ModelConfig {
   Architecture architecture = Architecture::llama;
   std::int64_t vocab_size = 0;
@@ -79,6 +88,9 @@ struct ModelConfig {
   std::int64_t expert_ffn_dim = 0;          // each expert's hidden width
   std::int64_t shared_expert_ffn_dim = 0;   // qwen2moe's shared expert (0: none)
   bool expert_weights_norm = true;          // renormalize the chosen experts' weights to sum 1
+
+  // Embeddings: mean when the file does not say (a decoder model has no pooling of its own).
+  Pooling pooling = Pooling::mean;
 
   std::int64_t q_dim() const noexcept { return heads * head_dim; }
   std::int64_t kv_dim() const noexcept { return kv_heads * head_dim; }

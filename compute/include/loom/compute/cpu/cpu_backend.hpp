@@ -8,6 +8,10 @@
 // sample its TokenMasker fills the allowed-token mask (the vocabulary's EOS and EOT allowed exactly where the
 // grammar may end), the sampler picks under it, and the token's bytes move the state on. A sequence that
 // cannot go on under its constraint gets a SampledToken with an error; the rest of the step is unaffected.
+//
+// An embedding sequence (StepSequence::embed) computes no logits: each step adds its tokens' final hidden
+// states to the pooling kept for it (a running sum in double for mean pooling, the first or the last row
+// for cls and last), and its last chunk turns that into its L2-normalised embedding.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +49,7 @@ class CpuBackend final : public Backend {
   StepResult run(const StepBatch& batch) override;
   void release(SequenceId sequence) override {
     decodings_.erase(sequence);
+    pooled_.erase(sequence);
     held_.release(sequence);
   }
 
@@ -64,7 +69,17 @@ class CpuBackend final : public Backend {
     std::string error;  // non-empty: the sequence cannot go on (its constraint failed); each sample says so
   };
 
+  // An embedding sequence's pooling so far, from its start until its last chunk (or release()): the sum of
+  // its hidden states and how many (mean), or the one row the pooling keeps (cls, last) with a count of 1.
+  struct Pooled {
+    std::vector<double> sum;
+    std::int64_t rows = 0;
+  };
+
   void check(const StepBatch& batch) const;
+  void check_embedding(const StepSequence& s) const;
+  void pool(const StepSequence& s, const float* hidden);
+  PooledEmbedding finish_pooling(SequenceId id);
   void check_block(BlockId block, const std::string& what) const;
   std::vector<std::pair<SequenceId, Decoding>> new_decodings(const StepBatch& batch);
   SampledToken sample(SequenceId id, std::span<const float> logits);
@@ -86,6 +101,8 @@ class CpuBackend final : public Backend {
   // Scratch of the step: the sequences' model views and the logits of those that sample, one row each.
   std::vector<LlamaModel::SequenceStep> steps_;
   std::vector<float> logits_;
+  std::unordered_map<SequenceId, Pooled> pooled_;  // embedding sequences, by id
+  std::vector<float> hidden_;  // the embedding sequences' final hidden states of a step, [max_batch][dim]
 };
 
 // The BackendFactory of the real engine.

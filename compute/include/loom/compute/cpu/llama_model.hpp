@@ -56,6 +56,9 @@ class LlamaModel {
     std::span<const std::int32_t> block_table;
     float* logits = nullptr;
     Logits mode = Logits::last;
+    // Non-null: the final hidden state of every token (after the output norm, what the logits are computed
+    // from), tokens.size() rows of dim floats, for embeddings.
+    float* hidden = nullptr;
   };
 
   // Runs one step of several sequences (each at least one token, max_batch tokens in all) and writes their
@@ -91,6 +94,7 @@ class LlamaModel {
   void rope(float* vectors, std::int64_t heads, std::int64_t n, const float* rotation);
   void post_norm(const TensorView* weight, std::int64_t n);
   void output_logits(std::span<const SequenceStep> steps);
+  void output_hidden(std::span<const SequenceStep> steps);
 
   ModelConfig config_;
   ModelWeights weights_;

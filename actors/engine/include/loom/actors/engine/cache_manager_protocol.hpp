@@ -19,6 +19,7 @@ struct ReserveItem {
   cache::SequenceId sequence = 0;
   std::vector<cache::TokenId> tokens;
   bool new_sequence = false;
+  bool reuse_prefix = true;  // a new sequence may start from a cached prefix (not an embedding: it pools every position)
 };
 
 struct ReserveResult {

@@ -26,6 +26,7 @@ class EngineActor : public Actor<EngineActor, EngineProtocol> {
   void on(EngineOpenSession m);
   void on(EngineCloseSession m);
   void on(EngineGenerate m);
+  void on(EngineEmbed m);
   void on(EngineCancel m);
   void on(GetEngineStats m);
   void on(EngineShutdown m);

@@ -1,5 +1,5 @@
 // The EngineActor's messages (engine_actor.hpp has the actor), which loom::Engine (loom/engine.hpp) sends:
-// load, open and close sessions, generate, cancel, stats, shutdown; and the engine's configuration and
+// load, open and close sessions, generate, embed, cancel, stats, shutdown; and the engine's configuration and
 // stats. Like every protocol header it includes messages and value types, never an actor's implementation
 // or a compute kernel, so that an application embedding the engine compiles against a small surface.
 #pragma once
@@ -15,6 +15,7 @@
 
 #include "loom/actors/engine/bookkeeping.hpp"
 #include "loom/actors/engine/cache_manager_protocol.hpp"
+#include "loom/actors/engine/embedding_protocol.hpp"
 #include "loom/actors/engine/gpu_executor_protocol.hpp"
 #include "loom/actors/engine/scheduler_protocol.hpp"
 #include "loom/actors/engine/session_protocol.hpp"
@@ -101,6 +102,10 @@ struct EngineGenerate {
 struct EngineCancel {
   std::string request_id;
 };
+struct EngineEmbed {
+  EmbedRequest request;
+  Reply<EmbedResult> reply;
+};
 struct GetEngineStats {
   Reply<EngineStats> reply;
 };
@@ -110,6 +115,6 @@ struct EngineShutdown {
 };
 
 using EngineProtocol = std::variant<EngineLoad, EngineOpenSession, EngineCloseSession, EngineGenerate, EngineCancel,
-                                    GetEngineStats, EngineShutdown>;
+                                    GetEngineStats, EngineShutdown, EngineEmbed>;
 
 }  // namespace loom::actors

@@ -37,6 +37,7 @@ struct ExecutorStats {
 
 struct StepDone {
   std::vector<compute::SampledToken> sampled{};  // as compute::StepResult
+  std::vector<compute::PooledEmbedding> embeddings{};  // as compute::StepResult
   std::size_t tokens_computed = 0;               // positions run through the model
   std::chrono::nanoseconds queued_time{0};       // from the RunStep's arrival to the start of its computation
   std::chrono::nanoseconds compute_time{0};      // block copies, forward pass and sampling

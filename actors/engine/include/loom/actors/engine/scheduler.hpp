@@ -145,6 +145,7 @@ class Scheduler {
   compute::StepBatch build_step_batch(std::vector<compute::BlockCopy> copies);
   void apply_item(const PlannedItem& p, StepDone& done, std::size_t& sampled_index, Clock::time_point now,
                   AppliedStep& out);
+  void apply_embedding(cache::SequenceId id, StepDone& done, Clock::time_point now, AppliedStep& out);
   std::optional<proto::FinishReason> ending_for(const Sequence& s, std::int32_t token) const;
   void end_step();
   void finish(cache::SequenceId id, proto::FinishReason reason, std::string error, Clock::time_point now,

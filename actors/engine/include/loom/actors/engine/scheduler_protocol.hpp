@@ -83,6 +83,8 @@ struct SequenceFinished {
   std::int32_t prefilled_tokens = 0;     // positions this sequence ran through the model, recompute included
   std::int32_t preemptions = 0;
   proto::Timings timings{};
+  // An embedding sequence that completed (reason stop): its pooled, L2-normalised vector. Empty otherwise.
+  std::vector<float> embedding{};
 };
 
 // A submit that was never accepted (queue full, bad input, shutting down).
@@ -110,6 +112,10 @@ struct SubmitSequence {
   std::optional<std::chrono::steady_clock::time_point> deadline{};  // reason timeout past it
   std::chrono::steady_clock::time_point accepted = std::chrono::steady_clock::now();  // for timings
   SequenceSink sink{};
+  // Embed the prompt instead of generating: it runs (in as many chunks as the steps give it, sharing them
+  // with generation, never from a cached prefix) and ends with SequenceFinished (reason stop) carrying its
+  // embedding; no token is sampled or sent. params and end_ids are unused.
+  bool embed = false;
 };
 
 // Ends a sequence (waiting, running or paused) with `reason` (cancelled, or stop when its session matched a
