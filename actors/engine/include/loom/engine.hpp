@@ -74,6 +74,13 @@ class Engine {
   }
   // Forgets a session (its running request ends as cancelled). Unknown ids are ignored.
   void close_session(std::string session_id);
+  // Forgets a session's history, keeping its id and system prompt: answers session.reset_done, or an error
+  // event (not_found for an id not open, conflict while it is generating).
+  template <class CompletionToken>
+  auto async_reset_session(std::string session_id, CompletionToken&& token) {
+    actors::EngineResetSession request{std::move(session_id), {}};
+    return address_.ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
+  }
 
   // Events go to `handler`, on an engine strand, in order; it must be quick and must not block.
   void generate(proto::GenerateRequest request, EventHandler handler, GenerateOptions options = {});
