@@ -1,7 +1,8 @@
 // loom::Engine: the engine as an application embeds it. It spawns the engine's actors (executor, cache
 // manager, scheduler, thermal monitor, one session actor per conversation) on an executor the application
-// gives it, or on its own thread pool, and offers a small API: load a model, open and close sessions,
-// generate (events by callback, or as a stream a coroutine awaits), cancel, stats and shutdown.
+// gives it, or on its own thread pool, and offers a small API: load a model, open, close and reset sessions,
+// generate (events by callback, or as a stream a coroutine awaits; progress events when the request asks),
+// cancel, stats and shutdown.
 //
 // Every method is safe to call from any thread and never blocks; results come back as Asio completions
 // (callbacks, asio::use_future, asio::use_awaitable) or as events. The forward passes run on the executor's
