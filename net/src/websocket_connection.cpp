@@ -277,7 +277,8 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     const std::size_t session_limit = context_.config.max_sessions_per_connection;
     if (sessions_.size() >= session_limit) {
       std::string message = "this connection already has ";
-      message.append(std::to_string(session_limit)).append(" sessions open: close one first");
+      message.append(std::to_string(session_limit))
+          .append(" sessions open (max_sessions_per_connection): close one first");
       refuse(ErrorCode::overloaded, std::move(message), implicit ? "session" : "session_id");
       co_return false;
     }
@@ -346,15 +347,18 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     const std::size_t per_connection = context_.config.max_requests_per_connection;
     if (requests_.size() >= per_connection) {
       return refuse(ErrorCode::overloaded,
-                    "this connection already has " + std::to_string(per_connection) + " requests in flight");
+                    "this connection already has " + std::to_string(per_connection) +
+                        " requests in flight (max_requests_per_connection)");
     }
     if (send_queue_full_) {
-      return refuse(ErrorCode::overloaded, "the connection's send queue is full: read the events already sent");
+      return refuse(ErrorCode::overloaded,
+                    "the connection's send queue is full (ws_send_queue_bytes): read the events already sent");
     }
     auto slot = context_.budget.try_acquire();
     if (!slot) {
       return refuse(ErrorCode::overloaded,
-                    "the gateway has " + std::to_string(context_.budget.limit()) + " requests in flight");
+                    "the gateway has " + std::to_string(context_.budget.limit()) +
+                        " requests in flight (max_requests_total)");
     }
     requests_.emplace(client_id, InFlightRequest{std::make_unique<RequestBudget::Slot>(std::move(*slot)), false,
                                                  request.session_id});
