@@ -48,6 +48,8 @@ Model:
                          log, for a model without one)
   --device cpu|vulkan    where the forward pass runs (default cpu; vulkan is not built yet)
   --compute-threads N    forward-pass threads (default: the physical cores)
+  --max-batch-tokens N   tokens of one step, all requests together: a long prompt is computed in chunks of
+                         at most this many (default 512)
   --kv-cache-mb M        KV cache size in MiB (default: sized from the machine, see --kv-cache-percent);
                          less than one context is warned, and requests are limited to what it holds
                          (/health says how much)
@@ -237,6 +239,7 @@ int main(int argc, char** argv) {
     config.chat_template_file = args.text("chat-template-file", config.chat_template_file);
     config.device = args.text("device", config.device);
     count("compute-threads", config.compute_threads, 0, 1024);
+    count("max-batch-tokens", config.max_batch_tokens, 1, 1 << 20);
     count("kv-cache-mb", config.kv_cache_mb, 0, 1 << 20);
     count("kv-cache-percent", config.kv_cache_percent, 1, 100);
     config.demo_model_path = args.text("demo-model-path", config.demo_model_path);

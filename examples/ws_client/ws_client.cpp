@@ -234,7 +234,15 @@ class StreamingClient : public std::enable_shared_from_this<StreamingClient> {
       end_text();
       throw ClientError("the server refused the request: " + describe(*error));
     }
-    return std::nullopt;  // session.opened: nothing to show
+    if (const auto* hello = std::get_if<proto::Hello>(&message)) {
+      // The first frame. A newer protocol may still serve this client's one request; say so, in case not.
+      if (hello->protocol_version != proto::Hello::kProtocolVersion) {
+        std::fprintf(stderr, "loom-ws-client: the server speaks protocol version %lld, this client version %lld\n",
+                     static_cast<long long>(hello->protocol_version),
+                     static_cast<long long>(proto::Hello::kProtocolVersion));
+      }
+    }
+    return std::nullopt;  // hello, session.opened, progress: nothing to show
   }
 
   int finish(const proto::DoneEvent& done) {

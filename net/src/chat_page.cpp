@@ -130,6 +130,7 @@ textarea {
 
   let socket = null;
   let sessionId = null;          // the server's session on the current connection
+  let modelName = "";            // from the server's hello, its first frame
   let sessionPending = false;    // a session.open is unanswered
   let history = [];              // the conversation, kept to restore it in a new session after a reconnect
   let replayHistory = false;     // the next request carries the whole history (the old session is gone)
@@ -203,10 +204,13 @@ textarea {
 
   function handle(message) {
     switch (message.type) {
+      case "hello":
+        modelName = typeof message.model === "string" ? message.model : "";
+        break;
       case "session.opened":
         sessionId = message.session_id;
         sessionPending = false;
-        setStatus("ready", "connected");
+        setStatus("ready", modelName ? "connected · " + modelName : "connected");
         updateButtons();
         break;
       case "token":

@@ -36,6 +36,7 @@ actors::EngineConfig engine_config_for(const GatewayConfig& config) {
   engine.model.model_path = config.model;
   engine.model.tokenizer_path = config.tokenizer;
   engine.model.threads = config.compute_threads;
+  engine.scheduler.max_batch_tokens = static_cast<std::size_t>(config.max_batch_tokens);
   if (config.kv_cache_mb > 0) {
     engine.model.kv.budget_bytes = static_cast<std::uint64_t>(config.kv_cache_mb) * 1024 * 1024;
   } else {
@@ -166,6 +167,9 @@ std::optional<std::string> Gateway::State::model_loaded(boost::system::error_cod
   ctx.context_length = effective_context_length(result);
   ctx.embedding_length = result.info.config.dim;
   ctx.created_unix = unix_seconds_now();
+  ctx.chat_template = result.chat_template;
+  ctx.chat_tool_calls = result.chat_tool_calls;
+  ctx.chat_reasoning = result.chat_reasoning;
   ctx.phase.compare_exchange_strong(expected, GatewayPhase::ready, std::memory_order_acq_rel);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
   logger().info("model loaded model_id={} context_length={} kv_blocks={} load_ms={}", ctx.model_id,

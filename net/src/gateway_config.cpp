@@ -78,6 +78,7 @@ void GatewayConfig::validate() const {
   if (device != "cpu" && device != "vulkan") refuse("device", "must be cpu or vulkan, got '" + device + "'");
   within<int>("threads", threads, 0, 256);
   within<int>("compute_threads", compute_threads, 0, 1024);
+  within<std::int32_t>("max_batch_tokens", max_batch_tokens, 1, 1 << 20);
   within<std::int64_t>("kv_cache_mb", kv_cache_mb, 0, std::int64_t{1} << 20);
   within<int>("kv_cache_percent", kv_cache_percent, 1, 100);
   within<std::size_t>("max_body_bytes", max_body_bytes, 1024, std::size_t{1} << 30);
@@ -171,7 +172,8 @@ void apply_json(GatewayConfig& c, const nlohmann::json& object) {
         if (!host.is_string()) refuse(key, "must be an array of strings");
         c.allowed_hosts.push_back(host.get<std::string>());
       }
-    } else if (key == "max_body_bytes") integer(c.max_body_bytes);
+    } else if (key == "max_batch_tokens") integer(c.max_batch_tokens);
+    else if (key == "max_body_bytes") integer(c.max_body_bytes);
     else if (key == "max_frame_bytes") integer(c.max_frame_bytes);
     else if (key == "max_prompt_tokens") integer(c.max_prompt_tokens);
     else if (key == "max_tokens_limit") integer(c.max_tokens_limit);

@@ -90,6 +90,9 @@ struct GatewayContext {
   std::int64_t context_length = 0;
   std::int64_t embedding_length = 0;  // the model's hidden size: /v1/embeddings' vector length
   std::int64_t created_unix = 0;  // when the model was loaded, for /v1/models
+  std::string chat_template;       // the chat template's description; empty: none (the hello's features)
+  bool chat_tool_calls = false;    // its family writes tool calls loom parses
+  bool chat_reasoning = false;     // its family marks reasoning
 
   bool ready() const noexcept { return phase.load(std::memory_order_acquire) == GatewayPhase::ready; }
   // Engine-wide unique ids: request and session ids are per connection on the wire, so the gateway

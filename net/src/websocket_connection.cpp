@@ -28,6 +28,7 @@
 #include "loom/proto/error_event.hpp"
 #include "loom/proto/server_message.hpp"
 #include "net_logger.hpp"
+#include "websocket_hello.hpp"
 
 namespace loom::net {
 
@@ -54,6 +55,7 @@ struct InFlightRequest {
   std::unique_ptr<RequestBudget::Slot> slot;
   // Cancelled because the client stopped reading: its remaining token events are dropped.
   bool dropping_tokens = false;
+  std::optional<std::string> session;  // the client's id of the session it runs in
 };
 
 // One connection. Everything below runs on `strand_`: the read loop, the writer, the engine's events
@@ -83,6 +85,8 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
         asio::post(connection->strand_, [connection] { connection->on_shutdown(); });
       }
     });
+    // The first frame, before anything the client sends is answered.
+    queue_event(make_hello(context_));
     asio::co_spawn(strand_, write_loop(self), asio::detached);
 
     try {
@@ -190,32 +194,99 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     } else if (auto* cancel = std::get_if<proto::CancelRequest>(&message)) {
       // Unknown and finished ids are ignored, by us and by the engine.
       if (requests_.contains(cancel->request_id)) context_.engine.cancel(prefix_ + cancel->request_id);
+    } else if (auto* close = std::get_if<proto::SessionClose>(&message)) {
+      close_session(close->session_id);
+    } else if (auto* reset = std::get_if<proto::SessionReset>(&message)) {
+      co_await reset_session(std::move(reset->session_id));
+    } else if (std::holds_alternative<proto::SessionList>(message)) {
+      list_sessions();
     }
   }
 
+  // The session is forgotten at once (a request running in it is cancelled and still ends with its done
+  // event, which may come after session.closed); its id may be opened again right away.
+  void close_session(const std::string& client_id) {
+    if (!sessions_.contains(client_id)) return send_session_error(client_id, ErrorCode::not_found, no_session(client_id));
+    sessions_.erase(client_id);
+    context_.engine.close_session(prefix_ + client_id);
+    queue_event(proto::SessionClosed{client_id});
+  }
+
+  // Awaited in the read loop like session.open, so a generate pipelined behind it finds the history gone.
+  asio::awaitable<void> reset_session(std::string client_id) {
+    if (!sessions_.contains(client_id)) {
+      send_session_error(client_id, ErrorCode::not_found, no_session(client_id));
+      co_return;
+    }
+    beast::error_code ec;
+    proto::ServerMessage reply = co_await context_.engine.async_reset_session(
+        prefix_ + client_id, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      std::string message = "the engine did not answer session.reset: ";
+      message.append(ec.message());
+      send_session_error(client_id, ErrorCode::internal, std::move(message));
+    } else if (auto* error = std::get_if<proto::ErrorEvent>(&reply)) {
+      send_session_error(client_id, error->code, without_prefix(std::move(error->message), prefix_));
+    } else {
+      queue_event(proto::SessionResetDone{client_id});
+    }
+  }
+
+  void list_sessions() {
+    proto::SessionListed listed;
+    for (const auto& session : sessions_) listed.sessions.push_back({session, std::nullopt});
+    for (const auto& [request_id, in_flight] : requests_) {
+      if (!in_flight.session) continue;
+      for (auto& summary : listed.sessions) {
+        if (summary.session_id == *in_flight.session) summary.active_request = request_id;
+      }
+    }
+    queue_event(std::move(listed));
+  }
+
+  static std::string no_session(const std::string& client_id) {
+    std::string message = "no open session '";
+    message.append(client_id).append("' on this connection");
+    return message;
+  }
+
+  // An error answering session.open, .close or .reset: `id` is empty, `session_id` names the session.
+  void send_session_error(const std::string& client_id, ErrorCode code, std::string message) {
+    proto::ErrorEvent event{"", code, std::move(message), "session_id"};
+    if (!client_id.empty()) event.session_id = client_id;
+    queue_event(std::move(event));
+  }
+
   // Awaited in the read loop, so a generate pipelined right behind its session.open finds the session.
-  // `for_request` empty: a session.open, answered with session.opened or an error with an empty id. Else
-  // the implicit open of a generate's `session`: nothing is sent when it opens, and a refusal is that
-  // request's error. Whether the session is open afterwards is the result.
+  // `for_request` empty: a session.open, answered with session.opened or an error with an empty id and the
+  // session_id the client asked for. Else the implicit open of a generate's `session`: nothing is sent when
+  // it opens, and a refusal is that request's error. Whether the session is open afterwards is the result.
   asio::awaitable<bool> open_session(proto::SessionOpen open, std::string for_request) {
     const bool implicit = !for_request.empty();
+    const std::optional<std::string> named = implicit ? std::nullopt : open.session_id;
+    auto refuse = [&](ErrorCode code, std::string message, std::string field = {}) {
+      proto::ErrorEvent event{for_request, code, std::move(message), std::move(field)};
+      event.session_id = named;
+      queue_event(std::move(event));
+    };
     if (!context_.ready() || draining_) {
-      send_error(for_request, ErrorCode::unavailable, unavailable_reason());
+      refuse(ErrorCode::unavailable, unavailable_reason());
       co_return false;
     }
     const std::string client_id = open.session_id ? *open.session_id : pick_session_id();
     const std::size_t session_limit = context_.config.max_sessions_per_connection;
     if (sessions_.size() >= session_limit) {
       std::string message = "this connection already has ";
-      message.append(std::to_string(session_limit)).append(" sessions open: close one first");
-      send_error(for_request, ErrorCode::overloaded, std::move(message), implicit ? "session" : "session_id");
+      message.append(std::to_string(session_limit))
+          .append(" sessions open (max_sessions_per_connection): close one first");
+      refuse(ErrorCode::overloaded, std::move(message), implicit ? "session" : "session_id");
       co_return false;
     }
     if (sessions_.contains(client_id)) {
       // Appended, not "a" + b + "c": GCC 12 warns falsely (-Wrestrict) on that inside this coroutine.
       std::string message = "session '";
       message.append(client_id).append("' is already open");
-      send_error("", ErrorCode::conflict, std::move(message), "session_id");
+      refuse(ErrorCode::conflict, std::move(message), "session_id");
       co_return false;
     }
     open.session_id = prefix_ + client_id;
@@ -225,7 +296,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     if (ec) {
       std::string message = "the engine did not answer session.open: ";
       message.append(ec.message());
-      send_error(for_request, ErrorCode::internal, std::move(message));
+      refuse(ErrorCode::internal, std::move(message));
       co_return false;
     }
     if (std::holds_alternative<proto::SessionOpened>(reply)) {
@@ -238,10 +309,8 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       co_return true;
     }
     if (auto* error = std::get_if<proto::ErrorEvent>(&reply)) {
-      error->request_id = for_request;
-      if (implicit && error->field == "session_id") error->field = "session";
-      error->message = without_prefix(std::move(error->message), prefix_);
-      queue_event(std::move(*error));
+      refuse(error->code, without_prefix(std::move(error->message), prefix_),
+             implicit && error->field == "session_id" ? "session" : error->field);
     }
     co_return false;
   }
@@ -278,17 +347,21 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     const std::size_t per_connection = context_.config.max_requests_per_connection;
     if (requests_.size() >= per_connection) {
       return refuse(ErrorCode::overloaded,
-                    "this connection already has " + std::to_string(per_connection) + " requests in flight");
+                    "this connection already has " + std::to_string(per_connection) +
+                        " requests in flight (max_requests_per_connection)");
     }
     if (send_queue_full_) {
-      return refuse(ErrorCode::overloaded, "the connection's send queue is full: read the events already sent");
+      return refuse(ErrorCode::overloaded,
+                    "the connection's send queue is full (ws_send_queue_bytes): read the events already sent");
     }
     auto slot = context_.budget.try_acquire();
     if (!slot) {
       return refuse(ErrorCode::overloaded,
-                    "the gateway has " + std::to_string(context_.budget.limit()) + " requests in flight");
+                    "the gateway has " + std::to_string(context_.budget.limit()) +
+                        " requests in flight (max_requests_total)");
     }
-    requests_.emplace(client_id, InFlightRequest{std::make_unique<RequestBudget::Slot>(std::move(*slot))});
+    requests_.emplace(client_id, InFlightRequest{std::make_unique<RequestBudget::Slot>(std::move(*slot)), false,
+                                                 request.session_id});
 
     request.id = prefix_ + client_id;
     if (request.session_id) request.session_id = prefix_ + *request.session_id;
@@ -311,6 +384,12 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     if (auto* token = std::get_if<proto::TokenEvent>(&event)) {
       if (closed_ || request->second.dropping_tokens) return;
       token->request_id = client_id;
+      queue_event(std::move(event));
+      return;
+    }
+    if (auto* progress = std::get_if<proto::ProgressEvent>(&event)) {
+      if (closed_ || request->second.dropping_tokens) return;
+      progress->request_id = client_id;
       queue_event(std::move(event));
       return;
     }

@@ -10,6 +10,9 @@ namespace {
 constexpr std::string_view kSessionOpen = "session.open";
 constexpr std::string_view kGenerate = "generate";
 constexpr std::string_view kCancel = "cancel";
+constexpr std::string_view kSessionClose = "session.close";
+constexpr std::string_view kSessionReset = "session.reset";
+constexpr std::string_view kSessionList = "session.list";
 
 ClientMessage read_client_message(const detail::Json& j, const ParseOptions& options) {
   const detail::ObjectReader r(j, "", options);
@@ -17,7 +20,11 @@ ClientMessage read_client_message(const detail::Json& j, const ParseOptions& opt
   if (type == kSessionOpen) return detail::read_session_open(j, "", options, "type");
   if (type == kGenerate) return detail::read_generate_request(j, "", options, "type");
   if (type == kCancel) return detail::read_cancel_request(j, "", options, "type");
-  detail::fail("type", "must be one of session.open, generate, cancel, got " + detail::echo_text(type));
+  if (type == kSessionClose) return detail::read_session_close(j, "", options, "type");
+  if (type == kSessionReset) return detail::read_session_reset(j, "", options, "type");
+  if (type == kSessionList) return detail::read_session_list(j, "", options, "type");
+  detail::fail("type", "must be one of session.open, generate, cancel, session.close, session.reset, session.list, got " +
+                           detail::echo_text(type));
 }
 
 }  // namespace
@@ -27,6 +34,9 @@ std::string_view message_type(const ClientMessage& message) noexcept {
                         [](const SessionOpen&) { return kSessionOpen; },
                         [](const GenerateRequest&) { return kGenerate; },
                         [](const CancelRequest&) { return kCancel; },
+                        [](const SessionClose&) { return kSessionClose; },
+                        [](const SessionReset&) { return kSessionReset; },
+                        [](const SessionList&) { return kSessionList; },
                     },
                     message);
 }

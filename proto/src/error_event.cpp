@@ -5,12 +5,15 @@
 namespace loom::proto {
 
 ErrorEvent to_error_event(const ValidationError& error) {
-  return ErrorEvent{error.request_id, ErrorCode::invalid_request, error.message, error.field};
+  ErrorEvent event{error.request_id, ErrorCode::invalid_request, error.message, error.field};
+  if (!error.session_id.empty()) event.session_id = error.session_id;
+  return event;
 }
 
 void to_json(nlohmann::json& j, const ErrorEvent& event) {
   j = nlohmann::json{{"id", event.request_id}, {"code", to_string(event.code)}, {"message", event.message}};
   if (!event.field.empty()) j["field"] = event.field;
+  if (event.session_id) j["session_id"] = *event.session_id;
 }
 
 Parsed<ErrorEvent> parse_error_event(const nlohmann::json& j, const ParseOptions& options) {
@@ -22,7 +25,7 @@ namespace detail {
 ErrorEvent read_error_event(const Json& j, const std::string& path, const ParseOptions& options,
                             std::string_view envelope_key) {
   ObjectReader r(j, path, options);
-  r.check_known({"id", "code", "message", "field"}, envelope_key);
+  r.check_known({"id", "code", "message", "field", "session_id"}, envelope_key);
   ErrorEvent event;
   // Empty when the refused message had no readable id, so only a non-empty id is held to the id rules.
   const std::string id_path = r.path("id");
@@ -40,6 +43,7 @@ ErrorEvent read_error_event(const Json& j, const std::string& path, const ParseO
   event.code = *parsed_code;
   event.message = read_string(r.require("message"), r.path("message"));
   if (const Json* v = r.find("field")) event.field = read_string(*v, r.path("field"));
+  if (const Json* v = r.find("session_id")) event.session_id = read_id(*v, r.path("session_id"), options);
   return event;
 }
 

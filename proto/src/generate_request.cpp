@@ -15,6 +15,7 @@ void to_json(nlohmann::json& j, const GenerateRequest& request) {
   j["params"] = request.params;
   j["priority"] = request.priority;
   j["stream"] = request.stream;
+  if (request.progress) j["progress"] = true;
   if (!request.tools.empty()) j["tools"] = request.tools;
   if (request.tool_choice.mode != ToolChoice::Mode::auto_) j["tool_choice"] = request.tool_choice;
   if (!request.parallel_tool_calls) j["parallel_tool_calls"] = false;
@@ -161,8 +162,8 @@ std::vector<ToolDefinition> read_tools(const Json& value, const std::string& pat
 GenerateRequest read_generate_request(const Json& j, const std::string& path, const ParseOptions& options,
                                       std::string_view envelope_key) {
   ObjectReader r(j, path, options);
-  r.check_known({"id", "session_id", "session", "prompt", "messages", "params", "priority", "stream", "tools",
-                 "tool_choice", "parallel_tool_calls", "chat_template_kwargs", "reasoning_format"},
+  r.check_known({"id", "session_id", "session", "prompt", "messages", "params", "priority", "stream", "progress",
+                 "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs", "reasoning_format"},
                 envelope_key);
   GenerateRequest request;
   request.id = read_id(r.require("id"), r.path("id"), options);
@@ -206,6 +207,7 @@ GenerateRequest read_generate_request(const Json& j, const std::string& path, co
         read_integer(*v, r.path("priority"), GenerateRequest::kMinPriority, GenerateRequest::kMaxPriority));
   }
   if (const Json* v = r.find("stream")) request.stream = read_bool(*v, r.path("stream"));
+  if (const Json* v = r.find("progress")) request.progress = read_bool(*v, r.path("progress"));
 
   // Tool calling and the template's extras: a raw prompt is not rendered with the chat template, so they
   // would be dropped silently.

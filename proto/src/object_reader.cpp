@@ -172,9 +172,10 @@ std::string read_id(const Json& value, const std::string& path, const ParseOptio
   return id;
 }
 
-std::string peek_id(const Json& value, const ParseOptions& options) {
+namespace {
+std::string peek_id_field(const Json& value, const char* key, const ParseOptions& options) {
   if (!value.is_object()) return {};
-  const auto it = value.find("id");
+  const auto it = value.find(key);
   if (it == value.end() || !it->is_string()) return {};
   const auto& id = it->get_ref<const std::string&>();
   try {
@@ -183,6 +184,25 @@ std::string peek_id(const Json& value, const ParseOptions& options) {
     return {};
   }
   return id;
+}
+}  // namespace
+
+namespace {
+// session.open, session.close, ...: messages about a session, which they name by session_id, not id.
+bool is_session_message(const Json& value) {
+  const auto type = value.find("type");
+  return type != value.end() && type->is_string() && type->get_ref<const std::string&>().rfind("session.", 0) == 0;
+}
+}  // namespace
+
+std::string peek_id(const Json& value, const ParseOptions& options) {
+  if (!value.is_object() || is_session_message(value)) return {};
+  return peek_id_field(value, "id", options);
+}
+
+std::string peek_session_id(const Json& value, const ParseOptions& options) {
+  if (!value.is_object() || !is_session_message(value)) return {};
+  return peek_id_field(value, "session_id", options);
 }
 
 ObjectReader::ObjectReader(const Json& value, std::string path, const ParseOptions& options)

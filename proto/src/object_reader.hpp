@@ -63,6 +63,8 @@ void check_max_bytes(const std::string& text, const std::string& path, std::size
 
 // The well-formed "id" of an object, or empty: lets an error be routed to the request it is about.
 std::string peek_id(const Json& value, const ParseOptions& options);
+// The well-formed "session_id" of a session.* message (session.open, .close, .reset), or empty.
+std::string peek_session_id(const Json& value, const ParseOptions& options);
 
 // Reads the fields of one JSON object. A field that is null counts as absent.
 class ObjectReader {
@@ -99,7 +101,10 @@ Parsed<T> guarded(Parse&& parse, const Json* id_source, const ParseOptions& opti
     // The readers check types before converting, so this means a reader missed a case; still a refusal.
     error = ValidationError{"", std::string("malformed value: ") + e.what(), ""};
   }
-  if (id_source != nullptr) error.request_id = peek_id(*id_source, options);
+  if (id_source != nullptr) {
+    error.request_id = peek_id(*id_source, options);
+    error.session_id = peek_session_id(*id_source, options);
+  }
   return Parsed<T>(std::move(error));
 }
 

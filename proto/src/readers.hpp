@@ -12,7 +12,10 @@
 #include "loom/proto/done_event.hpp"
 #include "loom/proto/error_event.hpp"
 #include "loom/proto/generate_request.hpp"
+#include "loom/proto/hello.hpp"
+#include "loom/proto/progress_event.hpp"
 #include "loom/proto/sampling_params.hpp"
+#include "loom/proto/session_control.hpp"
 #include "loom/proto/session_open.hpp"
 #include "loom/proto/session_opened.hpp"
 #include "loom/proto/timings.hpp"
@@ -61,5 +64,20 @@ DoneEvent read_done_event(const Json& j, const std::string& path, const ParseOpt
                           std::string_view envelope_key = {});
 ErrorEvent read_error_event(const Json& j, const std::string& path, const ParseOptions& options,
                             std::string_view envelope_key = {});
+Hello read_hello(const Json& j, const std::string& path, const ParseOptions& options, std::string_view envelope_key = {});
+ProgressEvent read_progress_event(const Json& j, const std::string& path, const ParseOptions& options,
+                                  std::string_view envelope_key = {});
+SessionClose read_session_close(const Json& j, const std::string& path, const ParseOptions& options,
+                                std::string_view envelope_key = {});
+SessionReset read_session_reset(const Json& j, const std::string& path, const ParseOptions& options,
+                                std::string_view envelope_key = {});
+SessionList read_session_list(const Json& j, const std::string& path, const ParseOptions& options,
+                              std::string_view envelope_key = {});
+SessionClosed read_session_closed(const Json& j, const std::string& path, const ParseOptions& options,
+                                  std::string_view envelope_key = {});
+SessionResetDone read_session_reset_done(const Json& j, const std::string& path, const ParseOptions& options,
+                                         std::string_view envelope_key = {});
+SessionListed read_session_listed(const Json& j, const std::string& path, const ParseOptions& options,
+                                  std::string_view envelope_key = {});
 
 }  // namespace loom::proto::detail

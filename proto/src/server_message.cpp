@@ -11,6 +11,11 @@ constexpr std::string_view kSessionOpened = "session.opened";
 constexpr std::string_view kToken = "token";
 constexpr std::string_view kDone = "done";
 constexpr std::string_view kError = "error";
+constexpr std::string_view kHello = "hello";
+constexpr std::string_view kProgress = "progress";
+constexpr std::string_view kSessionClosed = "session.closed";
+constexpr std::string_view kSessionResetDone = "session.reset_done";
+constexpr std::string_view kSessionListed = "session.listed";
 
 ServerMessage read_server_message(const detail::Json& j, const ParseOptions& options) {
   const detail::ObjectReader r(j, "", options);
@@ -19,7 +24,15 @@ ServerMessage read_server_message(const detail::Json& j, const ParseOptions& opt
   if (type == kToken) return detail::read_token_event(j, "", options, "type");
   if (type == kDone) return detail::read_done_event(j, "", options, "type");
   if (type == kError) return detail::read_error_event(j, "", options, "type");
-  detail::fail("type", "must be one of session.opened, token, done, error, got " + detail::echo_text(type));
+  if (type == kHello) return detail::read_hello(j, "", options, "type");
+  if (type == kProgress) return detail::read_progress_event(j, "", options, "type");
+  if (type == kSessionClosed) return detail::read_session_closed(j, "", options, "type");
+  if (type == kSessionResetDone) return detail::read_session_reset_done(j, "", options, "type");
+  if (type == kSessionListed) return detail::read_session_listed(j, "", options, "type");
+  detail::fail("type",
+               "must be one of hello, session.opened, token, progress, done, error, session.closed, session.reset_done, "
+               "session.listed, got " +
+                   detail::echo_text(type));
 }
 
 }  // namespace
@@ -30,6 +43,11 @@ std::string_view message_type(const ServerMessage& message) noexcept {
                         [](const TokenEvent&) { return kToken; },
                         [](const DoneEvent&) { return kDone; },
                         [](const ErrorEvent&) { return kError; },
+                        [](const Hello&) { return kHello; },
+                        [](const ProgressEvent&) { return kProgress; },
+                        [](const SessionClosed&) { return kSessionClosed; },
+                        [](const SessionResetDone&) { return kSessionResetDone; },
+                        [](const SessionListed&) { return kSessionListed; },
                     },
                     message);
 }

@@ -190,6 +190,8 @@ WsClient::WsClient(unsigned short port, const std::map<std::string, std::string>
   }));
   ws_.handshake("127.0.0.1:" + std::to_string(port), target);
   ws_.text(true);
+  hello_ = receive();
+  if (hello_.value("type", "") != "hello") throw std::runtime_error("the first frame is not a hello: " + hello_.dump());
 }
 
 void WsClient::send(const std::string& text) { ws_.write(asio::buffer(text)); }

@@ -84,11 +84,13 @@ class RawHttpConnection {
 // The "data: ..." payloads of a text/event-stream body, in order ("[DONE]" included).
 std::vector<std::string> sse_data(const std::string& body);
 
-// A blocking WebSocket client on /v1/ws.
+// A blocking WebSocket client on /v1/ws. The constructor reads the server's first frame, its hello (and
+// throws when the first frame is something else); hello() has it.
 class WsClient {
  public:
   explicit WsClient(unsigned short port, const std::map<std::string, std::string>& headers = {},
                     const std::string& target = "/v1/ws");
+  const nlohmann::json& hello() const { return hello_; }
   void send(const std::string& text);
   void send(const nlohmann::json& message) { send(message.dump()); }
   // The next text frame as JSON; throws on close or after `limit`.
@@ -105,6 +107,7 @@ class WsClient {
   boost::asio::io_context io_;
   boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
   std::vector<nlohmann::json> pending_;
+  nlohmann::json hello_;
 };
 
 }  // namespace loom::net::test

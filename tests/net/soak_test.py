@@ -123,10 +123,31 @@ def generate(request_id, rng, **fields):
                        "params": params, **fields})
 
 
-def ws_connect(port, **options):
-    """Awaited: the connection; in `async with`: the connection, closed at the end of the block."""
-    return websockets.client.connect(f"ws://127.0.0.1:{port}/v1/ws", max_size=8 << 20,
-                                           ping_interval=None, **options)
+class ws_connect:
+    """Awaited: the connection, its first frame (the server's hello) read and checked; in `async with`: the
+    same, closed at the end of the block."""
+
+    def __init__(self, port, **options):
+        self._connect = websockets.client.connect(f"ws://127.0.0.1:{port}/v1/ws", max_size=8 << 20,
+                                                  ping_interval=None, **options)
+        self._ws = None
+
+    async def _open(self):
+        ws = await self._connect
+        hello = json.loads(await asyncio.wait_for(ws.recv(), REQUEST_SECONDS))
+        if hello.get("type") != "hello" or hello.get("protocol_version") != 1:
+            raise AssertionError(f"ws: the first frame is not a hello of protocol 1: {hello}")
+        return ws
+
+    def __await__(self):
+        return self._open().__await__()
+
+    async def __aenter__(self):
+        self._ws = await self._open()
+        return self._ws
+
+    async def __aexit__(self, *exc):
+        await self._ws.close()
 
 
 async def ws_generate(port, rng, tally, serial):

@@ -119,6 +119,9 @@ def completion(port, body, stream):
 
 async def websocket_completion(port, schema, seed):
     async with websockets.client.connect(f"ws://127.0.0.1:{port}/v1/ws", max_size=8 << 20) as ws:
+        hello = json.loads(await asyncio.wait_for(ws.recv(), REQUEST_SECONDS))  # the server's first frame
+        if hello["type"] != "hello":
+            fail("websocket: the first frame is not a hello: " + json.dumps(hello))
         await ws.send(json.dumps({"type": "generate", "id": "s", "prompt": "Data:",
                                   "params": {"max_tokens": MAX_TOKENS, "seed": seed, "temperature": 1.0,
                                              "json_schema": schema}}))

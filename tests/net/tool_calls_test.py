@@ -112,6 +112,9 @@ async def websocket_call(port, seed, only):
                "tool_choice": {"type": "function", "function": {"name": only}} if only else "required",
                "params": {"max_tokens": MAX_TOKENS, "seed": seed, "temperature": 1.0}}
     async with websockets.client.connect(f"ws://127.0.0.1:{port}/v1/ws", max_size=8 << 20) as ws:
+        hello = json.loads(await asyncio.wait_for(ws.recv(), REQUEST_SECONDS))  # the server's first frame
+        if hello["type"] != "hello":
+            fail("websocket: the first frame is not a hello: " + json.dumps(hello))
         await ws.send(json.dumps(request))
         content, streamed = "", []
         while True:

@@ -317,6 +317,8 @@ TEST(WebSocketLimits, PerConnectionLimitIsOverloaded) {
   ASSERT_EQ(third.size(), 1u);
   EXPECT_EQ(third.back().value("type", ""), "error");
   EXPECT_EQ(third.back().value("code", ""), "overloaded") << third.back().dump();
+  // The message names the limit as the configuration and the hello do.
+  EXPECT_NE(third.back().value("message", "").find("max_requests_per_connection"), std::string::npos);
   EXPECT_EQ(client.receive_until_end("one").back().value("type", ""), "done");
   EXPECT_EQ(client.receive_until_end("two").back().value("type", ""), "done");
   // Their places are free again.
@@ -335,6 +337,7 @@ TEST(WebSocketLimits, TheGatewayBudgetIsOverloaded) {
   second.send(generate_message("refused", "Once", {{"max_tokens", 2}}));
   const json refused = second.receive();
   EXPECT_EQ(refused.value("code", ""), "overloaded") << refused.dump();
+  EXPECT_NE(refused.value("message", "").find("max_requests_total"), std::string::npos) << refused.dump();
   EXPECT_EQ(first.receive_until_end("hold").back().value("type", ""), "done");
 }
 
@@ -354,6 +357,8 @@ TEST(WebSocketLimits, PerConnectionSessionLimitIsOverloaded) {
   EXPECT_EQ(refused.value("type", ""), "error") << refused.dump();
   EXPECT_EQ(refused.value("code", ""), "overloaded") << refused.dump();
   EXPECT_EQ(refused.value("field", ""), "session_id") << refused.dump();
+  EXPECT_EQ(refused.value("session_id", ""), "c") << refused.dump();
+  EXPECT_NE(refused.value("message", "").find("max_sessions_per_connection"), std::string::npos) << refused.dump();
   json implicit = generate_message("r1", "Once", {{"max_tokens", 1}});
   implicit["session"] = "d";
   client.send(implicit);

@@ -43,6 +43,10 @@ async def stream_greedy(port):
     """Streams the greedy completion of PROMPT; returns (token events, done event)."""
     uri = f"ws://127.0.0.1:{port}/v1/ws"
     async with websockets.client.connect(uri, max_size=8 << 20) as ws:
+        # The server's first frame: its hello, naming the protocol version and the model.
+        hello = json.loads(await asyncio.wait_for(ws.recv(), STREAM_SECONDS))
+        if hello.get("type") != "hello" or hello.get("protocol_version") != 1 or not hello.get("model"):
+            fail("the first frame is not a hello of protocol 1 with a model: " + json.dumps(hello))
         for attempt in range(100):
             await ws.send(json.dumps({"type": "generate", "id": "py-1", "prompt": PROMPT,
                                       "params": {"temperature": 0, "max_tokens": 64}}))

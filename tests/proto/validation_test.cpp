@@ -56,7 +56,7 @@ std::vector<MalformedCase> malformed_cases() {
       {"TypeMissing", R"({"id":"r1","prompt":"hi"})", "type", "is required"},
       {"TypeNotAString", R"({"type":1})", "type", "must be a string, got 1"},
       {"TypeUnknown", R"({"type":"generat","id":"r1"})", "type",
-       "must be one of session.open, generate, cancel, got \"generat\""},
+       "must be one of session.open, generate, cancel, session.close, session.reset, session.list, got \"generat\""},
       {"UnknownTopLevelField", generate(R"("prompt":"hi","temperature":0.5)"), "temperature",
        "is not a known field (strict mode)"},
       // Ids.

@@ -88,7 +88,7 @@ TEST(ServerMessages, UnknownTypeIsRefused) {
   const auto parsed = parse_server_message(R"({"type":"tokens","id":"r1"})");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.error().field, "type");
-  EXPECT_NE(parsed.error().message.find("must be one of session.opened, token, done, error"), std::string::npos);
+  EXPECT_NE(parsed.error().message.find("must be one of hello, session.opened, token, progress, done, error"), std::string::npos);
 }
 
 TEST(ClientMessages, SessionOpenParses) {

@@ -18,6 +18,7 @@
 #include "loom/actors/runtime/logger.hpp"
 #include "loom/compute/text/chat_format.hpp"
 #include "loom/compute/text/chat_template.hpp"
+#include "loom/compute/text/reply_format.hpp"
 
 namespace loom::actors {
 
@@ -299,6 +300,14 @@ void EngineActor::on_loaded(LoadResult result) {
     scheduler_config.validate();
 
     const auto chat_format = choose_chat_format(s.config, info, *result.tokenizer);
+    if (chat_format) {
+      result.chat_template = chat_format->description();
+      if (!chat_format->source().empty()) {
+        const auto family = compute::detect_reply_format(chat_format->source());
+        result.chat_tool_calls = family.tools != compute::ToolCallFormat::none;
+        result.chat_reasoning = !family.reasoning_open.empty();
+      }
+    }
 
     cache::BlockManagerConfig blocks;
     blocks.block_count = static_cast<std::size_t>(info.kv_blocks);
@@ -401,6 +410,17 @@ void EngineActor::on(EngineCloseSession m) {
   entry.handle.tell(CloseSession{});
   entry.closing = true;
   if (entry.in_flight == 0) release_session(serial);
+}
+
+void EngineActor::on(EngineResetSession m) {
+  auto& s = *state_;
+  auto named = s.named_sessions.find(m.session_id);
+  if (named == s.named_sessions.end()) {
+    m.reply(error_event({}, proto::ErrorCode::not_found, "no open session '" + m.session_id + "'", "session_id"));
+    return;
+  }
+  // The session answers: it alone knows whether a request is running.
+  s.sessions.at(named->second).handle.tell(ResetSession{std::move(m.reply)});
 }
 
 void EngineActor::refuse(ClientSink& sink, const std::string& request_id, proto::ErrorCode code, std::string message,

@@ -565,6 +565,11 @@ void Scheduler::apply_item(const PlannedItem& p, StepDone& done, std::size_t& sa
   s.prefilled += static_cast<std::int32_t>(p.chunk);
   if (!p.decode) out.prefill_tokens += p.chunk;
   out.actions.emplace_back(Commit{p.id, s.computed});
+  // Not once preempted: a recompute would report fewer positions than already reported.
+  if (s.submit.progress && s.sink && !p.decode && s.generated == 0 && s.preemptions == 0) {
+    out.actions.emplace_back(SinkEvent{s.sink, SequenceProgress{p.id, static_cast<std::int32_t>(s.computed),
+                                                                static_cast<std::int32_t>(s.tokens.size())}});
+  }
   if (!p.sample) {
     if (s.ending) finish(p.id, *s.ending, {}, now, out.actions);
     return;

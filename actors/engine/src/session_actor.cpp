@@ -215,6 +215,7 @@ void SessionActor::on(SessionGenerate m) {
     submit.deadline = m.deadline;
     submit.accepted = m.accepted;
     submit.sink = sequence_sink_for(self());
+    submit.progress = request.progress;
     if (!context_->scheduler.tell(std::move(submit))) {
       send(active->sink, ErrorEvent{request.id, ErrorCode::unavailable, "the scheduler is not running", {}});
       return;
@@ -505,6 +506,24 @@ void SessionActor::on(CloseSession) {
     return;
   }
   on(SessionCancel{active_->request_id});
+}
+
+void SessionActor::on(ResetSession m) {
+  if (active_) {
+    m.reply(ErrorEvent{{}, ErrorCode::conflict,
+                       "session '" + options_.session_id + "' is generating request '" + active_->request_id +
+                           "': wait for its done event (or cancel it) before resetting",
+                       "session_id"});
+    return;
+  }
+  history_.clear();
+  transcript_ = options_.system_prompt.value_or("");
+  m.reply(proto::SessionResetDone{options_.session_id});
+}
+
+void SessionActor::on(SequenceProgress m) {
+  if (!active_ || m.sequence != active_->sequence || active_->stop_index) return;
+  send(active_->sink, proto::ProgressEvent{active_->request_id, m.computed, m.prompt_tokens});
 }
 
 void SessionActor::on(GetSessionInfo m) {

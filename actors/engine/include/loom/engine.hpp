@@ -1,7 +1,8 @@
 // loom::Engine: the engine as an application embeds it. It spawns the engine's actors (executor, cache
 // manager, scheduler, thermal monitor, one session actor per conversation) on an executor the application
-// gives it, or on its own thread pool, and offers a small API: load a model, open and close sessions,
-// generate (events by callback, or as a stream a coroutine awaits), embed, cancel, stats and shutdown.
+// gives it, or on its own thread pool, and offers a small API: load a model, open, close and reset sessions,
+// generate (events by callback, or as a stream a coroutine awaits; progress events when the request asks),
+// embed, cancel, stats and shutdown.
 //
 // Every method is safe to call from any thread and never blocks; results come back as Asio completions
 // (callbacks, asio::use_future, asio::use_awaitable) or as events. The forward passes run on the executor's
@@ -74,6 +75,13 @@ class Engine {
   }
   // Forgets a session (its running request ends as cancelled). Unknown ids are ignored.
   void close_session(std::string session_id);
+  // Forgets a session's history, keeping its id and system prompt: answers session.reset_done, or an error
+  // event (not_found for an id not open, conflict while it is generating).
+  template <class CompletionToken>
+  auto async_reset_session(std::string session_id, CompletionToken&& token) {
+    actors::EngineResetSession request{std::move(session_id), {}};
+    return address_.ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
+  }
 
   // Events go to `handler`, on an engine strand, in order; it must be quick and must not block.
   void generate(proto::GenerateRequest request, EventHandler handler, GenerateOptions options = {});

@@ -23,6 +23,7 @@ struct GatewayConfig {
   std::string chat_template_file;  // a Jinja chat template file, overriding the model's template
   std::string device = "cpu";    // cpu | vulkan
   int compute_threads = 0;       // forward-pass threads; 0: the physical core count
+  std::int32_t max_batch_tokens = 512;  // tokens of one step, all sequences together: the prefill chunk
   std::int64_t kv_cache_mb = 0;  // KV cache budget; 0: sized from the machine (kv_cache_percent, capped)
   // Without kv_cache_mb: the KV cache takes this share of the memory available after the weights
   // (MemAvailable - the model file - a margin), capped at a full context for every sequence that can run at

@@ -1,5 +1,5 @@
-// ClientMessage: one WebSocket message from client to server, after parsing: session.open, generate or
-// cancel. The gateway parses each text frame with parse_client_message and dispatches on the variant;
+// ClientMessage: one WebSocket message from client to server, after parsing: session.open, session.close,
+// session.reset, session.list, generate or cancel. The gateway parses each text frame with parse_client_message and dispatches on the variant;
 // a frame that fails to parse is answered with to_error_event(error). Wire format: PROTOCOL.md.
 #pragma once
 
@@ -12,13 +12,15 @@
 #include "loom/proto/generate_request.hpp"
 #include "loom/proto/parse_options.hpp"
 #include "loom/proto/parsed.hpp"
+#include "loom/proto/session_control.hpp"
 #include "loom/proto/session_open.hpp"
 
 namespace loom::proto {
 
-using ClientMessage = std::variant<SessionOpen, GenerateRequest, CancelRequest>;
+using ClientMessage =
+    std::variant<SessionOpen, GenerateRequest, CancelRequest, SessionClose, SessionReset, SessionList>;
 
-// The "type" discriminator of a message: "session.open", "generate" or "cancel".
+// The "type" discriminator of a message: "session.open", "generate", "cancel", "session.close", ...
 std::string_view message_type(const ClientMessage& message) noexcept;
 
 // The message's JSON object: its body's fields plus "type".

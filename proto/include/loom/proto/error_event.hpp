@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 
 #include "loom/proto/error_code.hpp"
@@ -14,13 +15,17 @@
 namespace loom::proto {
 
 struct ErrorEvent {
-  // The request the error is about; empty when the message had no readable id (invalid JSON, say).
+  // The request the error is about; empty when the refused message was not a generate or cancel, or had no
+  // readable id (invalid JSON, say).
   std::string request_id;  // wire name "id"
   ErrorCode code = ErrorCode::internal;
   std::string message;
   // For invalid_request: the path of the offending value (`params.top_p`); empty when the message as a
   // whole was at fault. Omitted from the JSON when empty.
   std::string field;
+  // The session the refused message named (session.open, .close, .reset), when it named one that was well
+  // formed; absent otherwise (and for errors about requests, which `id` names). Omitted when absent.
+  std::optional<std::string> session_id{};
 
   bool operator==(const ErrorEvent&) const = default;
 };

@@ -48,9 +48,11 @@ struct GenerateRequest {
   SamplingParams params;
   // Range [kMinPriority, kMaxPriority], default 0.
   std::int32_t priority = 0;
-  // true: a token event per generated token. false is parsed and carried; what the server sends
-  // instead is defined by a later issue.
+  // true: a token event per generated token. false is parsed and carried: on the WebSocket tokens still
+  // stream; the HTTP routes answer with one JSON response.
   bool stream = true;
+  // true: `progress` events report how much of the prompt has been computed, after each prefill chunk.
+  bool progress = false;
 
   // Tool calling (chat messages only; issue 22). The functions the model may call, at most
   // ParseOptions::max_tools, names unique; their text (names, descriptions, parameters) at most

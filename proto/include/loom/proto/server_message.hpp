@@ -1,4 +1,5 @@
-// ServerMessage: one WebSocket message from server to client: session.opened, token, done or error. The
+// ServerMessage: one WebSocket message from server to client: hello, session.opened, token, progress, done,
+// error, session.closed, session.reset_done or session.listed. The
 // gateway serialises engine events with serialize(); clients (the CLI, the tests) read frames back with
 // parse_server_message. Wire format: PROTOCOL.md.
 #pragma once
@@ -10,16 +11,20 @@
 
 #include "loom/proto/done_event.hpp"
 #include "loom/proto/error_event.hpp"
+#include "loom/proto/hello.hpp"
 #include "loom/proto/parse_options.hpp"
 #include "loom/proto/parsed.hpp"
+#include "loom/proto/progress_event.hpp"
+#include "loom/proto/session_control.hpp"
 #include "loom/proto/session_opened.hpp"
 #include "loom/proto/token_event.hpp"
 
 namespace loom::proto {
 
-using ServerMessage = std::variant<SessionOpened, TokenEvent, DoneEvent, ErrorEvent>;
+using ServerMessage = std::variant<SessionOpened, TokenEvent, DoneEvent, ErrorEvent, Hello, ProgressEvent, SessionClosed,
+                                   SessionResetDone, SessionListed>;
 
-// The "type" discriminator: "session.opened", "token", "done" or "error".
+// The "type" discriminator: "hello", "session.opened", "token", "progress", "done", "error", ...
 std::string_view message_type(const ServerMessage& message) noexcept;
 
 void to_json(nlohmann::json& j, const ServerMessage& message);

@@ -16,6 +16,9 @@ struct ValidationError {
   // The `id` of the request the input belonged to when that id itself was well formed, so the error can be
   // routed to the request; empty otherwise.
   std::string request_id;
+  // The `session_id` of a refused session.open, session.close or session.reset when that was well formed,
+  // so the client can tell which of its session messages was refused; empty otherwise.
+  std::string session_id{};
 
   bool operator==(const ValidationError&) const = default;
 };

@@ -25,6 +25,7 @@ class EngineActor : public Actor<EngineActor, EngineProtocol> {
   void on(EngineLoad m);
   void on(EngineOpenSession m);
   void on(EngineCloseSession m);
+  void on(EngineResetSession m);
   void on(EngineGenerate m);
   void on(EngineEmbed m);
   void on(EngineCancel m);

@@ -1,5 +1,5 @@
 // The EngineActor's messages (engine_actor.hpp has the actor), which loom::Engine (loom/engine.hpp) sends:
-// load, open and close sessions, generate, embed, cancel, stats, shutdown; and the engine's configuration and
+// load, open, close and reset sessions, generate, embed, cancel, stats, shutdown; and the engine's configuration and
 // stats. Like every protocol header it includes messages and value types, never an actor's implementation
 // or a compute kernel, so that an application embedding the engine compiles against a small surface.
 #pragma once
@@ -93,6 +93,10 @@ struct EngineOpenSession {
 struct EngineCloseSession {
   std::string session_id;
 };
+struct EngineResetSession {
+  std::string session_id;
+  Reply<proto::ServerMessage> reply;  // SessionResetDone, or ErrorEvent (not_found, conflict while generating)
+};
 struct EngineGenerate {
   proto::GenerateRequest request;
   ClientSink sink;
@@ -114,7 +118,7 @@ struct EngineShutdown {
   Reply<bool> reply;
 };
 
-using EngineProtocol = std::variant<EngineLoad, EngineOpenSession, EngineCloseSession, EngineGenerate, EngineCancel,
-                                    GetEngineStats, EngineShutdown, EngineEmbed>;
+using EngineProtocol = std::variant<EngineLoad, EngineOpenSession, EngineCloseSession, EngineResetSession,
+                                    EngineGenerate, EngineCancel, GetEngineStats, EngineShutdown, EngineEmbed>;
 
 }  // namespace loom::actors

@@ -20,6 +20,12 @@ struct LoadResult {
   std::string error;  // empty: loaded
   compute::BackendInfo info;
   std::shared_ptr<const compute::Tokenizer> tokenizer;
+  // Filled in by the engine once it chose the chat template, for what a server advertises (its hello):
+  // the template's description (empty: none, chat requests are unsupported), and whether the replies of
+  // its family carry tool calls or reasoning in a syntax loom parses.
+  std::string chat_template{};
+  bool chat_tool_calls = false;
+  bool chat_reasoning = false;
   bool loaded() const noexcept { return error.empty(); }
 };
 

@@ -94,7 +94,15 @@ struct SequenceRejected {
   std::string message{};
 };
 
-using SequenceEvent = std::variant<SequenceToken, SequenceFinished, SequenceRejected>;
+// How much of the prompt is computed, after each prefill step of a sequence whose submit asked for it
+// (SubmitSequence::progress); not once the sequence was preempted, so the counts only grow.
+struct SequenceProgress {
+  cache::SequenceId sequence = 0;
+  std::int32_t computed = 0;             // prompt positions in the cache, reused prefix included
+  std::int32_t prompt_tokens = 0;
+};
+
+using SequenceEvent = std::variant<SequenceToken, SequenceFinished, SequenceRejected, SequenceProgress>;
 // Called on the scheduler's strand: must be quick and must not block (a session binds it to its tell).
 using SequenceSink = std::function<void(SequenceEvent)>;
 
@@ -116,6 +124,7 @@ struct SubmitSequence {
   // with generation, never from a cached prefix) and ends with SequenceFinished (reason stop) carrying its
   // embedding; no token is sampled or sent. params and end_ids are unused.
   bool embed = false;
+  bool progress = false;                     // tell the sink SequenceProgress after each prefill step
 };
 
 // Ends a sequence (waiting, running or paused) with `reason` (cancelled, or stop when its session matched a

@@ -52,6 +52,12 @@
 // reason error, or when it was refused (error event) or rejected by the scheduler: nothing is recorded then.
 // Cancelled, timed-out and length-cut replies are recorded as far as they went.
 //
+// Reset (ResetSession) forgets the history and the transcript, keeping the id and the system prompt, so the
+// next request is prepared exactly as in a new session; refused (`conflict`) while a request runs.
+//
+// Progress: a request with `progress` set gets a progress event (prompt positions computed of the prompt's)
+// after each prefill step, before its first token event; none after a stop string matched.
+//
 // Client mistakes never throw out of a handler (a restart would lose the history): they become error
 // events. Every request gets either exactly one error event, or its token events and exactly one done event.
 #pragma once
@@ -112,10 +118,12 @@ class SessionActor : public Actor<SessionActor, SessionProtocol> {
   void on(SessionGenerate m);
   void on(SessionCancel m);
   void on(CloseSession m);
+  void on(ResetSession m);
   void on(GetSessionInfo m);
   void on(SequenceToken m);
   void on(SequenceFinished m);
   void on(SequenceRejected m);
+  void on(SequenceProgress m);
   void on_stop();
 
  private:

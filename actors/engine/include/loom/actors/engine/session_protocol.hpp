@@ -1,4 +1,4 @@
-// The SessionActor's messages (session_actor.hpp has the actor): generate, cancel, close, info; the events
+// The SessionActor's messages (session_actor.hpp has the actor): generate, cancel, close, reset, info; the events
 // the scheduler sends it for its sequence; and the session's shared context and options.
 #pragma once
 
@@ -45,6 +45,12 @@ struct SessionCancel {
 // released) with a request running cancels it at the scheduler and sends its done event (cancelled) itself.
 struct CloseSession {};
 
+// Forgets the history (chat turns and raw transcript); the id and system prompt stay. Answers
+// SessionResetDone, or an error event `conflict` while a request is generating (nothing is forgotten then).
+struct ResetSession {
+  Reply<proto::ServerMessage> reply;
+};
+
 struct SessionInfo {
   std::string session_id;
   std::size_t history_messages = 0;          // chat turns kept (the system prompt not counted)
@@ -57,8 +63,8 @@ struct GetSessionInfo {
   Reply<SessionInfo> reply;
 };
 
-using SessionProtocol = std::variant<SessionGenerate, SessionCancel, CloseSession, GetSessionInfo, SequenceToken,
-                                     SequenceFinished, SequenceRejected>;
+using SessionProtocol = std::variant<SessionGenerate, SessionCancel, CloseSession, ResetSession, GetSessionInfo,
+                                     SequenceToken, SequenceFinished, SequenceRejected, SequenceProgress>;
 
 
 }  // namespace loom::actors
