@@ -17,28 +17,14 @@
 
 #include "loom/compute/model/gguf_file.hpp"
 
+#include "test_files.hpp"
+
 namespace loom::compute {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    dir_ = fs::path(::testing::TempDir()) /
-           ("loom_gguf_writer_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  fs::path dir_;
-};
+using testing::ScratchDir;
 
 std::vector<std::byte> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -121,7 +107,7 @@ std::vector<TestTensor> tensors_of_every_type() {
 
 void round_trip(std::uint32_t alignment) {
   SCOPED_TRACE("alignment " + std::to_string(alignment));
-  ScratchDir dir;
+  ScratchDir dir{"loom_gguf_writer"};
   GgufWriter writer;
   const auto values = every_kind_of_value();
   for (const auto& [key, value] : values) writer.add(key, value);
@@ -130,7 +116,7 @@ void round_trip(std::uint32_t alignment) {
   const auto tensors = tensors_of_every_type();
   for (const auto& t : tensors) writer.add_tensor(t.name, t.type, t.dims, t.data);
 
-  const std::string path = dir.path("round.gguf");
+  const std::string path = dir.path("round.gguf").string();
   writer.write(path);
   EXPECT_EQ(read_all(path), writer.to_bytes());
 
@@ -184,9 +170,9 @@ TEST(GgufWriter, TypedAddersKeepTheirTypes) {
   writer.add_bool("bool", true);
   writer.add_string("string", "s");
   writer.add_array("array", std::vector<std::string>{"a", "b"});
-  ScratchDir dir;
-  writer.write(dir.path("typed.gguf"));
-  const GgufFile gguf = GgufFile::open(dir.path("typed.gguf"));
+  ScratchDir dir{"loom_gguf_writer"};
+  writer.write(dir.path("typed.gguf").string());
+  const GgufFile gguf = GgufFile::open(dir.path("typed.gguf").string());
   const char* names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f32", "f64", "bool", "string"};
   for (const char* name : names) EXPECT_EQ(gguf.get(name).type_name(), name);
   EXPECT_EQ(gguf.get("array").type_name(), "array<string>");

@@ -16,10 +16,7 @@ using testing::kArithmeticGrammar;
 using testing::kJsonGrammar;
 using testing::kListGrammar;
 
-bool matches(const std::shared_ptr<const Grammar>& g, const std::string& text) {
-  GrammarState state(g);
-  return state.accept(text) && state.can_end();
-}
+using testing::matches;
 
 TEST(GbnfParser, ParsesTheJsonArithmeticAndListGrammars) {
   for (const char* text : {kJsonGrammar, kArithmeticGrammar, kListGrammar}) {

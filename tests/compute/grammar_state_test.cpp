@@ -13,10 +13,7 @@
 namespace loom::compute::grammar {
 namespace {
 
-bool matches(const std::shared_ptr<const Grammar>& g, const std::string& text) {
-  GrammarState state(g);
-  return state.accept(text) && state.can_end();
-}
+using testing::matches;
 
 // Whether `text` is a prefix of some sentence (the state stays viable).
 bool viable(const std::shared_ptr<const Grammar>& g, const std::string& text) { return GrammarState(g).accept(text); }

@@ -2,7 +2,19 @@
 // GBNF: JSON, arithmetic, a bulleted list).
 #pragma once
 
+#include <memory>
+#include <string>
+
+#include "loom/compute/grammar/grammar.hpp"
+#include "loom/compute/grammar/grammar_state.hpp"
+
 namespace loom::compute::grammar::testing {
+
+// Whether `text` is a whole sentence of `g`.
+inline bool matches(const std::shared_ptr<const Grammar>& g, const std::string& text) {
+  GrammarState state(g);
+  return state.accept(text) && state.can_end();
+}
 
 inline constexpr const char* kJsonGrammar = R"g(# JSON (RFC 8259), whitespace limited to keep the model honest
 root   ::= object

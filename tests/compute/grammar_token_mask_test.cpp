@@ -205,7 +205,7 @@ TEST(TokenMask, ByteLevelBpeVocabularyEqualsBruteForce) {
   check_real_vocabulary(loom::compute::testing::shared_path("vocab/ggml-vocab-gpt-2.gguf"));
 }
 
-const Tokenizer& llama_tokenizer() {
+const Tokenizer& synth_llama_tokenizer() {
   static const Tokenizer tokenizer(
       Vocabulary::from_gguf(GgufFile::open(loom::compute::testing::shared_path("models/synth11M-q8_0.gguf"))));
   return tokenizer;
@@ -214,8 +214,8 @@ const Tokenizer& llama_tokenizer() {
 // Walks of random allowed tokens (half the time among the short ones, so that structure changes often):
 // the masker agrees with the plain walk at every step and with brute force every 16th.
 TEST(TokenMask, RandomWalksAgreeOnTheLlamaVocabulary) {
-  const auto trie = TokenTrie::from_tokenizer(llama_tokenizer());
-  const std::int32_t eos = llama_tokenizer().vocabulary().eos;
+  const auto trie = TokenTrie::from_tokenizer(synth_llama_tokenizer());
+  const std::int32_t eos = synth_llama_tokenizer().vocabulary().eos;
   const auto g = parse_gbnf(testing::kJsonGrammar);
   const TokenMasker masker(g, trie);
   std::mt19937_64 rng(21);
@@ -255,7 +255,7 @@ TEST(TokenMask, RandomWalksAgreeOnTheLlamaVocabulary) {
 }
 
 TEST(TokenMask, OneMaskerSharedByThreads) {
-  const auto trie = TokenTrie::from_tokenizer(llama_tokenizer());
+  const auto trie = TokenTrie::from_tokenizer(synth_llama_tokenizer());
   const auto g = parse_gbnf(testing::kJsonGrammar);
   const std::string doc = R"({"a": [1, 2, {"b": "text here"}], "c": null, "d": "é"})";
   std::vector<std::size_t> offsets;
@@ -310,7 +310,7 @@ TEST(TokenMask, MaskWorkIsBounded) {
   const auto g = parse_gbnf(testing::kJsonGrammar, little);
   GrammarState state(g);
   ASSERT_TRUE(state.accept("{\"a\": \"x"));  // inside a string: nearly every token is allowed
-  const auto trie = TokenTrie::from_tokenizer(llama_tokenizer());
+  const auto trie = TokenTrie::from_tokenizer(synth_llama_tokenizer());
   std::vector<std::uint8_t> mask;
   EXPECT_THROW(allowed_tokens(state, *trie, -1, mask), GrammarLimitError);
   const TokenMasker masker(g, trie);

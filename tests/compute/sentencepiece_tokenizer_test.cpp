@@ -29,19 +29,14 @@
 namespace loom::compute {
 namespace {
 
+using testing::kLlamaSpmVocab;
+using testing::llama_spm_tokenizer;
 using testing::shared_path;
 using Ids = std::vector<std::int32_t>;
 
 const std::string kSpace = "\xE2\x96\x81";  // U+2581
 
-const std::string kLlamaSpm = "vocab/ggml-vocab-llama-spm.gguf";
-
 Tokenizer gguf_tokenizer(const std::string& path) { return Tokenizer(Vocabulary::from_gguf(GgufFile::open(path))); }
-
-const Tokenizer& llama_tokenizer() {
-  static const Tokenizer tokenizer = gguf_tokenizer(shared_path(kLlamaSpm));
-  return tokenizer;
-}
 
 constexpr EncodeOptions kPlain{.add_special = false, .parse_special = false};
 
@@ -52,13 +47,13 @@ std::string show(const Ids& ids) {
 }
 
 TEST(SentencePieceTokenizer, ReproducesEveryReferenceVector) {
-  const std::string path = shared_path(kLlamaSpm);
+  const std::string path = shared_path(kLlamaSpmVocab);
   REQUIRE_SHARED_FILE(path);
   REQUIRE_SHARED_FILE(path + ".inp");
   REQUIRE_SHARED_FILE(path + ".out");
   const auto cases = testing::read_conformance_cases(path);
   ASSERT_EQ(cases.size(), 46u) << "the .inp and .out files do not pair up";
-  const Tokenizer& tokenizer = llama_tokenizer();
+  const Tokenizer& tokenizer = llama_spm_tokenizer();
   std::size_t matched = 0;
   for (const auto& c : cases) {
     const Ids ids = tokenizer.encode(c.input, kPlain);
@@ -69,11 +64,11 @@ TEST(SentencePieceTokenizer, ReproducesEveryReferenceVector) {
 }
 
 TEST(SentencePieceTokenizer, DecodeUndoesEncode) {
-  const std::string path = shared_path(kLlamaSpm);
+  const std::string path = shared_path(kLlamaSpmVocab);
   REQUIRE_SHARED_FILE(path);
   const auto cases = testing::read_conformance_cases(path);
   ASSERT_EQ(cases.size(), 46u);
-  const Tokenizer& tokenizer = llama_tokenizer();
+  const Tokenizer& tokenizer = llama_spm_tokenizer();
   for (const auto& c : cases) {
     EXPECT_EQ(tokenizer.decode(tokenizer.encode(c.input, kPlain), {.strip_leading_space = true}), c.input);
     // With BOS in front the result is the same: BOS has no text.
@@ -150,15 +145,15 @@ void expect_agreement_on_random_texts(const Tokenizer& tokenizer, int rounds) {
 }
 
 TEST(SentencePieceTokenizer, AgreesWithAPlainImplementation) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  expect_agreement_on_random_texts(llama_tokenizer(), 200);
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  expect_agreement_on_random_texts(llama_spm_tokenizer(), 200);
 }
 
 // With tokens that have a space after another character, words are no longer independent (the engine then
 // merges the whole run at once); the same plain implementation still agrees.
 TEST(SentencePieceTokenizer, AgreesWithAPlainImplementationWhenPiecesSpanWords) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  Vocabulary v = llama_tokenizer().vocabulary();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  Vocabulary v = llama_spm_tokenizer().vocabulary();
   for (const std::string& text : {"e" + kSpace, "s" + kSpace + "t", "." + kSpace + kSpace, "k" + kSpace + "t"}) {
     v.tokens.push_back(text);
     v.scores.push_back(0.0f);  // above nearly every Llama score, so these merge early
@@ -316,8 +311,8 @@ TEST(SentencePieceTokenizer, VocabularyWithoutAnyFallbackIsRefused) {
 // ---- the facade with the Llama vocabulary ----------------------------------------------------------------
 
 TEST(SentencePieceTokenizer, BosFollowsAddBos) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   const Ids plain = t.encode("Hello world", kPlain);
   EXPECT_EQ(plain, (Ids{15043, 3186}));  // from the conformance vectors
   Ids with_bos{1};
@@ -335,8 +330,8 @@ TEST(SentencePieceTokenizer, BosFollowsAddBos) {
 }
 
 TEST(SentencePieceTokenizer, APromptGetsBosAsTheVocabularyAsksButNeverEos) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   const Ids plain = t.encode("Hello world", kPlain);
   Ids with_bos{1};
   with_bos.insert(with_bos.end(), plain.begin(), plain.end());
@@ -356,8 +351,8 @@ TEST(SentencePieceTokenizer, APromptGetsBosAsTheVocabularyAsksButNeverEos) {
 }
 
 TEST(SentencePieceTokenizer, ControlTokensAreParsedOnlyWhenAsked) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   const std::string text = "Hello</s>world";
   const Ids literal = t.encode(text, kPlain);
   EXPECT_EQ(std::count(literal.begin(), literal.end(), 2), 0);
@@ -373,8 +368,8 @@ TEST(SentencePieceTokenizer, ControlTokensAreParsedOnlyWhenAsked) {
 }
 
 TEST(SentencePieceTokenizer, Pieces) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   EXPECT_EQ(t.piece(15043), " Hello");  // "▁Hello"
   EXPECT_EQ(t.piece(3 + 0x0A), "\n");    // <0x0A>
   EXPECT_EQ(t.piece(1), "");
@@ -391,8 +386,8 @@ TEST(SentencePieceTokenizer, Pieces) {
 // Not a timing assertion (the machine is shared); it prints the time so a regression is visible, and it
 // checks that a long text round-trips.
 TEST(SentencePieceTokenizer, OneMegabyteOfText) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   std::string text;
   const std::string paragraph =
       "It was the best of times, it was the worst of times; über-naïve café owners counted 1234 coins. "

@@ -23,16 +23,12 @@
 namespace loom::compute {
 namespace {
 
+using testing::kLlamaSpmVocab;
+using testing::llama_spm_tokenizer;
 using testing::shared_path;
 using Ids = std::vector<std::int32_t>;
 
 const std::string kReplacement = "\xEF\xBF\xBD";
-const std::string kLlamaSpm = "vocab/ggml-vocab-llama-spm.gguf";
-
-const Tokenizer& llama_tokenizer() {
-  static const Tokenizer tokenizer(Vocabulary::from_gguf(GgufFile::open(shared_path(kLlamaSpm))));
-  return tokenizer;
-}
 
 // The id of byte token <0xNN>, found by its text.
 std::int32_t byte_token(const Tokenizer& t, unsigned byte) {
@@ -77,8 +73,8 @@ bool valid_utf8(const std::string& text) {
 }
 
 TEST(StreamingDetokenizer, HoldsASplitCharacterBackUntilItIsWhole) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   StreamingDetokenizer stream(t, {.strip_leading_space = true});
   EXPECT_EQ(stream.push(1), "");          // <s>: no text
   EXPECT_EQ(stream.push(15043), "Hello");  // "▁Hello", its space stripped at the start of the stream
@@ -96,11 +92,11 @@ TEST(StreamingDetokenizer, HoldsASplitCharacterBackUntilItIsWhole) {
 }
 
 TEST(StreamingDetokenizer, PushesAddUpToDecode) {
-  const std::string path = shared_path(kLlamaSpm);
+  const std::string path = shared_path(kLlamaSpmVocab);
   REQUIRE_SHARED_FILE(path);
   const auto cases = testing::read_conformance_cases(path);
   ASSERT_EQ(cases.size(), 46u);
-  const Tokenizer& t = llama_tokenizer();
+  const Tokenizer& t = llama_spm_tokenizer();
   for (const DecodeOptions options : {DecodeOptions{}, DecodeOptions{.strip_leading_space = true},
                                       DecodeOptions{.render_special = true, .strip_leading_space = true}}) {
     // One stream for all inputs: finish() starts it afresh each time.
@@ -120,8 +116,8 @@ TEST(StreamingDetokenizer, PushesAddUpToDecode) {
 }
 
 TEST(StreamingDetokenizer, InvalidBytesBecomeReplacementCharactersAtOnce) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   StreamingDetokenizer stream(t);
   auto push_byte = [&](unsigned byte) { return stream.push(byte_token(t, byte)); };
   auto push_bytes = [&](std::initializer_list<unsigned> bytes) {
@@ -162,8 +158,8 @@ TEST(StreamingDetokenizer, InvalidBytesBecomeReplacementCharactersAtOnce) {
 }
 
 TEST(StreamingDetokenizer, RandomBytesNeverStallAndStayValid) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   std::vector<std::int32_t> byte_ids(256);
   for (unsigned b = 0; b < 256; ++b) byte_ids[b] = byte_token(t, b);
   std::mt19937 rng(11);
@@ -192,8 +188,8 @@ TEST(StreamingDetokenizer, RandomBytesNeverStallAndStayValid) {
 }
 
 TEST(StreamingDetokenizer, LeadingSpaceIsStrippedAtTheStartOnly) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   StreamingDetokenizer strip(t, {.strip_leading_space = true});
   EXPECT_EQ(strip.push(15043), "Hello");
   EXPECT_EQ(strip.push(15043), " Hello");
@@ -210,8 +206,8 @@ TEST(StreamingDetokenizer, LeadingSpaceIsStrippedAtTheStartOnly) {
 }
 
 TEST(StreamingDetokenizer, OutOfRangeIdThrowsAndLeavesTheStreamAsItWas) {
-  REQUIRE_SHARED_FILE(shared_path(kLlamaSpm));
-  const Tokenizer& t = llama_tokenizer();
+  REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
+  const Tokenizer& t = llama_spm_tokenizer();
   StreamingDetokenizer stream(t);
   EXPECT_EQ(stream.push(byte_token(t, 0xC3)), "");
   EXPECT_THROW((void)stream.push(t.vocabulary().size()), std::out_of_range);

@@ -13,6 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+#include "loom/compute/text/vocabulary.hpp"
+#include "test_files.hpp"
+
 namespace loom::compute::testing {
 
 struct ConformanceCase {
@@ -53,6 +58,13 @@ inline std::vector<ConformanceCase> read_conformance_cases(const std::string& gg
   }
   if (index != cases.size()) return {};
   return cases;
+}
+
+// Llama's SentencePiece vocabulary from ../shared/vocab, loaded once for the suites that share it.
+inline const std::string kLlamaSpmVocab = "vocab/ggml-vocab-llama-spm.gguf";
+inline const Tokenizer& llama_spm_tokenizer() {
+  static const Tokenizer tokenizer(Vocabulary::from_gguf(GgufFile::open(shared_path(kLlamaSpmVocab))));
+  return tokenizer;
 }
 
 }  // namespace loom::compute::testing

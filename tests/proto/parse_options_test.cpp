@@ -5,11 +5,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "wire_test_support.hpp"
 #include "loom/proto/client_message.hpp"
 #include "loom/proto/server_message.hpp"
 
 namespace loom::proto {
 namespace {
+
+using wire_test::as_generate;
+using wire_test::generate;
+using wire_test::with_params;
 
 using nlohmann::json;
 
@@ -19,14 +24,8 @@ ParseOptions lenient() {
   return o;
 }
 
-// A generate frame with the given fields after its id, and one with a prompt and the given params.
-std::string generate(const std::string& fields) { return R"({"type":"generate","id":"r1",)" + fields + "}"; }
-std::string with_params(const std::string& params) { return generate(R"("prompt":"x","params":{)" + params + "}"); }
+// A user message with the given content.
 std::string user(const std::string& content) { return R"({"role":"user","content":")" + content + R"("})"; }
-
-const GenerateRequest& as_generate(const Parsed<ClientMessage>& parsed) {
-  return std::get<GenerateRequest>(parsed.value());
-}
 
 TEST(ParseOptions, DocumentedDefaults) {
   const ParseOptions o;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wire_test_support.hpp"
 #include "loom/proto/cancel_request.hpp"
 #include "loom/proto/chat_message.hpp"
 #include "loom/proto/client_message.hpp"
@@ -18,16 +19,9 @@
 namespace loom::proto {
 namespace {
 
-using nlohmann::json;
+using wire_test::through_text;
 
-// Through JSON text, as on the wire, not only through the in-memory json value.
-template <class T, class Parse>
-T through_text(const T& value, Parse parse) {
-  const json j = value;
-  const auto parsed = parse(json::parse(j.dump()), ParseOptions{});
-  EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : to_string(parsed.error())) << "\n" << j.dump();
-  return parsed.ok() ? parsed.value() : T{};
-}
+using nlohmann::json;
 
 SamplingParams non_default_params() {
   SamplingParams p;

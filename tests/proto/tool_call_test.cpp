@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "wire_test_support.hpp"
 #include "loom/proto/chat_message.hpp"
 #include "loom/proto/client_message.hpp"
 #include "loom/proto/done_event.hpp"
@@ -19,17 +20,12 @@
 namespace loom::proto {
 namespace {
 
+using wire_test::as_generate;
+using wire_test::generate;
+using wire_test::through_text;
+
 using nlohmann::json;
 
-template <class T, class Parse>
-T through_text(const T& value, Parse parse, const ParseOptions& options = {}) {
-  const json j = value;
-  const auto parsed = parse(json::parse(j.dump()), options);
-  EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : to_string(parsed.error())) << "\n" << j.dump();
-  return parsed.ok() ? parsed.value() : T{};
-}
-
-std::string generate(const std::string& fields) { return R"({"type":"generate","id":"r1",)" + fields + "}"; }
 const std::string kUser = R"({"role":"user","content":"hi"})";
 std::string chat(const std::string& fields) { return generate(R"("messages":[)" + kUser + "]," + fields); }
 std::string message(const std::string& fields) { return generate(R"("messages":[{)" + fields + "}]"); }
@@ -41,9 +37,6 @@ std::string call(const std::string& function, const std::string& extra = "") {
   return R"({"id":"call_1","type":"function","function":)" + function + extra + "}";
 }
 
-const GenerateRequest& as_generate(const Parsed<ClientMessage>& parsed) {
-  return std::get<GenerateRequest>(parsed.value());
-}
 
 // ---- The tool types ----
 

@@ -7,12 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "wire_test_support.hpp"
 #include "loom/proto/client_message.hpp"
 #include "loom/proto/generate_request.hpp"
 #include "loom/proto/server_message.hpp"
 
 namespace loom::proto {
 namespace {
+
+using wire_test::generate;
+using wire_test::with_params;
 
 using nlohmann::json;
 
@@ -26,8 +30,6 @@ struct MalformedCase {
 void PrintTo(const MalformedCase& c, std::ostream* os) { *os << c.name; }
 
 // A generate frame whose fields are `fields` spliced into a valid base, so each row shows only what is wrong.
-std::string generate(const std::string& fields) { return R"({"type":"generate","id":"r1",)" + fields + "}"; }
-std::string with_params(const std::string& params) { return generate(R"("prompt":"hi","params":{)" + params + "}"); }
 std::string repeat_json_strings(std::size_t n, const std::string& text) {
   std::string out;
   for (std::size_t i = 0; i < n; ++i) {
