@@ -71,6 +71,15 @@ const HeldSequences::Sequence& HeldSequences::apply(const StepSequence& step) {
   return held;
 }
 
+void HeldSequences::fork(SequenceId parent, const SequenceFork& fork) {
+  const Sequence* from = find(parent);
+  if (from == nullptr) refuse(parent, "is not held by the backend: nothing to fork");
+  if (find(fork.sequence) != nullptr) refuse(fork.sequence, "is already held: a fork needs a new id");
+  Sequence copy = *from;
+  copy.params = fork.params;
+  held_.emplace(fork.sequence, std::move(copy));
+}
+
 const HeldSequences::Sequence* HeldSequences::find(SequenceId id) const {
   const auto it = held_.find(id);
   return it == held_.end() ? nullptr : &it->second;

@@ -70,6 +70,7 @@ struct SequenceToken {
   std::int32_t index = 0;                // 0 for the first generated token
   std::optional<float> logprob;          // when the submit asked for logprobs
   std::vector<compute::TokenLogprob> top{};
+  std::int32_t choice = 0;               // 0 for the submitted sequence, i for SubmitSequence::forks[i - 1]
 };
 
 // The last event of an accepted sequence.
@@ -83,6 +84,7 @@ struct SequenceFinished {
   std::int32_t prefilled_tokens = 0;     // positions this sequence ran through the model, recompute included
   std::int32_t preemptions = 0;
   proto::Timings timings{};
+  std::int32_t choice = 0;               // as SequenceToken::choice
 };
 
 // A submit that was never accepted (queue full, bad input, shutting down).
@@ -110,6 +112,13 @@ struct SubmitSequence {
   std::optional<std::chrono::steady_clock::time_point> deadline{};  // reason timeout past it
   std::chrono::steady_clock::time_point accepted = std::chrono::steady_clock::now();  // for timings
   SequenceSink sink{};
+  // More choices of the same prompt (GenerateRequest::n > 1): new ids, unique among live sequences. The prompt
+  // is computed once: where this sequence samples its first token, each fork i (choice i + 1) takes a copy of
+  // its block table (blocks shared, copied on write) and samples from the same logits with seed + i + 1.
+  // Each is a sequence of its own from then on, with its own events (choice i + 1) and SequenceFinished; a
+  // fork that never began (the sequence ended first) gets a SequenceFinished all the same.
+  std::vector<cache::SequenceId> forks{};
+  static constexpr std::size_t kMaxForks = 15;
 };
 
 // Ends a sequence (waiting, running or paused) with `reason` (cancelled, or stop when its session matched a
