@@ -45,7 +45,8 @@ Streamed gather(const HttpResult& result, std::size_t n, bool chat) {
   EXPECT_EQ(result.status, 200) << result.body;
   for (const std::string& data : sse_data(result.body)) {
     if (data == "[DONE]") break;
-    for (const json& choice : json::parse(data)["choices"]) {
+    const json chunk = json::parse(data);
+    for (const json& choice : chunk["choices"]) {
       const auto index = choice["index"].get<std::size_t>();
       if (index >= n) {
         ADD_FAILURE() << "a chunk for choice " << index;
