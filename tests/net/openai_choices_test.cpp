@@ -1,4 +1,5 @@
-// n > 1 on the OpenAI routes through a real socket: n choices (index 0..n-1) whole and streamed, each chunk
+// n > 1 through a real socket, on the WebSocket (token events under their choice, one done event with every
+// choice's end) and on the OpenAI routes: n choices (index 0..n-1) whole and streamed, each chunk
 // under its choice's index, the same texts both ways, choice 0 equal to the n = 1 answer with the same seed,
 // usage counting the prompt once; and the bounds of n, best_of and user.
 #include <gtest/gtest.h>
@@ -113,6 +114,39 @@ TEST_F(OpenAiChoices, ThreeChatChoicesWholeAndStreamed) {
   EXPECT_EQ(streamed.texts, texts);
   EXPECT_EQ(streamed.finishes, (std::vector<int>{1, 1, 1}));
   EXPECT_EQ(streamed.roles, (std::vector<int>{1, 1, 1})) << "each choice's first chunk names the role";
+}
+
+TEST_F(OpenAiChoices, WebSocketTokensCarryTheirChoiceAndOneDoneEndsAll) {
+  WsClient client(gateway_->port());
+  client.send(json{{"type", "generate"},
+                   {"id", "two"},
+                   {"prompt", "Once upon a time"},
+                   {"n", 2},
+                   {"params", {{"temperature", 1.0}, {"seed", 4}, {"max_tokens", 6}, {"ignore_eos", true}}}});
+  std::vector<int> tokens(2);
+  std::vector<json> dones;
+  for (const json& frame : client.receive_until_end("two")) {
+    if (frame["type"] == "token") {
+      const int choice = frame.value("choice", 0);
+      ASSERT_TRUE(choice == 0 || choice == 1) << frame.dump();
+      EXPECT_EQ(frame["index"], tokens[static_cast<std::size_t>(choice)]) << "each choice counts its own tokens";
+      ++tokens[static_cast<std::size_t>(choice)];
+    } else if (frame["type"] == "done") {
+      dones.push_back(frame);
+    }
+  }
+  EXPECT_EQ(tokens, (std::vector<int>{6, 6}));
+  ASSERT_EQ(dones.size(), 1u);
+  ASSERT_EQ(dones[0]["choices"].size(), 2u) << dones[0].dump();
+  EXPECT_EQ(dones[0]["choices"][1]["index"], 1);
+  EXPECT_EQ(dones[0]["choices"][1]["finish_reason"], "length");
+  EXPECT_EQ(dones[0]["usage"]["completion_tokens"], 12);
+
+  client.send(json{{"type", "generate"}, {"id", "in-session"}, {"session", "s"}, {"prompt", "x"}, {"n", 2}});
+  const auto refused = client.receive_until_end("in-session");
+  ASSERT_FALSE(refused.empty());
+  EXPECT_EQ(refused.back()["type"], "error") << refused.back().dump();
+  EXPECT_EQ(refused.back()["field"], "n") << refused.back().dump();
 }
 
 TEST_F(OpenAiChoices, BoundsAre400sNamingTheField) {

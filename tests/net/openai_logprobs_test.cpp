@@ -220,7 +220,9 @@ TEST_F(Logprobs, WebSocketEventsMatchTheLogSoftmaxOfTheRawLogits) {
       EXPECT_EQ(id, expected_ids[k]);
       EXPECT_NEAR(top[k]["logprob"].get<double>(), row[static_cast<std::size_t>(id)], 1e-3);
       EXPECT_EQ(top[k]["bytes"].get<std::vector<std::uint8_t>>(), bytes_of(model.tokenizer().piece(id, true)));
-      if (k > 0) EXPECT_LE(top[k]["logprob"].get<double>(), top[k - 1]["logprob"].get<double>());
+      if (k > 0) {
+        EXPECT_LE(top[k]["logprob"].get<double>(), top[k - 1]["logprob"].get<double>());
+      }
       mass += std::exp(top[k]["logprob"].get<double>());
     }
     EXPECT_LE(mass, 1.0 + 1e-6);
