@@ -17,7 +17,7 @@ std::size_t payload_bytes(const StepBatch& batch) noexcept {
   std::size_t bytes = batch.copies.size() * sizeof(BlockCopy);
   for (const StepSequence& s : batch.sequences) {
     bytes += sizeof(s) + s.tokens.size() * sizeof(std::int32_t) + s.blocks.size() * sizeof(BlockId);
-    bytes += s.forks.size() * sizeof(SequenceFork);  // their parameters are the sequence's, bar the seed
+    bytes += s.forks.size() * sizeof(SequenceFork);  // the bytes their parameters point to are not counted
     if (!s.begin) continue;
     bytes += s.begin->prefix.size() * sizeof(std::int32_t);
     for (const auto& stop : s.begin->params.stop) bytes += stop.size();
