@@ -17,6 +17,7 @@ std::size_t payload_bytes(const StepBatch& batch) noexcept {
   std::size_t bytes = batch.copies.size() * sizeof(BlockCopy);
   for (const StepSequence& s : batch.sequences) {
     bytes += sizeof(s) + s.tokens.size() * sizeof(std::int32_t) + s.blocks.size() * sizeof(BlockId);
+    bytes += s.forks.size() * sizeof(SequenceFork);  // the bytes their parameters point to are not counted
     if (!s.begin) continue;
     bytes += s.begin->prefix.size() * sizeof(std::int32_t);
     for (const auto& stop : s.begin->params.stop) bytes += stop.size();
@@ -69,6 +70,15 @@ const HeldSequences::Sequence& HeldSequences::apply(const StepSequence& step) {
   held.table.insert(held.table.end(), step.blocks.begin(), step.blocks.end());
   held.tokens.insert(held.tokens.end(), step.tokens.begin(), step.tokens.end());
   return held;
+}
+
+void HeldSequences::fork(SequenceId parent, const SequenceFork& fork) {
+  const Sequence* from = find(parent);
+  if (from == nullptr) refuse(parent, "is not held by the backend: nothing to fork");
+  if (find(fork.sequence) != nullptr) refuse(fork.sequence, "is already held: a fork needs a new id");
+  Sequence copy = *from;
+  copy.params = fork.params;
+  held_.emplace(fork.sequence, std::move(copy));
 }
 
 const HeldSequences::Sequence* HeldSequences::find(SequenceId id) const {

@@ -1,5 +1,6 @@
 #include "openai_routes.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include "cors.hpp"
 #include "net_logger.hpp"
+#include "openai_logprobs.hpp"
 #include "openai_translate.hpp"
 #include "sse_keepalive.hpp"
 
@@ -190,11 +192,24 @@ class OpenAiExchange {
         endpoint_(route == OpenAiRoute::completions ? Endpoint::completions : Endpoint::chat_completions),
         translated_(std::move(translated)),
         identity_{route, translated_.generate.id, unix_now(), context.model_id},
-        events_(start(context, std::move(translated_.generate))) {}
+        events_(start(context, std::move(translated_.generate))),
+        choices_(static_cast<std::size_t>(std::max(translated_.n, 1))) {
+    if (translated_.top_logprobs) {
+      for (ChoiceState& choice : choices_) choice.logprobs.emplace(route, *translated_.top_logprobs);
+    }
+  }
 
   asio::awaitable<bool> run() { return translated_.stream ? run_streamed() : run_whole(); }
 
  private:
+  // Per choice (n of them): what its tokens brought so far.
+  struct ChoiceState {
+    std::string text;                    // whole: the answer; streamed: what was sent (text_offset)
+    std::string reasoning;
+    std::vector<proto::ToolCall> calls;  // from the deltas (whole: in case done carries none)
+    std::optional<openai::LogprobsBuilder> logprobs;  // when the client asked for log-probabilities
+  };
+
   static std::int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
@@ -213,9 +228,6 @@ class OpenAiExchange {
   // even when it had produced some text: a client that asked for a whole answer must not take a cut one
   // for complete, and OpenAI has no finish_reason for "failed".
   asio::awaitable<bool> run_whole() {
-    std::string text;
-    std::string reasoning;
-    std::vector<proto::ToolCall> streamed_calls;  // from the deltas, in case done carries none
     auto watch = std::make_unique<PeerCloseWatch>(stream_, [this] {
       logger().debug("route=openai request={} the client went away while waiting: cancelled", identity_.id);
       context_.engine.cancel(identity_.id);
@@ -224,9 +236,12 @@ class OpenAiExchange {
       std::optional<proto::ServerMessage> event = co_await events_.async_next(asio::use_awaitable);
       if (!event) break;
       if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {
-        text += token->text;
-        reasoning += token->reasoning;
-        openai::add_tool_call_deltas(streamed_calls, token->tool_calls);
+        if (ChoiceState* choice = choice_of(*token)) {
+          if (choice->logprobs) choice->logprobs->add(*token, choice->text.size());
+          choice->text += token->text;
+          choice->reasoning += token->reasoning;
+          openai::add_tool_call_deltas(choice->calls, token->tool_calls);
+        }
         continue;
       }
       std::optional<HttpResponse> response;
@@ -235,12 +250,9 @@ class OpenAiExchange {
         response = error_response(openai::from_error_event(*refused, translated_.client_names));
       } else if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) {
         count(proto::to_string(done->finish_reason));
-        const auto reason = openai::finish_reason(done->finish_reason);
-        const auto& calls = done->tool_calls.empty() ? streamed_calls : done->tool_calls;
-        response = reason ? make_json_response(request_, http::status::ok,
-                                               openai::completion_object(identity_, text, *reason, done->usage,
-                                                                         reasoning, calls))
-                          : error_response(openai::from_failed_done(*done));
+        response = openai::finish_reason(done->finish_reason)
+                       ? make_json_response(request_, http::status::ok, whole_answer(*done))
+                       : error_response(openai::from_failed_done(*done));
       }
       if (response) {
         watch.reset();  // before the write: its end cancels the socket's pending operations
@@ -251,6 +263,26 @@ class OpenAiExchange {
     watch.reset();
     const bool keep_alive = co_await engine_gone();
     co_return keep_alive;
+  }
+
+  // Every choice, index order, as one completion object.
+  nlohmann::json whole_answer(const proto::DoneEvent& done) {
+    const auto ends = openai::choice_ends(done);
+    nlohmann::json object;
+    for (std::size_t i = 0; i < choices_.size(); ++i) {
+      ChoiceState& choice = choices_[i];
+      const proto::ChoiceEnd* end = i < ends.size() ? &ends[i] : nullptr;
+      const std::string reason = end ? openai::finish_reason(end->finish_reason).value_or("stop") : "stop";
+      const auto& calls = end && !end->tool_calls.empty() ? end->tool_calls : choice.calls;
+      const nlohmann::json logprobs = choice.logprobs ? choice.logprobs->take() : nlohmann::json(nullptr);
+      if (i == 0) {
+        object = openai::completion_object(identity_, choice.text, reason, done.usage, choice.reasoning, calls, logprobs);
+      } else {
+        object["choices"].push_back(openai::completion_choice(identity_, static_cast<std::int32_t>(i), choice.text,
+                                                              reason, choice.reasoning, calls, logprobs));
+      }
+    }
+    return object;
   }
 
   // stream:true. The header waits for the engine's first event: until then a refusal or a failure can
@@ -284,11 +316,7 @@ class OpenAiExchange {
       }
       if (const auto* token = std::get_if<proto::TokenEvent>(&*event)) {
         bool written = co_await open(writer);
-        // A token may release nothing (half of a multi-byte character: the next token completes it), or its
-        // reasoning, text and tool call pieces, a chunk each.
-        std::string data;
-        for (const auto& chunk : openai::token_chunks(identity_, *token)) data += openai::sse_event(chunk);
-        openai::add_tool_call_deltas(streamed_calls_, token->tool_calls);
+        std::string data = token_data(*token);
         if (written && !data.empty()) written = co_await writer.write(std::move(data));
         if (!written) {
           co_await client_gone();
@@ -307,10 +335,7 @@ class OpenAiExchange {
       }
       std::string last;
       if (reason) {
-        // Calls the deltas did not stream (an engine that gives them whole at the end) go out before the end.
-        const auto unstreamed = openai::unstreamed_tool_calls(done->tool_calls, streamed_calls_.size());
-        if (!unstreamed.empty()) last = openai::sse_event(openai::tool_calls_chunk(identity_, unstreamed));
-        last += openai::sse_event(openai::finish_chunk(identity_, *reason));
+        last = finish_data(*done);
         if (translated_.include_usage) last += openai::sse_event(openai::usage_chunk(identity_, done->usage));
       } else {
         last = openai::sse_event(openai::from_failed_done(*done).to_json());
@@ -331,7 +356,7 @@ class OpenAiExchange {
     co_return false;
   }
 
-  // The header, and for chat the first chunk that names the role, before the first text.
+  // The header, and for chat the first chunk of each choice, which names the role, before the first text.
   asio::awaitable<bool> open(EventStreamWriter& writer) {
     if (!writer.header_written()) {
       const bool written = co_await writer.write_header(static_cast<int>(request_.version()));
@@ -339,7 +364,13 @@ class OpenAiExchange {
     }
     if (identity_.route != OpenAiRoute::chat_completions || role_written_) co_return true;
     role_written_ = true;
-    const bool role_written = co_await writer.write(openai::sse_event(openai::role_chunk(identity_)));
+    std::string roles;
+    for (std::size_t i = 0; i < choices_.size(); ++i) {
+      auto chunk = openai::role_chunk(identity_);
+      openai::set_choice_index(chunk, static_cast<std::int32_t>(i));
+      roles += openai::sse_event(chunk);
+    }
+    const bool role_written = co_await writer.write(std::move(roles));
     co_return role_written;
   }
 
@@ -352,6 +383,52 @@ class OpenAiExchange {
     }
     const bool pinged = co_await writer.write(std::string(kSsePing));
     co_return pinged;
+  }
+
+  ChoiceState* choice_of(const proto::TokenEvent& token) {
+    const auto index = static_cast<std::size_t>(token.choice);
+    return token.choice >= 0 && index < choices_.size() ? &choices_[index] : nullptr;
+  }
+
+  // A token's chunks: none when it releases nothing (half of a multi-byte character: the next token completes
+  // it), else its reasoning, text and tool call pieces, a chunk each, under its choice's index. Its logprobs
+  // entry goes on its first chunk; a token that releases no text has its entry carried by the next one.
+  std::string token_data(const proto::TokenEvent& token) {
+    ChoiceState* choice = choice_of(token);
+    if (choice == nullptr) return {};
+    auto chunks = openai::token_chunks(identity_, token);
+    for (auto& chunk : chunks) openai::set_choice_index(chunk, token.choice);
+    if (choice->logprobs) {
+      choice->logprobs->add(token, choice->text.size());
+      if (!chunks.empty()) chunks.front()["choices"][0]["logprobs"] = choice->logprobs->take();
+    }
+    choice->text += token.text;
+    openai::add_tool_call_deltas(choice->calls, token.tool_calls);
+    std::string data;
+    for (const auto& chunk : chunks) data += openai::sse_event(chunk);
+    return data;
+  }
+
+  // Each choice's end: calls the deltas did not stream (an engine that gives them whole at the end), then its
+  // finish chunk, which carries the logprobs entries no chunk has carried yet.
+  std::string finish_data(const proto::DoneEvent& done) {
+    const auto ends = openai::choice_ends(done);
+    std::string data;
+    for (std::size_t i = 0; i < choices_.size() && i < ends.size(); ++i) {
+      ChoiceState& choice = choices_[i];
+      const auto index = static_cast<std::int32_t>(i);
+      const auto unstreamed = openai::unstreamed_tool_calls(ends[i].tool_calls, choice.calls.size());
+      if (!unstreamed.empty()) {
+        auto calls = openai::tool_calls_chunk(identity_, unstreamed);
+        openai::set_choice_index(calls, index);
+        data += openai::sse_event(calls);
+      }
+      auto finish = openai::finish_chunk(identity_, openai::finish_reason(ends[i].finish_reason).value_or("stop"));
+      openai::set_choice_index(finish, index);
+      if (choice.logprobs && !choice.logprobs->empty()) finish["choices"][0]["logprobs"] = choice.logprobs->take();
+      data += openai::sse_event(finish);
+    }
+    return data;
   }
 
   // A write failed: the client is gone (or stopped reading). Its request is cancelled, and its events are
@@ -395,8 +472,8 @@ class OpenAiExchange {
   openai::ResponseIdentity identity_;
   actors::EventStream events_;
   TimedEventWait waiter_{events_};  // stream:true takes its events through it (pings between them)
-  bool role_written_ = false;       // stream:true, chat: the chunk naming the role is out
-  std::vector<proto::ToolCall> streamed_calls_;  // stream:true: the calls its deltas have begun
+  bool role_written_ = false;       // stream:true, chat: the chunks naming the role are out
+  std::vector<ChoiceState> choices_;
 };
 
 openai::Error unavailable(std::string message, std::string type, std::string code) {

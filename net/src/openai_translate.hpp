@@ -31,6 +31,11 @@ struct Request {
   proto::GenerateRequest generate;  // id set, stream false/true as asked
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+  // Log-probabilities to report (chat: logprobs true; completions: logprobs N): how many alternatives per
+  // token to show, 0 for the sampled token's alone; nullopt: none. The engine is asked for at least one
+  // alternative, since it reports the sampled token's log-probability only beside them.
+  std::optional<std::int32_t> top_logprobs;
+  std::int32_t n = 1;  // choices (the GenerateRequest's n)
   // proto's field name -> the client's spelling where they differ, for errors the engine reports later.
   std::map<std::string, std::string> client_names;
 };
@@ -85,7 +90,20 @@ nlohmann::json usage_json(const proto::Usage& usage);
 // called tools: [{"id", "type": "function", "function": {"name", "arguments"}}].
 nlohmann::json completion_object(const ResponseIdentity& identity, const std::string& text,
                                  const std::string& finish_reason, const proto::Usage& usage,
-                                 const std::string& reasoning = {}, const std::vector<proto::ToolCall>& tool_calls = {});
+                                 const std::string& reasoning = {}, const std::vector<proto::ToolCall>& tool_calls = {},
+                                 const nlohmann::json& logprobs = nullptr);
+
+// One entry of `choices` as completion_object writes it, at `index` (a request with n > 1 has one per choice).
+nlohmann::json completion_choice(const ResponseIdentity& identity, std::int32_t index, const std::string& text,
+                                 const std::string& finish_reason, const std::string& reasoning = {},
+                                 const std::vector<proto::ToolCall>& tool_calls = {},
+                                 const nlohmann::json& logprobs = nullptr);
+
+// How each choice of a finished request ended, index order: done.choices, or for n = 1 the event's own fields
+// as choice 0.
+std::vector<proto::ChoiceEnd> choice_ends(const proto::DoneEvent& done);
+// The chunk functions below write choice 0: this puts a chunk under another choice's index.
+void set_choice_index(nlohmann::json& chunk, std::int32_t index);
 
 // stream:true, one chunk each. For chat, the first chunk carries the role (OpenAI sends
 // delta {role:"assistant", content:""} before any text).

@@ -2,9 +2,12 @@
 // a proto::GenerateRequest that proto's own parser validates (openai_translate.hpp).
 #include "openai_translate.hpp"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <utility>
+
+#include "openai_logprobs.hpp"
 
 namespace loom::net::openai {
 
@@ -91,10 +94,28 @@ void check_model(const json& body) {
   }
 }
 
-void check_n(const json& body) {
-  if (const json* n = find(body, "n"); n != nullptr && !(n->is_number_integer() && *n == 1)) {
-    throw Refused{invalid("n", "only n=1 is supported (one choice per request)", "unsupported")};
+// n choices of the one prompt (computed once); best_of only as n (no server-side ranking); `user` is accepted
+// (a string, bounded) and not used.
+std::int32_t read_n(const json& body) {
+  std::int32_t n = 1;
+  if (const json* value = find(body, "n")) {
+    constexpr std::int32_t max = proto::GenerateRequest::kMaxChoices;
+    if (!value->is_number_integer() || *value < 1 || *value > max) {
+      throw Refused{invalid("n", "must be an integer in [1, " + std::to_string(max) + "]")};
+    }
+    n = value->get<std::int32_t>();
   }
+  if (const json* best_of = find(body, "best_of"); best_of != nullptr && *best_of != n) {
+    throw Refused{unsupported("best_of", "only equal to n: choices are not ranked on the server")};
+  }
+  if (const json* user = find(body, "user")) {
+    constexpr std::size_t kMaxUserBytes = 256;
+    if (!user->is_string()) throw Refused{invalid("user", "must be a string")};
+    if (user->get_ref<const std::string&>().size() > kMaxUserBytes) {
+      throw Refused{invalid("user", "must be at most " + std::to_string(kMaxUserBytes) + " bytes")};
+    }
+  }
+  return n;
 }
 
 bool read_stream(const json& body, bool& include_usage) {
@@ -164,6 +185,33 @@ json sampling_params(const json& body, OpenAiRoute route, std::map<std::string, 
   return params;
 }
 
+// An integer count in [0, max], or a 400 naming the field.
+std::int32_t read_count(const json& value, const std::string& name, std::int32_t max) {
+  if (!value.is_number_integer() || value < 0 || value > max) {
+    throw Refused{invalid(name, "must be an integer in [0, " + std::to_string(max) + "]")};
+  }
+  return value.get<std::int32_t>();
+}
+
+// How many alternatives per token the client asked to see, or nullopt for no log-probabilities. Chat:
+// logprobs (a boolean) and top_logprobs (which needs logprobs true); completions: logprobs N (false, as
+// some clients send, is none).
+std::optional<std::int32_t> read_logprobs(const json& body, OpenAiRoute route) {
+  const std::int32_t max = max_top_logprobs(route);
+  const json* logprobs = find(body, "logprobs");
+  if (route == OpenAiRoute::completions) {
+    if (logprobs == nullptr || *logprobs == false) return std::nullopt;
+    return read_count(*logprobs, "logprobs", max);
+  }
+  if (logprobs != nullptr && !logprobs->is_boolean()) throw Refused{invalid("logprobs", "must be a boolean")};
+  const bool on = logprobs != nullptr && logprobs->get<bool>();
+  const json* top = find(body, "top_logprobs");
+  if (top == nullptr) return on ? std::optional<std::int32_t>(0) : std::nullopt;
+  const std::int32_t count = read_count(*top, "top_logprobs", max);
+  if (!on) throw Refused{invalid("top_logprobs", "needs logprobs: true")};
+  return count;
+}
+
 // ---- /v1/completions ----
 
 std::string read_prompt(const json& body) {
@@ -185,13 +233,6 @@ void refuse_completion_extras(const json& body) {
   }
   if (const json* suffix = find(body, "suffix"); suffix != nullptr && *suffix != "") {
     throw Refused{unsupported("suffix", "no fill-in-the-middle")};
-  }
-  if (const json* best_of = find(body, "best_of"); best_of != nullptr && *best_of != 1) {
-    throw Refused{unsupported("best_of", "only 1")};
-  }
-  // Reporting log-probabilities needs the alternatives per token, which the engine does not give yet.
-  if (const json* logprobs = find(body, "logprobs"); logprobs != nullptr && *logprobs != 0 && *logprobs != false) {
-    throw Refused{unsupported("logprobs", "log-probabilities are not reported")};
   }
   // A raw prompt is not rendered with the chat template, which is where tools are shown to the model.
   for (const char* name : {"tools", "functions"}) {
@@ -288,12 +329,6 @@ json read_messages(const json& body, const proto::ParseOptions& options) {
 }
 
 void refuse_chat_extras(const json& body) {
-  if (const json* logprobs = find(body, "logprobs"); logprobs != nullptr && *logprobs != false) {
-    throw Refused{unsupported("logprobs", "log-probabilities are not reported")};
-  }
-  if (const json* top = find(body, "top_logprobs"); top != nullptr && *top != 0) {
-    throw Refused{unsupported("top_logprobs", "log-probabilities are not reported")};
-  }
   // OpenAI's deprecated form of tools: refused rather than ignored, which would answer in prose a client
   // that waits for a function call.
   if (const json* functions = find(body, "functions"); functions != nullptr && !(functions->is_array() && functions->empty())) {
@@ -345,21 +380,24 @@ std::variant<Request, Error> translate_request(std::string_view body_text, OpenA
       return error;
     }
     check_model(body);
-    check_n(body);
     Request request;
+    request.n = read_n(body);
     request.stream = read_stream(body, request.include_usage);
     if (route == OpenAiRoute::completions) {
       refuse_completion_extras(body);
     } else {
       refuse_chat_extras(body);
     }
-    // Unknown fields (user, metadata, service_tier, llama.cpp's cache_prompt, ...) are ignored: OpenAI's
+    // Unknown fields (metadata, service_tier, llama.cpp's cache_prompt, ...) are ignored: OpenAI's
     // clients send fields this server has no use for, and refusing them would break those clients.
 
+    request.top_logprobs = read_logprobs(body, route);
     std::map<std::string, std::string> client_names;
     json generate = {{"id", std::move(request_id)},
                      {"params", sampling_params(body, route, client_names)},
                      {"stream", true}};
+    if (request.top_logprobs) generate["params"]["logprobs"] = std::max(*request.top_logprobs, 1);
+    if (request.n > 1) generate["n"] = request.n;
     if (route == OpenAiRoute::completions) {
       generate["prompt"] = read_prompt(body);
     } else {

@@ -117,10 +117,10 @@ json chunk_choice(const ResponseIdentity& identity, const std::string& text, con
 }
 }  // namespace
 
-nlohmann::json completion_object(const ResponseIdentity& identity, const std::string& text,
-                                 const std::string& finish_reason, const proto::Usage& usage,
-                                 const std::string& reasoning, const std::vector<proto::ToolCall>& tool_calls) {
-  json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+nlohmann::json completion_choice(const ResponseIdentity& identity, std::int32_t index, const std::string& text,
+                                 const std::string& finish_reason, const std::string& reasoning,
+                                 const std::vector<proto::ToolCall>& tool_calls, const nlohmann::json& logprobs) {
+  json choice = {{"index", index}, {"finish_reason", finish_reason}, {"logprobs", logprobs}};
   if (is_chat(identity)) {
     json message = {{"role", "assistant"}, {"content", text}};
     // OpenAI's message for a reply that only called tools has content null.
@@ -139,10 +139,31 @@ nlohmann::json completion_object(const ResponseIdentity& identity, const std::st
   } else {
     choice["text"] = text;
   }
+  return choice;
+}
+
+nlohmann::json completion_object(const ResponseIdentity& identity, const std::string& text,
+                                 const std::string& finish_reason, const proto::Usage& usage,
+                                 const std::string& reasoning, const std::vector<proto::ToolCall>& tool_calls,
+                                 const nlohmann::json& logprobs) {
   json object = envelope(identity, is_chat(identity) ? "chat.completion" : "text_completion");
-  object["choices"] = json::array({std::move(choice)});
+  object["choices"] = json::array({completion_choice(identity, 0, text, finish_reason, reasoning, tool_calls, logprobs)});
   object["usage"] = usage_json(usage);
   return object;
+}
+
+std::vector<proto::ChoiceEnd> choice_ends(const proto::DoneEvent& done) {
+  if (!done.choices.empty()) return done.choices;
+  proto::ChoiceEnd only;
+  only.finish_reason = done.finish_reason;
+  only.stop = done.stop;
+  only.tool_calls = done.tool_calls;
+  only.completion_tokens = done.usage.completion_tokens;
+  return {std::move(only)};
+}
+
+void set_choice_index(nlohmann::json& chunk, std::int32_t index) {
+  for (json& choice : chunk["choices"]) choice["index"] = index;
 }
 
 nlohmann::json role_chunk(const ResponseIdentity& identity) {

@@ -25,6 +25,7 @@ void to_json(nlohmann::json& j, const GenerateRequest& request) {
     if (j["chat_template_kwargs"].is_discarded()) j["chat_template_kwargs"] = *request.chat_template_kwargs;
   }
   if (request.reasoning_format != ReasoningFormat::auto_) j["reasoning_format"] = to_string(request.reasoning_format);
+  if (request.n != 1) j["n"] = request.n;
 }
 
 std::string_view to_string(ReasoningFormat format) noexcept {
@@ -163,7 +164,7 @@ GenerateRequest read_generate_request(const Json& j, const std::string& path, co
                                       std::string_view envelope_key) {
   ObjectReader r(j, path, options);
   r.check_known({"id", "session_id", "session", "prompt", "messages", "params", "priority", "stream", "progress",
-                 "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs", "reasoning_format"},
+                 "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs", "reasoning_format", "n"},
                 envelope_key);
   GenerateRequest request;
   request.id = read_id(r.require("id"), r.path("id"), options);
@@ -247,6 +248,12 @@ GenerateRequest read_generate_request(const Json& j, const std::string& path, co
     const auto format = parse_reasoning_format(text);
     if (!format) fail(format_path, "must be \"auto\" (or \"deepseek\", the same) or \"none\", got " + echo_text(text));
     request.reasoning_format = *format;
+  }
+  if (const Json* v = r.find("n")) {
+    request.n = static_cast<std::int32_t>(read_integer(*v, r.path("n"), 1, GenerateRequest::kMaxChoices));
+    if (request.n > 1 && request.session_id) {
+      fail(r.path("n"), "must be 1 in a session (its history keeps one reply); send n > 1 as a stand-alone request");
+    }
   }
   return request;
 }

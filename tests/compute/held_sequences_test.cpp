@@ -98,6 +98,26 @@ TEST(HeldSequences, AStartReplacesWhatWasHeldAndAReleaseForgetsIt) {
   EXPECT_EQ(held.size(), 0u);
 }
 
+TEST(HeldSequences, AForkTakesTheTableAndHistoryWithItsOwnParameters) {
+  HeldSequences held;
+  held.apply(start(1, {}, {10, 11, 12, 13, 14}, {5, 6}));
+  proto::SamplingParams params;
+  params.seed = 8;
+  held.fork(1, SequenceFork{2, params});
+  const auto* fork = held.find(2);
+  ASSERT_NE(fork, nullptr);
+  EXPECT_EQ(fork->table, (std::vector<BlockId>{5, 6}));
+  EXPECT_EQ(fork->tokens, (std::vector<std::int32_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(fork->params.seed, std::optional<std::uint64_t>(8));
+  EXPECT_EQ(held.find(1)->params.seed, std::nullopt) << "the parent keeps its own";
+  // The fork continues on its own: its table changes, the parent's does not.
+  held.apply(next(2, 5, 20, 1, {7}));
+  EXPECT_EQ(held.find(2)->table, (std::vector<BlockId>{5, 7}));
+  EXPECT_EQ(held.find(1)->table, (std::vector<BlockId>{5, 6}));
+  EXPECT_THROW(held.fork(1, SequenceFork{2, params}), std::invalid_argument) << "a fork needs a new id";
+  EXPECT_THROW(held.fork(9, SequenceFork{3, params}), std::invalid_argument) << "the parent must be held";
+}
+
 TEST(HeldSequences, PayloadBytesCountWhatAStepCarries) {
   StepBatch batch;
   batch.sequences.push_back(next(1, 10, 5, 3));

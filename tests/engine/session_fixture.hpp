@@ -250,7 +250,7 @@ class FakeScheduler : public Actor<FakeScheduler, SchedulerProtocol> {
   return r;
 }
 
-proto::GenerateRequest chat_request(std::string id, std::vector<ChatMessage> messages) {
+[[maybe_unused]] proto::GenerateRequest chat_request(std::string id, std::vector<ChatMessage> messages) {
   proto::GenerateRequest r;
   r.id = std::move(id);
   r.input = std::move(messages);

@@ -180,13 +180,15 @@ TEST(OpenAiTranslate, OutOfRangeValuesNameTheClientsField) {
       {{{"prompt", "x"}, {"max_tokens", "ten"}}, "max_tokens"},
       {{{"prompt", "x"}, {"seed", -7}}, "seed"},
       {{{"prompt", "x"}, {"stop", {"a", ""}}}, "stop[1]"},
-      {{{"prompt", "x"}, {"n", 2}}, "n"},
+      {{{"prompt", "x"}, {"n", 17}}, "n"},
+      {{{"prompt", "x"}, {"n", 2}, {"best_of", 3}}, "best_of"},
+      {{{"prompt", "x"}, {"user", 5}}, "user"},
       {{{"prompt", "x"}, {"stream", "yes"}}, "stream"},
       {{{"prompt", "x"}, {"model", 3}}, "model"},
       {{{"prompt", {1, 2, 3}}}, "prompt"},
       {{{"prompt", {"a", "b"}}}, "prompt"},
       {{{"temperature", 1}}, "prompt"},
-      {{{"prompt", "x"}, {"logprobs", 2}}, "logprobs"},
+      {{{"prompt", "x"}, {"logprobs", 6}}, "logprobs"},
       {{{"prompt", "x"}, {"echo", true}}, "echo"},
   };
   for (const auto& c : cases) {
@@ -211,7 +213,7 @@ TEST(OpenAiTranslate, ChatRefusalsNameTheField) {
       {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}}}}}}},
        "messages[0].content[0].type"},
       {{{"messages", {user}}, {"max_completion_tokens", 0}}, "max_completion_tokens"},
-      {{{"messages", {user}}, {"logprobs", true}}, "logprobs"},
+      {{{"messages", {user}}, {"logprobs", "yes"}}, "logprobs"},
       {{{"messages", {user}}, {"tools", {{{"type", "function"}}}}}, "tools[0].function"},
       {{{"messages", {user}}, {"response_format", {{"type", "xml"}}}}, "response_format.type"},
       {{{"messages", {user}}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", 3}}}}}},
@@ -552,7 +554,7 @@ TEST_F(OpenAiRoutes, BadFieldsAre400sNamingTheParam) {
   json temperature = greedy_completion(4);
   temperature["temperature"] = 1000;
   json n = greedy_chat(4);
-  n["n"] = 2;
+  n["n"] = 0;
   json max_tokens = greedy_completion(4);
   max_tokens["max_tokens"] = 4097;
   json stream_temperature = greedy_chat(4);

@@ -162,6 +162,79 @@ TEST(RoundTrip, TokenEvent) {
   EXPECT_EQ(through_text(split, parse_token_event), split);
 }
 
+TEST(RoundTrip, TokenEventWithLogprobsAndAlternatives) {
+  TokenEvent t;
+  t.request_id = "req-2";
+  t.token = 40;
+  t.text = "";  // held back: its piece is half of a character
+  t.index = 3;
+  t.logprob = -1.5;
+  t.piece = "\xEF\xBF\xBD";  // the lossy text of a lone lead byte
+  t.bytes = {0xE2};
+  t.top_logprobs = {{7, " the", {0x20, 0x74, 0x68, 0x65}, -0.25}, {40, "\xEF\xBF\xBD", {0xE2}, -1.5}};
+  EXPECT_EQ(through_text(t, parse_token_event), t);
+}
+
+TEST(RoundTrip, TokenEventLogprobFieldsNeedALogprob) {
+  const json j = {{"id", "r"}, {"token", 1}, {"text", "a"}, {"index", 0}, {"top_logprobs", json::array()}};
+  const auto parsed = parse_token_event(j);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.error().field, "top_logprobs");
+  json too_many = {{"id", "r"}, {"token", 1}, {"text", "a"}, {"index", 0}, {"logprob", -0.1}};
+  for (int i = 0; i <= SamplingParams::kMaxLogprobs; ++i) {
+    too_many["top_logprobs"].push_back({{"token", i}, {"text", "x"}, {"bytes", {120}}, {"logprob", -1.0}});
+  }
+  const auto refused = parse_token_event(too_many);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().field, "top_logprobs");
+  json bad_byte = {{"id", "r"}, {"token", 1}, {"text", "a"}, {"index", 0}, {"logprob", -0.1}, {"bytes", {256}}};
+  const auto refused_byte = parse_token_event(bad_byte);
+  ASSERT_FALSE(refused_byte.ok());
+  EXPECT_EQ(refused_byte.error().field, "bytes[0]");
+}
+
+TEST(RoundTrip, ChoicesOfARequestWithSeveralTravelTheWire) {
+  GenerateRequest r;
+  r.id = "r";
+  r.input = std::string("x");
+  r.n = GenerateRequest::kMaxChoices;
+  EXPECT_EQ(through_text(r, parse_generate_request), r);
+  TokenEvent t{"r", 3, "a", 0, std::nullopt, {}, {}};
+  t.choice = 15;
+  EXPECT_EQ(through_text(t, parse_token_event), t);
+  EXPECT_FALSE(json(TokenEvent{"r", 3, "a", 0, std::nullopt, {}, {}}).contains("choice"));  // choice 0: omitted
+
+  DoneEvent d;
+  d.request_id = "r";
+  d.finish_reason = FinishReason::stop;
+  d.stop = "\n";
+  d.usage = Usage{10, 7, 0};
+  d.choices = {{0, FinishReason::stop, "\n", {}, 3}, {1, FinishReason::length, std::nullopt, {}, 4}};
+  d.choices[1].tool_calls.push_back({"call-1", "f", "{}"});
+  EXPECT_EQ(through_text(d, parse_done_event), d);
+}
+
+TEST(RoundTrip, NIsBoundedAndStandAloneOnly) {
+  const json base = {{"id", "r"}, {"prompt", "x"}};
+  json too_many = base;
+  too_many["n"] = GenerateRequest::kMaxChoices + 1;
+  auto refused = parse_generate_request(too_many);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().field, "n");
+  json zero = base;
+  zero["n"] = 0;
+  EXPECT_FALSE(parse_generate_request(zero).ok());
+  json in_session = base;
+  in_session["n"] = 2;
+  in_session["session"] = "s";
+  refused = parse_generate_request(in_session);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().field, "n");
+  EXPECT_NE(refused.error().message.find("session"), std::string::npos);
+  in_session["n"] = 1;
+  EXPECT_TRUE(parse_generate_request(in_session).ok());
+}
+
 TEST(RoundTrip, DoneEventWithEveryFieldSet) {
   DoneEvent d;
   d.request_id = "req-9";

@@ -463,7 +463,9 @@ void EngineActor::on(EngineGenerate m) {
       continuation("RequestEnded", [this](std::string request_id, bool refused) { request_ended(request_id, refused); }),
       id, std::move(m.sink));
   SessionGenerate generate;
-  generate.sequence = s.next_sequence++;
+  generate.sequence = s.next_sequence;
+  // A request with n choices takes n ids: the session's choice i is sequence + i.
+  s.next_sequence += static_cast<cache::SequenceId>(std::max<std::int32_t>(1, m.request.n));
   generate.request = std::move(m.request);
   generate.sink = [tracker](proto::ServerMessage event) { (*tracker)(std::move(event)); };
   generate.deadline = deadline;

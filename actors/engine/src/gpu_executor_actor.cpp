@@ -107,6 +107,7 @@ void GpuExecutorActor::on(RunStep m) {
   const std::uint64_t job = next_job_id();
   for (const compute::StepSequence& s : m.batch.sequences) {
     if (s.begin) started_.insert(s.sequence);
+    for (const compute::SequenceFork& fork : s.forks) started_.insert(fork.sequence);
   }
   const auto arrived = Clock::now();
   pending_steps_.emplace(job, PendingStep{std::move(m.reply), arrived});

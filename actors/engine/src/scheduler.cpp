@@ -73,6 +73,7 @@ struct Scheduler::Sequence {
   std::uint64_t admission = 0;       // order of the last admission (0: never admitted)
   std::uint64_t arrival_turn = 0;    // admissions made before it arrived: its place in the round-robin
   std::optional<FinishReason> ending;  // cancelled or timed out while its step was out
+  std::int32_t choice = 0;           // of its request (n > 1): 0, or i for a fork made for choice i
   std::int32_t cached_tokens = -1;   // from the first creation
   std::int32_t prefilled = 0;
   std::int32_t preemptions = 0;
@@ -91,6 +92,7 @@ struct Scheduler::PlannedItem {
   bool decode = false;
   std::size_t chunk = 0;      // tokens computed this step (settled once the reservation is known)
   bool sample = false;
+  std::size_t forks = 0;      // forks made where it samples: their entries follow its own in the answer
 };
 
 Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) { config_.validate(); }
@@ -156,6 +158,16 @@ std::optional<SinkEvent> Scheduler::submit(SubmitSequence m) {
   }
   if (m.params.max_tokens < 1) return reject(proto::ErrorCode::invalid_request, "max_tokens must be at least 1");
   if (m.params.logprobs < 0) return reject(proto::ErrorCode::invalid_request, "logprobs must not be negative");
+  if (m.forks.size() > SubmitSequence::kMaxForks) {
+    return reject(proto::ErrorCode::invalid_request,
+                  "at most " + std::to_string(SubmitSequence::kMaxForks) + " forks (choices beyond the first)");
+  }
+  for (std::size_t i = 0; i < m.forks.size(); ++i) {
+    const cache::SequenceId fork = m.forks[i];
+    if (fork == m.sequence || sequences_.contains(fork) || std::count(m.forks.begin(), m.forks.begin() + i, fork) > 0) {
+      return reject(proto::ErrorCode::conflict, "fork id " + std::to_string(fork) + " is not a new sequence id");
+    }
+  }
   if (waiting_.size() >= config_.max_waiting) {
     return reject(proto::ErrorCode::overloaded,
                   "the waiting queue is full (" + std::to_string(config_.max_waiting) + " requests)");
@@ -227,6 +239,7 @@ void Scheduler::finish(cache::SequenceId id, FinishReason reason, std::string er
   if (s.in_cache) actions.emplace_back(Release{id});
   actions.emplace_back(ReleaseSequence{id});
   admission_held_ = false;
+  finish_unforked(s, reason, error, actions);
 
   SequenceFinished event;
   event.sequence = id;
@@ -238,6 +251,7 @@ void Scheduler::finish(cache::SequenceId id, FinishReason reason, std::string er
   event.prefilled_tokens = s.prefilled;
   event.preemptions = s.preemptions;
   event.embedding = std::move(owned->embedding);
+  event.choice = s.choice;
   proto::Timings& t = event.timings;
   const Clock::time_point started = s.first_scheduled.value_or(now);
   t.queue_ms = milliseconds(started - s.submit.accepted);
@@ -444,7 +458,7 @@ void Scheduler::settle_chunks() {
 compute::StepBatch Scheduler::build_step_batch(std::vector<compute::BlockCopy> copies) {
   compute::StepBatch batch;
   batch.copies = std::move(copies);
-  for (const PlannedItem& p : plan_) {
+  for (PlannedItem& p : plan_) {
     Sequence& s = at(p.id);
     compute::StepSequence step;
     step.sequence = p.id;
@@ -453,6 +467,8 @@ compute::StepBatch Scheduler::build_step_batch(std::vector<compute::BlockCopy> c
                        s.tokens.begin() + static_cast<std::ptrdiff_t>(s.computed + p.chunk));
     step.sample = p.sample;
     step.embed = s.submit.embed;
+    if (p.sample) step.forks = fork_steps(s);
+    p.forks = step.forks.size();
     if (!s.backend_holds) {
       // The backend starts the sequence (afresh after a preemption): its parameters, the reused prefix,
       // the whole table.
@@ -580,6 +596,8 @@ void Scheduler::apply_item(const PlannedItem& p, StepDone& done, std::size_t& sa
     return;
   }
   compute::SampledToken& sampled = done.sampled[sampled_index++];
+  const std::size_t forks_from = sampled_index;
+  sampled_index += p.forks;
   if (s.ending) {
     finish(p.id, *s.ending, {}, now, out.actions);
     return;
@@ -587,6 +605,31 @@ void Scheduler::apply_item(const PlannedItem& p, StepDone& done, std::size_t& sa
   if (!sampled.error.empty()) {
     // This sequence alone cannot go on (its grammar allows nothing, ...); its token means nothing.
     finish(p.id, FinishReason::error, std::move(sampled.error), now, out.actions);
+    return;
+  }
+  if (p.forks > 0) {
+    bool answered = sampled_index <= done.sampled.size();
+    for (std::size_t i = 0; answered && i < p.forks; ++i) {
+      answered = done.sampled[forks_from + i].sequence == s.submit.forks[i];
+    }
+    if (!answered) {
+      finish(p.id, FinishReason::error, "the executor returned no token for a forked choice", now, out.actions);
+      return;
+    }
+    const std::vector<cache::SequenceId> children = fork_choices(p.id, out.actions);
+    take_token(p.id, sampled, now, out);
+    for (std::size_t i = 0; i < children.size(); ++i) take_token(children[i], done.sampled[forks_from + i], now, out);
+    return;
+  }
+  take_token(p.id, sampled, now, out);
+}
+
+// A sampled token appended to its sequence, streamed, or the sequence's end.
+void Scheduler::take_token(cache::SequenceId id, compute::SampledToken& sampled, Clock::time_point now,
+                           AppliedStep& out) {
+  Sequence& s = at(id);
+  if (!sampled.error.empty()) {
+    finish(id, FinishReason::error, std::move(sampled.error), now, out.actions);
     return;
   }
   const std::int32_t token = sampled.token;
@@ -601,12 +644,12 @@ void Scheduler::apply_item(const PlannedItem& p, StepDone& done, std::size_t& sa
   }
   s.last_token = now;
   if (const auto reason = ending_for(s, token)) {
-    finish(p.id, *reason, {}, now, out.actions);
+    finish(id, *reason, {}, now, out.actions);
     return;
   }
   if (s.sink) {
-    SequenceToken event{.sequence = p.id, .token = token, .index = static_cast<std::int32_t>(s.generated - 1),
-                        .logprob = std::nullopt, .top = {}};
+    SequenceToken event{.sequence = id, .token = token, .index = static_cast<std::int32_t>(s.generated - 1),
+                        .logprob = std::nullopt, .top = {}, .choice = s.choice};
     if (s.submit.params.logprobs > 0) {
       event.logprob = sampled.logprob;
       event.top = std::move(sampled.top);
@@ -615,7 +658,70 @@ void Scheduler::apply_item(const PlannedItem& p, StepDone& done, std::size_t& sa
   }
   if (s.generated >= static_cast<std::size_t>(s.submit.params.max_tokens) ||
       static_cast<std::int64_t>(s.tokens.size()) >= config_.context_length) {
-    finish(p.id, FinishReason::length, {}, now, out.actions);
+    finish(id, FinishReason::length, {}, now, out.actions);
+  }
+}
+
+// ---- Choices of one prompt (n > 1) ----
+
+// The forks a sequence makes where it samples its first token: fork i samples with seed + i + 1.
+std::vector<compute::SequenceFork> Scheduler::fork_steps(const Sequence& s) const {
+  std::vector<compute::SequenceFork> forks;
+  for (std::size_t i = 0; i < s.submit.forks.size(); ++i) {
+    proto::SamplingParams params = s.submit.params;
+    if (params.seed) params.seed = *params.seed + i + 1;  // unsigned: wraps
+    forks.push_back(compute::SequenceFork{s.submit.forks[i], std::move(params)});
+  }
+  return forks;
+}
+
+// The parent's forks become sequences of their own, running, holding its blocks (the cache manager forks
+// them; the backend already holds them) and its tokens before the one it just sampled.
+std::vector<cache::SequenceId> Scheduler::fork_choices(cache::SequenceId parent, SchedulerActions& actions) {
+  Sequence& s = at(parent);
+  const std::vector<compute::SequenceFork> steps = fork_steps(s);
+  std::vector<cache::SequenceId> children;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    auto child = std::make_unique<Sequence>();
+    child->submit = s.submit;
+    child->submit.sequence = steps[i].sequence;
+    child->submit.params = steps[i].params;
+    child->submit.forks.clear();
+    child->sink = s.sink;
+    child->tokens = s.tokens;
+    child->in_cache = s.in_cache;
+    child->reserved = s.reserved;
+    child->computed = s.computed;
+    child->block_table = s.block_table;
+    child->backend_table = s.backend_table;
+    child->backend_holds = true;
+    child->admission = ++admissions_;
+    child->arrival_turn = s.arrival_turn;
+    child->choice = static_cast<std::int32_t>(i + 1);
+    child->cached_tokens = s.cached_tokens;
+    child->first_scheduled = s.first_scheduled;
+    ++fairness_keys_[s.submit.fairness_key].live;
+    actions.emplace_back(ForkSequence{.sequence = steps[i].sequence, .parent = parent});
+    running_.push_back(steps[i].sequence);
+    children.push_back(steps[i].sequence);
+    sequences_.emplace(steps[i].sequence, std::move(child));
+  }
+  at(parent).submit.forks.clear();
+  return children;
+}
+
+// A sequence that ends before it forked: its choices end with it, so that each still hears its last event.
+void Scheduler::finish_unforked(const Sequence& s, FinishReason reason, const std::string& error,
+                                SchedulerActions& actions) const {
+  for (std::size_t i = 0; i < s.submit.forks.size(); ++i) {
+    SequenceFinished event;
+    event.sequence = s.submit.forks[i];
+    event.reason = reason;
+    event.error = error;
+    event.prompt_tokens = static_cast<std::int32_t>(s.submit.prompt.size());
+    event.choice = static_cast<std::int32_t>(i + 1);
+    actions.emplace_back(ReleaseSequence{s.submit.forks[i]});  // the backend may hold it (its fork step failed)
+    actions.emplace_back(SinkEvent{s.sink, std::move(event)});
   }
 }
 

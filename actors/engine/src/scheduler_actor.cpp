@@ -67,6 +67,8 @@ void SchedulerActor::carry_out(SchedulerActions&& actions) {
             notify(std::move(a));
           } else if constexpr (std::is_same_v<A, ReleaseSequence>) {
             executor_.tell(std::move(a));
+          } else if constexpr (std::is_same_v<A, ForkSequence>) {
+            cache_.tell(Fork{a.parent, a.sequence, {}});  // before the child's first Reserve: same mailbox
           } else {
             cache_.tell(std::move(a));  // Commit, Release
           }

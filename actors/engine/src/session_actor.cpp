@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "chat_prompt.hpp"
+#include "token_logprobs.hpp"
 #include "loom/actors/runtime/logger.hpp"
 #include "loom/compute/grammar/output_constraint.hpp"
 #include "loom/compute/text/stop_matcher.hpp"
@@ -69,6 +70,11 @@ std::optional<ErrorEvent> check_params(const proto::GenerateRequest& r, const co
   for (const auto& [id, bias] : p.logit_bias) {
     if (!vocabulary.valid(id)) return invalid(r.id, "params.logit_bias." + std::to_string(id), outside(id));
   }
+  if (p.logprobs > vocabulary.size()) {
+    return invalid(r.id, "params.logprobs",
+                   "asks for " + std::to_string(p.logprobs) + " alternatives; the vocabulary has " +
+                       std::to_string(vocabulary.size()) + " tokens");
+  }
   if (p.constraint) return check_constraint(r.id, *p.constraint);
   return std::nullopt;
 }
@@ -127,6 +133,7 @@ struct SessionActor::Active {
     std::int32_t token = 0;
     std::optional<float> logprob;
     std::size_t start = 0;
+    std::vector<compute::TokenLogprob> top{};  // with logprob: the alternatives at its position
   };
 
   std::string request_id;
@@ -146,6 +153,10 @@ struct SessionActor::Active {
   std::int32_t received = 0;     // tokens the scheduler sent
   std::optional<std::size_t> stop_index;  // the stop string that matched
   bool cancel_sent = false;
+  std::int32_t choice = 0;                // of the request (n > 1)
+  std::optional<SequenceFinished> finished;  // how the scheduler ended it
+  std::optional<proto::ChoiceEnd> ended;     // how it ended, as the done event tells
+  std::vector<std::unique_ptr<Active>> forks;  // choice 0 only: choices 1 .. n - 1
 };
 
 SequenceSink sequence_sink_for(Address<SessionProtocol> session) {
@@ -197,6 +208,14 @@ void SessionActor::on(SessionGenerate m) {
     active->request_id = request.id;
     active->sequence = m.sequence;
     active->sink = std::move(m.sink);
+    // Choices beyond the first are sequences m.sequence + i (the engine keeps n ids for the request).
+    for (std::int32_t i = 1; i < request.n; ++i) {
+      auto fork = std::make_unique<Active>(*context_->tokenizer, Prepared(active->prepared));
+      fork->request_id = request.id;
+      fork->sequence = m.sequence + static_cast<cache::SequenceId>(i);
+      fork->choice = i;
+      active->forks.push_back(std::move(fork));
+    }
 
     const auto& params = request.params;
     SubmitSequence submit;
@@ -216,6 +235,7 @@ void SessionActor::on(SessionGenerate m) {
     submit.accepted = m.accepted;
     submit.sink = sequence_sink_for(self());
     submit.progress = request.progress;
+    for (const auto& fork : active->forks) submit.forks.push_back(fork->sequence);
     if (!context_->scheduler.tell(std::move(submit))) {
       send(active->sink, ErrorEvent{request.id, ErrorCode::unavailable, "the scheduler is not running", {}});
       return;
@@ -322,39 +342,47 @@ std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_chat(cons
   return p;
 }
 
+SessionActor::Active* SessionActor::choice_of(cache::SequenceId id) const {
+  if (!active_) return nullptr;
+  if (active_->sequence == id) return active_.get();
+  for (const auto& fork : active_->forks) {
+    if (fork->sequence == id) return fork.get();
+  }
+  return nullptr;
+}
+
 void SessionActor::on(SequenceToken m) {
-  if (!active_ || m.sequence != active_->sequence || active_->stop_index) return;  // stale, or after a stop
+  Active* a = choice_of(m.sequence);
+  if (a == nullptr || a->stop_index || a->ended) return;  // stale, or after a stop
   try {
-    handle_token(m);
+    handle_token(*a, m);
   } catch (const std::exception& e) {
     // A token the tokenizer cannot show (an id outside the vocabulary): the scheduler's fault, not the
     // client's; the request ends with an error rather than the session restarting.
-    const auto sequence = active_->sequence;
-    if (!active_->cancel_sent) context_->scheduler.tell(CancelSequence{sequence, FinishReason::cancelled});
-    finish_here(FinishReason::error, std::string("token ") + std::to_string(m.token) + ": " + e.what());
+    if (!a->cancel_sent) context_->scheduler.tell(CancelSequence{a->sequence, FinishReason::cancelled});
+    a->cancel_sent = true;
+    finish_here(*a, FinishReason::error, std::string("token ") + std::to_string(m.token) + ": " + e.what());
   }
 }
 
-void SessionActor::handle_token(const SequenceToken& m) {
-  auto& a = *active_;
+void SessionActor::handle_token(Active& a, const SequenceToken& m) {
   ++a.received;
   const std::size_t start = a.matcher_input;
   const std::string text = a.detokenizer.push(m.token);
   a.matcher_input += text.size();
   auto result = a.stops.push(text);
-  a.held.push_back({m.token, m.logprob, start});
+  a.held.push_back({m.token, m.logprob, start, m.top});
   a.shown += result.text;
   a.take(result.text);
   if (result.stopped) {
-    stopped_at(result.stop_index);
+    stopped_at(a, result.stop_index);
     return;
   }
   // While the reply parser holds text undecided, the latest token stays back to carry what it releases.
-  if (!a.detokenizer.holding() && !a.stops.holding()) send_held(a.reply && a.reply->holding() ? 1 : 0);
+  if (!a.detokenizer.holding() && !a.stops.holding()) send_held(a, a.reply && a.reply->holding() ? 1 : 0);
 }
 
-void SessionActor::send_held(std::size_t keep) {
-  auto& a = *active_;
+void SessionActor::send_held(Active& a, std::size_t keep) {
   while (a.held.size() > keep) {
     const auto held = a.held.front();
     a.held.pop_front();
@@ -362,38 +390,47 @@ void SessionActor::send_held(std::size_t keep) {
     event.request_id = a.request_id;
     event.token = held.token;
     event.index = a.next_index++;
-    if (held.logprob) event.logprob = static_cast<double>(*held.logprob);
+    event.choice = a.choice;
+    if (held.logprob) detail::set_logprobs(event, *context_->tokenizer, *held.logprob, held.top);
     if (a.held.size() == keep) {
       event.text = std::exchange(a.held_text, {});
       event.reasoning = std::exchange(a.held_reasoning, {});
       event.tool_calls = std::exchange(a.held_calls, {});
     }
-    send(a.sink, std::move(event));
+    send(active_->sink, std::move(event));
   }
 }
 
-void SessionActor::stopped_at(std::size_t stop_index) {
-  auto& a = *active_;
+void SessionActor::stopped_at(Active& a, std::size_t stop_index) {
   // The stop string starts at byte shown.size() of the matcher's input; a held token whose text starts
   // there or later is part of it. (Held text always has a held token before the stop string to carry it:
   // the token that fed its first byte is still held, since text was held from that byte on.)
   const std::size_t stop_start = a.shown.size();
   if (a.reply) a.add(a.reply->finish());
   while (a.held.size() > (a.pending() ? 1u : 0u) && a.held.back().start >= stop_start) a.held.pop_back();
-  send_held();
+  send_held(a);
   a.stop_index = stop_index;
   if (!a.cancel_sent) {
     a.cancel_sent = true;
     // A scheduler that is gone sends no SequenceFinished: end here.
     if (!context_->scheduler.tell(CancelSequence{a.sequence, FinishReason::stop})) {
-      finish_here(FinishReason::stop, {});
+      finish_here(a, FinishReason::stop, {});
     }
   }
 }
 
 void SessionActor::on(SequenceFinished m) {
-  if (!active_ || m.sequence != active_->sequence) return;
-  auto& a = *active_;
+  Active* a = choice_of(m.sequence);
+  if (a == nullptr || a->ended) return;
+  end_choice(*a, m);
+  if (!active_->ended) return;
+  for (const auto& fork : active_->forks) {
+    if (!fork->ended) return;
+  }
+  send_done();
+}
+
+void SessionActor::end_choice(Active& a, const SequenceFinished& m) {
   if (!a.stop_index) {
     // What is still held: a character never completed (U+FFFD), then text that could have begun a stop
     // string and did not. The held tokens carry it (see the header: text is never held without a token).
@@ -405,13 +442,13 @@ void SessionActor::on(SequenceFinished m) {
       a.take(tail.text);
       if (tail.stopped) {
         a.cancel_sent = true;  // it has finished: nothing to cancel
-        stopped_at(tail.stop_index);
+        stopped_at(a, tail.stop_index);
       } else {
         const std::string released = a.stops.finish();
         a.shown += released;
         a.take(released);
         if (a.reply) a.add(a.reply->finish());
-        send_held();
+        send_held(a);
       }
     } catch (const std::exception& e) {
       logger().error("actor=session session={} request={} error=\"flushing the text failed: {}\"", options_.session_id,
@@ -419,26 +456,54 @@ void SessionActor::on(SequenceFinished m) {
     }
   }
 
-  proto::DoneEvent done;
-  done.request_id = a.request_id;
-  done.finish_reason = m.reason;
+  proto::ChoiceEnd end;
+  end.index = a.choice;
+  end.finish_reason = m.reason;
   if (a.stop_index) {
     if (*a.stop_index < a.prepared.request_stops) {
-      done.finish_reason = FinishReason::stop;
-      done.stop = a.stops.stops()[*a.stop_index];
+      end.finish_reason = FinishReason::stop;
+      end.stop = a.stops.stops()[*a.stop_index];
     } else {
-      done.finish_reason = FinishReason::eos;  // the template's end-of-turn marker, written as text
+      end.finish_reason = FinishReason::eos;  // the template's end-of-turn marker, written as text
     }
   }
   if (a.reply) {
-    for (const auto& call : a.reply->result().tool_calls) done.tool_calls.push_back({call.id, call.name, call.arguments});
+    for (const auto& call : a.reply->result().tool_calls) end.tool_calls.push_back({call.id, call.name, call.arguments});
     // The model ended its turn with calls: the client is to run them (OpenAI's finish reason).
-    if (!done.tool_calls.empty() && done.finish_reason == FinishReason::eos) done.finish_reason = FinishReason::tool_calls;
+    if (!end.tool_calls.empty() && end.finish_reason == FinishReason::eos) end.finish_reason = FinishReason::tool_calls;
   }
-  done.usage = {m.prompt_tokens, m.completion_tokens, m.cached_tokens};
+  end.completion_tokens = m.completion_tokens;
+  a.ended = std::move(end);
+  a.finished = m;
+}
+
+// Every choice has ended: one done event. Its fields are choice 0's; with n > 1 a choice that failed or timed
+// out makes the whole request's reason (a client must not take the answer for complete), and `choices` tells
+// each one's end.
+void SessionActor::send_done() {
+  auto& a = *active_;
+  const SequenceFinished& m = *a.finished;
+  proto::DoneEvent done;
+  done.request_id = a.request_id;
+  done.finish_reason = a.ended->finish_reason;
+  done.stop = a.ended->stop;
+  done.tool_calls = a.ended->tool_calls;
+  std::string error = m.error;
+  done.usage = {m.prompt_tokens, 0, m.cached_tokens};
   done.timings = m.timings;
+  const auto add = [&](const Active& choice) {
+    done.usage.completion_tokens += choice.ended->completion_tokens;
+    const FinishReason reason = choice.ended->finish_reason;
+    if ((reason == FinishReason::error || reason == FinishReason::timeout) && done.finish_reason != FinishReason::error) {
+      done.finish_reason = reason;
+      error = choice.finished->error;
+    }
+    if (!a.forks.empty()) done.choices.push_back(*choice.ended);
+  };
+  add(a);
+  for (const auto& fork : a.forks) add(*fork);
   if (done.finish_reason == FinishReason::error || done.finish_reason == FinishReason::timeout) {
-    done.error_message = m.error.empty() ? std::string(proto::to_string(done.finish_reason)) : m.error;
+    done.error_message = error.empty() ? std::string(proto::to_string(done.finish_reason)) : error;
   }
 
   const auto finished = std::move(active_);
@@ -480,22 +545,36 @@ void SessionActor::on(SequenceRejected m) {
   if (closing_) stop();
 }
 
-void SessionActor::finish_here(FinishReason reason, std::string error) {
+void SessionActor::finish_here(Active& a, FinishReason reason, std::string error) {
   SequenceFinished finished;
-  finished.sequence = active_->sequence;
+  finished.sequence = a.sequence;
   finished.reason = reason;
   finished.error = std::move(error);
-  finished.prompt_tokens = static_cast<std::int32_t>(active_->prepared.tokens.size());
-  finished.completion_tokens = active_->received;
+  finished.prompt_tokens = static_cast<std::int32_t>(a.prepared.tokens.size());
+  finished.completion_tokens = a.received;
+  finished.choice = a.choice;
   on(std::move(finished));
 }
 
-void SessionActor::on(SessionCancel m) {
-  if (!active_ || active_->request_id != m.request_id || active_->cancel_sent) return;
-  active_->cancel_sent = true;
-  if (!context_->scheduler.tell(CancelSequence{active_->sequence, FinishReason::cancelled})) {
-    finish_here(FinishReason::cancelled, {});
+void SessionActor::cancel_choices() {
+  std::vector<cache::SequenceId> live;
+  const auto consider = [&](Active& a) {
+    if (a.cancel_sent || a.ended) return;
+    a.cancel_sent = true;
+    live.push_back(a.sequence);
+  };
+  consider(*active_);
+  for (const auto& fork : active_->forks) consider(*fork);
+  for (const cache::SequenceId sequence : live) {
+    if (context_->scheduler.tell(CancelSequence{sequence, FinishReason::cancelled})) continue;
+    // The scheduler is gone: no SequenceFinished will come. The last one ended sends the done event.
+    if (Active* a = choice_of(sequence)) finish_here(*a, FinishReason::cancelled, {});
   }
+}
+
+void SessionActor::on(SessionCancel m) {
+  if (!active_ || active_->request_id != m.request_id) return;
+  cancel_choices();
 }
 
 void SessionActor::on(CloseSession) {
@@ -505,7 +584,7 @@ void SessionActor::on(CloseSession) {
     stop();
     return;
   }
-  on(SessionCancel{active_->request_id});
+  cancel_choices();
 }
 
 void SessionActor::on(ResetSession m) {
@@ -534,13 +613,19 @@ void SessionActor::on(GetSessionInfo m) {
 }
 
 void SessionActor::on_stop() {
-  if (!active_) return;
   // Stopped with a request running (not through CloseSession): its client still gets its done event.
-  if (!active_->cancel_sent) {
-    active_->cancel_sent = true;
-    context_->scheduler.tell(CancelSequence{active_->sequence, FinishReason::cancelled});
+  while (active_) {
+    Active* open = !active_->ended ? active_.get() : nullptr;
+    for (const auto& fork : active_->forks) {
+      if (open == nullptr && !fork->ended) open = fork.get();
+    }
+    if (open == nullptr) return;  // cannot happen: the last choice to end sends the done event
+    if (!open->cancel_sent) {
+      open->cancel_sent = true;
+      context_->scheduler.tell(CancelSequence{open->sequence, FinishReason::cancelled});
+    }
+    finish_here(*open, FinishReason::cancelled, {});
   }
-  finish_here(FinishReason::cancelled, {});
 }
 
 }  // namespace loom::actors

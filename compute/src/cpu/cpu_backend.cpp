@@ -154,6 +154,7 @@ void CpuBackend::check(const StepBatch& batch) const {
     }
     held_.check(s, cache_.block_size());
     if (s.embed) check_embedding(s);
+    check_forks(s, seen, vocab);
     for (const BlockId block : s.blocks) check_block(block, name(s.sequence) + ": block table");
     total += n;
     if (!s.begin) continue;
@@ -195,6 +196,22 @@ void CpuBackend::check_embedding(const StepSequence& s) const {
   }
 }
 
+// Forks only where the sequence samples, each a new id (neither held nor elsewhere in the batch).
+void CpuBackend::check_forks(const StepSequence& s, std::unordered_set<SequenceId>& seen, std::int32_t vocab) const {
+  if (s.forks.empty()) return;
+  if (!s.sample) throw std::invalid_argument(name(s.sequence) + ": forks need a step that samples");
+  for (const SequenceFork& fork : s.forks) {
+    if (held_.find(fork.sequence) != nullptr || !seen.insert(fork.sequence).second) {
+      throw std::invalid_argument(name(s.sequence) + ": its fork " + std::to_string(fork.sequence) +
+                                  " is not a new sequence");
+    }
+    const std::int32_t logprobs = fork.params.logprobs;
+    if (logprobs < 0 || logprobs > std::min(proto::SamplingParams::kMaxLogprobs, vocab)) {
+      throw std::invalid_argument(name(fork.sequence) + ": logprobs " + std::to_string(logprobs) + " is out of range");
+    }
+  }
+}
+
 void CpuBackend::check_block(BlockId block, const std::string& what) const {
   if (block < 0 || block >= cache_.blocks()) {
     throw std::out_of_range(what + ": block " + std::to_string(block) + " is outside the pool of " +
@@ -209,6 +226,13 @@ std::vector<std::pair<SequenceId, CpuBackend::Decoding>> CpuBackend::new_decodin
   std::vector<std::pair<SequenceId, Decoding>> made;
   const auto vocab = static_cast<std::int32_t>(model_->config().vocab_size);
   for (const StepSequence& s : batch.sequences) {
+    for (const SequenceFork& fork : s.forks) {
+      try {
+        made.emplace_back(fork.sequence, Decoding{Sampler(fork.params, vocab), nullptr, std::nullopt, {}});
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(name(fork.sequence) + ": " + e.what());
+      }
+    }
     if (!s.begin) continue;
     const auto kept = decodings_.find(s.sequence);
     if (kept != decodings_.end() && kept->second.sampler.params() == s.begin->params) continue;
@@ -248,6 +272,7 @@ StepResult CpuBackend::run(const StepBatch& batch) {
     const HeldSequences::Sequence& held = held_.apply(s);  // node-based map: the table stays put
     if (s.embed && s.begin) pooled_.insert_or_assign(s.sequence, Pooled{std::vector<double>(dim, 0.0), 0});
     const bool logits = s.sample && !s.embed;
+    for (const SequenceFork& fork : s.forks) held_.fork(s.sequence, fork);
     LlamaModel::SequenceStep step;
     step.tokens = s.tokens;
     step.start = s.start;
@@ -271,7 +296,9 @@ StepResult CpuBackend::run(const StepBatch& batch) {
       continue;
     }
     if (!s.sample) continue;
-    result.sampled.push_back(sample(s.sequence, std::span<const float>(logits_.data() + vocab * row++, vocab)));
+    const std::span<const float> logits(logits_.data() + vocab * row++, vocab);
+    result.sampled.push_back(sample(s.sequence, logits));
+    for (const SequenceFork& fork : s.forks) result.sampled.push_back(sample(fork.sequence, logits));
   }
   return result;
 }

@@ -1,7 +1,7 @@
 // loom-gateway driven by the official OpenAI JavaScript client, unchanged but for baseURL: completions and
-// chat completions, whole and streamed, JSON under a response_format schema, the model list, embeddings (a
-// string and a list, base64 as the client asks by default, and float), a refused request
-// and a wrong API key. Then the gateway is stopped with SIGTERM and must exit 0.
+// chat completions, whole and streamed, log-probabilities and n choices, JSON under a response_format schema,
+// the model list, embeddings (a string and a list, base64 as the client asks by default, and float), a refused
+// request and a wrong API key. Then the gateway is stopped with SIGTERM and must exit 0.
 //
 //   node openai_client_test.mjs PATH/TO/loom-gateway PATH/TO/aidreams260K.gguf
 //
@@ -100,6 +100,47 @@ async function chat(openai) {
   checkUsage(usage, "chat stream usage");
   assert.equal(usage.completion_tokens, whole.usage.completion_tokens);
   console.log(`chat: ${JSON.stringify(text)}`);
+}
+
+// logprobs with top_logprobs, whole and streamed: greedy, so each token is its position's most likely one;
+// the streamed entries are the whole answer's.
+async function logprobs(openai) {
+  const request = { ...greedy, max_tokens: 8, messages: [{ role: "user", content: "Once upon a time" }], logprobs: true, top_logprobs: 3 };
+  const whole = await openai.chat.completions.create(request);
+  const content = whole.choices[0].logprobs.content;
+  assert.ok(content.length > 0, "no logprobs entries");
+  for (const entry of content) {
+    assert.equal(entry.top_logprobs.length, 3, JSON.stringify(entry));
+    assert.equal(entry.top_logprobs[0].token, entry.token, JSON.stringify(entry));
+    assert.ok(entry.logprob <= 0, JSON.stringify(entry));
+    if (!entry.token.includes("\uFFFD")) {
+      assert.deepEqual(entry.bytes, [...Buffer.from(entry.token, "utf8")], "bytes of a whole-character token");
+    }
+    const mass = entry.top_logprobs.reduce((sum, alternative) => sum + Math.exp(alternative.logprob), 0);
+    assert.ok(mass <= 1 + 1e-9, `alternatives' probabilities sum to ${mass}`);
+  }
+  const streamed = [];
+  for await (const chunk of await openai.chat.completions.create({ ...request, stream: true })) {
+    for (const choice of chunk.choices) streamed.push(...(choice.logprobs?.content ?? []));
+  }
+  assert.deepEqual(streamed, content, "the streamed logprobs differ from the whole answer's");
+  console.log(`logprobs: ${content.map((entry) => `${JSON.stringify(entry.token)} ${entry.logprob.toFixed(3)}`).join(", ")}`);
+}
+
+// n = 2 with a seed: two choices, whole and streamed (each chunk under its choice's index), the same texts.
+async function choices(openai) {
+  const request = { model: "aidreams260K", temperature: 1, seed: 5, max_tokens: 16, prompt: "Once upon a time" };
+  const whole = await openai.completions.create({ ...request, n: 2 });
+  assert.deepEqual(whole.choices.map((choice) => choice.index), [0, 1]);
+  const streamed = ["", ""];
+  for await (const chunk of await openai.completions.create({ ...request, n: 2, stream: true })) {
+    for (const choice of chunk.choices) streamed[choice.index] += choice.text;
+  }
+  assert.deepEqual(streamed, whole.choices.map((choice) => choice.text), "streamed choices differ from the whole ones");
+  const single = await openai.completions.create(request);
+  assert.equal(whole.choices[0].text, single.choices[0].text, "choice 0 differs from the n = 1 answer with the same seed");
+  assert.equal(whole.usage.prompt_tokens, single.usage.prompt_tokens, "the prompt is counted once");
+  console.log(`choices: ${JSON.stringify(whole.choices.map((choice) => choice.text))}`);
 }
 
 // response_format with a JSON Schema: whatever the tiny model would say, the answer parses and follows it.
@@ -207,6 +248,8 @@ try {
   const openai = client(port);
   await completions(openai);
   await chat(openai);
+  await logprobs(openai);
+  await choices(openai);
   await structured(openai);
   await models(openai);
   await embeddings(openai);

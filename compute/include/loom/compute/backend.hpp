@@ -88,6 +88,15 @@ struct SequenceStart {
   std::vector<std::int32_t> prefix{};
 };
 
+// A choice forked from a sequence where it samples (a request's n > 1): after the step the new sequence
+// holds the same block table and history, and it samples its first token from the same logits row with a
+// sampler of its own, made from `params` (its own seed). Its later steps are its own; the cache bookkeeping
+// copies a shared block before either writes to it.
+struct SequenceFork {
+  SequenceId sequence = 0;  // not held by the backend, not in the batch
+  proto::SamplingParams params{};
+};
+
 // One sequence's share of a step: what changed since its last one.
 struct StepSequence {
   SequenceId sequence = 0;
@@ -110,6 +119,8 @@ struct StepSequence {
   // Present in the first step of a sequence the backend does not hold, or holds from before a preemption
   // (it starts afresh); absent, the backend must hold the sequence.
   std::optional<SequenceStart> begin{};
+  // Only with sample: sequences forked from this one after its step (see SequenceFork).
+  std::vector<SequenceFork> forks{};
 };
 
 struct StepBatch {
@@ -146,8 +157,9 @@ struct PooledEmbedding {
   std::vector<float> values{};
 };
 
-// What a backend returns for a step: one entry per sequence that asked to sample, in batch order (an
-// embedding sequence's in `embeddings`, the others' in `sampled`).
+// What a backend returns for a step: one entry per sequence that asked to sample, in batch order, each
+// followed by the entries of its forks, in their order (an embedding sequence's in `embeddings`, the others'
+// in `sampled`).
 struct StepResult {
   std::vector<SampledToken> sampled{};
   std::vector<PooledEmbedding> embeddings{};

@@ -30,6 +30,10 @@ class HeldSequences {
   // Applies a checked step: a begin starts the sequence afresh, then the table change, then the tokens.
   const Sequence& apply(const StepSequence& step);
 
+  // A sequence forked from `parent` after its step: its table and history, and the fork's parameters.
+  // Throws std::invalid_argument when the parent is not held or the fork's id is.
+  void fork(SequenceId parent, const SequenceFork& fork);
+
   const Sequence* find(SequenceId id) const;
   void release(SequenceId id) { held_.erase(id); }
   std::size_t size() const noexcept { return held_.size(); }

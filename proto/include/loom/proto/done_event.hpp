@@ -16,6 +16,17 @@
 
 namespace loom::proto {
 
+// How one choice of a request with n > 1 ended.
+struct ChoiceEnd {
+  std::int32_t index = 0;
+  FinishReason finish_reason = FinishReason::eos;
+  std::optional<std::string> stop;      // as DoneEvent::stop, for this choice
+  std::vector<ToolCall> tool_calls{};   // as DoneEvent::tool_calls, for this choice; wire omitted when empty
+  std::int32_t completion_tokens = 0;   // this choice's generated tokens
+
+  bool operator==(const ChoiceEnd&) const = default;
+};
+
 struct DoneEvent {
   std::string request_id;  // wire name "id"
   FinishReason finish_reason = FinishReason::eos;
@@ -28,6 +39,9 @@ struct DoneEvent {
   // Every tool call of the reply, whole (the token events' deltas put together); wire omitted when empty.
   // finish_reason is tool_calls when the reply ended because of them.
   std::vector<ToolCall> tool_calls{};
+  // GenerateRequest::n > 1: how each choice ended, in index order (the fields above are then choice 0's, and
+  // usage counts the prompt once and the tokens of every choice). Wire omitted when empty (n = 1).
+  std::vector<ChoiceEnd> choices{};
 
   bool operator==(const DoneEvent&) const = default;
 };

@@ -66,6 +66,11 @@ struct GenerateRequest {
   // the client's key order (keep_key_order); chat messages only; at most ParseOptions::max_constraint_bytes.
   std::optional<std::string> chat_template_kwargs{};
   ReasoningFormat reasoning_format = ReasoningFormat::auto_;
+  // Choices generated from the one prompt (OpenAI's n), [1, kMaxChoices]; more than one only in a stand-alone
+  // request (a session's history keeps one reply). The prompt is computed once and the choices share its KV
+  // blocks; choice i samples with seed + i, so choice 0 is what the request with n = 1 gives.
+  std::int32_t n = 1;
+  static constexpr std::int32_t kMaxChoices = 16;
 
   bool is_chat() const noexcept { return input.index() == 1; }
 

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -81,6 +82,7 @@ class CpuBackend final : public Backend {
   void pool(const StepSequence& s, const float* hidden);
   PooledEmbedding finish_pooling(SequenceId id);
   void check_block(BlockId block, const std::string& what) const;
+  void check_forks(const StepSequence& s, std::unordered_set<SequenceId>& seen, std::int32_t vocab) const;
   std::vector<std::pair<SequenceId, Decoding>> new_decodings(const StepBatch& batch);
   SampledToken sample(SequenceId id, std::span<const float> logits);
   std::int32_t sample_constrained(SequenceId id, Decoding& decoding, std::span<const float> logits,

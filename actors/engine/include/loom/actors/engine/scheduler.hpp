@@ -40,7 +40,12 @@ struct SinkEvent {
 
 // Something the actor is to do, in the order given: a Commit before the Release of the same sequence, a
 // preemption's Release before the next Reserve.
-using SchedulerAction = std::variant<SinkEvent, Commit, Release, ReleaseSequence>;
+// A choice forked from a sequence: the cache manager gives the new `sequence` the blocks of `parent` (Fork).
+struct ForkSequence {
+  cache::SequenceId sequence = 0;
+  cache::SequenceId parent = 0;
+};
+using SchedulerAction = std::variant<SinkEvent, Commit, Release, ReleaseSequence, ForkSequence>;
 using SchedulerActions = std::vector<SchedulerAction>;
 
 // The next step, as planned. When `planned`, the step is out: `reserve` goes to the cache manager (empty
@@ -146,6 +151,11 @@ class Scheduler {
   void apply_item(const PlannedItem& p, StepDone& done, std::size_t& sampled_index, Clock::time_point now,
                   AppliedStep& out);
   void apply_embedding(cache::SequenceId id, StepDone& done, Clock::time_point now, AppliedStep& out);
+  void take_token(cache::SequenceId id, compute::SampledToken& sampled, Clock::time_point now, AppliedStep& out);
+  std::vector<compute::SequenceFork> fork_steps(const Sequence& s) const;
+  std::vector<cache::SequenceId> fork_choices(cache::SequenceId parent, SchedulerActions& actions);
+  void finish_unforked(const Sequence& s, proto::FinishReason reason, const std::string& error,
+                       SchedulerActions& actions) const;
   std::optional<proto::FinishReason> ending_for(const Sequence& s, std::int32_t token) const;
   void end_step();
   void finish(cache::SequenceId id, proto::FinishReason reason, std::string error, Clock::time_point now,

@@ -70,6 +70,7 @@ struct SequenceToken {
   std::int32_t index = 0;                // 0 for the first generated token
   std::optional<float> logprob;          // when the submit asked for logprobs
   std::vector<compute::TokenLogprob> top{};
+  std::int32_t choice = 0;               // 0 for the submitted sequence, i for SubmitSequence::forks[i - 1]
 };
 
 // The last event of an accepted sequence.
@@ -85,6 +86,7 @@ struct SequenceFinished {
   proto::Timings timings{};
   // An embedding sequence that completed (reason stop): its pooled, L2-normalised vector. Empty otherwise.
   std::vector<float> embedding{};
+  std::int32_t choice = 0;               // as SequenceToken::choice
 };
 
 // A submit that was never accepted (queue full, bad input, shutting down).
@@ -125,6 +127,13 @@ struct SubmitSequence {
   // embedding; no token is sampled or sent. params and end_ids are unused.
   bool embed = false;
   bool progress = false;                     // tell the sink SequenceProgress after each prefill step
+  // More choices of the same prompt (GenerateRequest::n > 1): new ids, unique among live sequences. The prompt
+  // is computed once: where this sequence samples its first token, each fork i (choice i + 1) takes a copy of
+  // its block table (blocks shared, copied on write) and samples from the same logits with seed + i + 1.
+  // Each is a sequence of its own from then on, with its own events (choice i + 1) and SequenceFinished; a
+  // fork that never began (the sequence ended first) gets a SequenceFinished all the same.
+  std::vector<cache::SequenceId> forks{};
+  static constexpr std::size_t kMaxForks = 15;
 };
 
 // Ends a sequence (waiting, running or paused) with `reason` (cancelled, or stop when its session matched a

@@ -127,20 +127,28 @@ class SessionActor : public Actor<SessionActor, SessionProtocol> {
   void on_stop();
 
  private:
-  struct Active;    // the running request: its sink, detokenizer, stop matcher, held tokens, text so far
+  struct Active;    // the running request (its choice 0): its sink, detokenizer, stop matcher, held tokens, text
+                    // so far; a request with n > 1 holds its other choices' in `forks`
   struct Prepared;  // a request turned into prompt tokens and what its reply needs
 
   // The request as prompt tokens and stop strings, or the error event that refuses it.
   std::variant<Prepared, proto::ErrorEvent> prepare(const proto::GenerateRequest& request) const;
   std::variant<Prepared, proto::ErrorEvent> prepare_chat(const proto::GenerateRequest& request) const;
   std::variant<Prepared, proto::ErrorEvent> prepare_raw(const proto::GenerateRequest& request) const;
-  void handle_token(const SequenceToken& m);
-  // Sends the waiting tokens as events but the last `keep`, the waiting text on the last one sent.
-  void send_held(std::size_t keep = 0);
+  // The running request's choice that sequence `id` is, or null.
+  Active* choice_of(cache::SequenceId id) const;
+  void handle_token(Active& a, const SequenceToken& m);
+  // Sends the choice's waiting tokens as events but the last `keep`, the waiting text on the last one sent.
+  void send_held(Active& a, std::size_t keep = 0);
   // A stop string matched: the tokens that formed it are dropped, the rest go out, the scheduler stops.
-  void stopped_at(std::size_t stop_index);
-  // Ends the running request without waiting for the scheduler (it is gone, or the session is stopping).
-  void finish_here(proto::FinishReason reason, std::string error);
+  void stopped_at(Active& a, std::size_t stop_index);
+  // How a choice ended, its held text flushed; the done event once every choice has.
+  void end_choice(Active& a, const SequenceFinished& m);
+  void send_done();
+  // Ends a choice without waiting for the scheduler (it is gone, or the session is stopping).
+  void finish_here(Active& a, proto::FinishReason reason, std::string error);
+  // Cancels every choice not yet ended (each at most once).
+  void cancel_choices();
   void record(const Active& done);
   void send(const ClientSink& sink, proto::ServerMessage message) const;
 
