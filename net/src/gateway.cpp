@@ -18,6 +18,7 @@
 #include "gateway_context.hpp"
 #include "loom/compute/text/chat_format.hpp"
 #include "http_connection.hpp"
+#include "llama_routes.hpp"
 #include "listener.hpp"
 #include "net_logger.hpp"
 
@@ -165,6 +166,8 @@ std::optional<std::string> Gateway::State::model_loaded(boost::system::error_cod
   ctx.model_id = model_id_for(ctx.config);
   ctx.context_length = effective_context_length(result);
   ctx.created_unix = unix_seconds_now();
+  ctx.tokenizer = result.tokenizer;
+  ctx.model_meta = model_meta(result.info, ctx.context_length, result.tokenizer.get());
   ctx.phase.compare_exchange_strong(expected, GatewayPhase::ready, std::memory_order_acq_rel);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
   logger().info("model loaded model_id={} context_length={} kv_blocks={} load_ms={}", ctx.model_id,

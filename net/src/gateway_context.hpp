@@ -8,12 +8,16 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "gateway_metrics.hpp"
+#include "loom/compute/text/tokenizer.hpp"
 #include "loom/engine.hpp"
 #include "loom/net/gateway_config.hpp"
 #include "loom/proto/parse_options.hpp"
@@ -89,6 +93,10 @@ struct GatewayContext {
   std::string model_id;
   std::int64_t context_length = 0;
   std::int64_t created_unix = 0;  // when the model was loaded, for /v1/models
+  // The model's tokenizer (POST /tokenize, /detokenize; its const members are safe from any thread) and
+  // its facts for /v1/models' "meta" (llama_routes.hpp).
+  std::shared_ptr<const compute::Tokenizer> tokenizer;
+  nlohmann::json model_meta;
 
   bool ready() const noexcept { return phase.load(std::memory_order_acquire) == GatewayPhase::ready; }
   // Engine-wide unique ids: request and session ids are per connection on the wire, so the gateway
