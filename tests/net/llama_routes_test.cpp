@@ -101,7 +101,7 @@ TEST_F(LlamaRoutes, TokenizeAddsBosOnlyWhenAskedAndGivesPiecesAsTextOrBytes) {
 
   const auto pieces = post("/tokenize", {{"content", content}, {"with_pieces", true}});
   ASSERT_EQ(pieces.status, 200) << pieces.body;
-  const json& list = pieces.json().at("tokens");
+  const json list = pieces.json().at("tokens");
   ASSERT_EQ(list.size(), plain.size());
   std::string joined;
   bool some_bytes = false;

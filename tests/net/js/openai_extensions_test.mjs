@@ -55,15 +55,15 @@ async function unhonouredFields(openai) {
 }
 
 async function trimmed(openai) {
-  const messages = [{ role: "system", content: "You tell stories." }];
+  const messages = [];  // ChatML's markers take many tokens of this vocabulary: no system message
   for (let i = 0; i < 6; i += 1) {
-    messages.push({ role: "user", content: "Tell me about the girl and her dog." });
-    messages.push({ role: "assistant", content: "She had a big red ball and they played." });
+    messages.push({ role: "user", content: "Who?" });
+    messages.push({ role: "assistant", content: "A girl." });
   }
   messages.push({ role: "user", content: "What next?" });
   const { data, response } = await openai.chat.completions.create({ messages, max_tokens: 1 }).withResponse();
   const dropped = data.usage.trimmed_messages;
-  assert.ok(dropped > 0 && dropped % 2 === 0, `trimmed_messages ${dropped}`);
+  assert.ok(dropped > 0 && dropped % 2 === 0 && dropped < messages.length - 2, `trimmed_messages ${dropped}`);
   assert.equal(response.headers.get("x-loom-trimmed-messages"), String(dropped));
   console.log(`trimmed: ${dropped} messages`);
 }
