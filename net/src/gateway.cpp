@@ -18,6 +18,7 @@
 #include "gateway_context.hpp"
 #include "loom/compute/text/chat_format.hpp"
 #include "http_connection.hpp"
+#include "llama_routes.hpp"
 #include "listener.hpp"
 #include "net_logger.hpp"
 
@@ -170,6 +171,8 @@ std::optional<std::string> Gateway::State::model_loaded(boost::system::error_cod
   ctx.chat_template = result.chat_template;
   ctx.chat_tool_calls = result.chat_tool_calls;
   ctx.chat_reasoning = result.chat_reasoning;
+  ctx.tokenizer = result.tokenizer;
+  ctx.model_meta = model_meta(result.info, ctx.context_length, result.tokenizer.get());
   ctx.phase.compare_exchange_strong(expected, GatewayPhase::ready, std::memory_order_acq_rel);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
   logger().info("model loaded model_id={} context_length={} kv_blocks={} load_ms={}", ctx.model_id,

@@ -8,12 +8,16 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "gateway_metrics.hpp"
+#include "loom/compute/text/tokenizer.hpp"
 #include "loom/engine.hpp"
 #include "loom/net/gateway_config.hpp"
 #include "loom/proto/parse_options.hpp"
@@ -93,6 +97,10 @@ struct GatewayContext {
   std::string chat_template;       // the chat template's description; empty: none (the hello's features)
   bool chat_tool_calls = false;    // its family writes tool calls loom parses
   bool chat_reasoning = false;     // its family marks reasoning
+  // The model's tokenizer (POST /tokenize, /detokenize; its const members are safe from any thread) and
+  // its facts for /v1/models' "meta" (llama_routes.hpp).
+  std::shared_ptr<const compute::Tokenizer> tokenizer;
+  nlohmann::json model_meta;
 
   bool ready() const noexcept { return phase.load(std::memory_order_acquire) == GatewayPhase::ready; }
   // Engine-wide unique ids: request and session ids are per connection on the wire, so the gateway

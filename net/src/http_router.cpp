@@ -11,6 +11,7 @@
 #include "cors.hpp"
 #include "host_check.hpp"
 #include "openai_embeddings.hpp"
+#include "llama_routes.hpp"
 #include "openai_routes.hpp"
 #include "prometheus_metrics.hpp"
 
@@ -61,7 +62,10 @@ HttpResponse health_response(const GatewayContext& context, const HttpRequest& r
 HttpResponse models_response(const GatewayContext& context, const HttpRequest& request, const std::string& path) {
   const std::string id = served_model_id(context);
   nlohmann::json model = {{"id", id}, {"object", "model"}, {"created", context.created_unix}, {"owned_by", "loom"}};
-  if (context.ready()) model["max_model_len"] = context.context_length;  // vLLM's name for the usable context
+  if (context.ready()) {
+    model["max_model_len"] = context.context_length;  // vLLM's name for the usable context
+    model["meta"] = context.model_meta;               // llama.cpp's facts of the model, and loom's
+  }
   if (path == "/v1/models") {
     nlohmann::json list = {{"object", "list"}, {"data", nlohmann::json::array()}};
     list["data"].push_back(model);
@@ -123,6 +127,7 @@ std::optional<HttpResponse> immediate_response(const GatewayContext& context, co
   if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/embeddings") {
     return openai_refusal(context, request, path);
   }
+  if (is_llama_route(path)) return llama_route_refusal(context, request, path);
   if (path == "/v1/ws") {
     return make_openai_error(request, http::status::upgrade_required,
                              "/v1/ws is a WebSocket endpoint: send an upgrade request", "invalid_request_error");
@@ -154,6 +159,7 @@ asio::awaitable<bool> route_http_request(GatewayContext& context, TcpStream& str
   }
   if (path == "/metrics") co_return co_await serve_metrics(context, stream, std::move(request));
   if (path == "/v1/embeddings") co_return co_await serve_openai_embeddings(context, stream, std::move(request));
+  if (is_llama_route(path)) co_return co_await serve_llama_route(context, stream, std::move(request));
   const auto which = path == "/v1/completions" ? OpenAiRoute::completions : OpenAiRoute::chat_completions;
   co_return co_await serve_openai(context, stream, std::move(request), which);
 }

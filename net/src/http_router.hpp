@@ -3,8 +3,9 @@
 // /favicon.ico, /health, /v1/models, and the errors (403 for a Host that is not this server's when no API
 // key is set (host_check.hpp), 401 without the API key
 // on a /v1 route, 404, 405, 426 for /v1/ws without an upgrade, 503 for the OpenAI routes before the model
-// is ready or during a shutdown). Through the engine: /metrics (prometheus_metrics) and the OpenAI routes
-// (openai_routes). The HTTP connection has already read the request within its limits.
+// is ready or during a shutdown). Through the engine: /metrics (prometheus_metrics), the OpenAI routes
+// (openai_routes) and llama.cpp's /tokenize, /detokenize and /apply-template (llama_routes). The HTTP
+// connection has already read the request within its limits.
 #pragma once
 
 #include <utility>  // before awaitable.hpp: Boost 1.74 uses std::exchange without including it

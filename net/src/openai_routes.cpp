@@ -23,6 +23,7 @@
 #include "openai_logprobs.hpp"
 #include "openai_translate.hpp"
 #include "sse_keepalive.hpp"
+#include "openai_unhonoured_fields.hpp"
 
 namespace loom::net {
 
@@ -68,6 +69,8 @@ class EventStreamWriter {
 
   bool header_written() const { return header_written_; }
   bool keep_alive() const { return chunked_ && keep_alive_; }
+  // A header of loom's (X-Loom-Ignored-Fields) for the response's head; before write_header.
+  void add_header(std::string_view name, std::string value) { extra_headers_.emplace_back(name, std::move(value)); }
 
   asio::awaitable<bool> write_header(int version) {
     http::response<http::empty_body> response{http::status::ok, static_cast<unsigned>(version)};
@@ -76,6 +79,7 @@ class EventStreamWriter {
     response.set("X-Request-Id", request_id_);
     response.set(http::field::cache_control, "no-cache");
     response.set("X-Accel-Buffering", "no");  // a reverse proxy in front must not hold tokens back
+    for (const auto& [name, value] : extra_headers_) response.set(name, value);
     response.keep_alive(keep_alive());
     add_cors_headers(context_.config, request_, response);
     if (chunked_) response.chunked(true);
@@ -119,6 +123,7 @@ class EventStreamWriter {
   bool chunked_;
   bool keep_alive_;
   std::string request_id_;  // X-Request-Id, echoed or made (request_id_of)
+  std::vector<std::pair<std::string, std::string>> extra_headers_;
   bool header_written_ = false;
 };
 
@@ -250,9 +255,10 @@ class OpenAiExchange {
         response = error_response(openai::from_error_event(*refused, translated_.client_names));
       } else if (const auto* done = std::get_if<proto::DoneEvent>(&*event)) {
         count(proto::to_string(done->finish_reason));
-        response = openai::finish_reason(done->finish_reason)
-                       ? make_json_response(request_, http::status::ok, whole_answer(*done))
-                       : error_response(openai::from_failed_done(*done));
+        const auto reason = openai::finish_reason(done->finish_reason);
+        response = reason ? make_json_response(request_, http::status::ok, whole_answer(*done))
+                          : error_response(openai::from_failed_done(*done));
+        if (reason) add_loom_headers(*response, done->usage);
       }
       if (response) {
         watch.reset();  // before the write: its end cancels the socket's pending operations
@@ -291,6 +297,7 @@ class OpenAiExchange {
   // what the official clients raise as an APIError).
   asio::awaitable<bool> run_streamed() {
     EventStreamWriter writer(context_, stream_, request_);
+    if (!translated_.ignored_fields.empty()) writer.add_header(openai::kIgnoredFieldsHeader, ignored_fields());
     for (;;) {
       TimedEventWait::Result waited = co_await waiter_.next(context_.config.sse_ping_interval);
       if (waited.timed_out) {
@@ -457,6 +464,18 @@ class OpenAiExchange {
     count("error");
     const bool keep_alive = co_await write_response(context_, stream_, request_, error_response(engine_gone_error()));
     co_return keep_alive;
+  }
+
+  // What loom tells besides OpenAI's answer: the fields a lenient request had ignored, and how many messages
+  // of the conversation were dropped to fit the context (a stream says the latter in its usage chunk only).
+  void add_loom_headers(HttpResponse& response, const proto::Usage& usage) const {
+    if (!translated_.ignored_fields.empty()) response.set(openai::kIgnoredFieldsHeader, ignored_fields());
+    if (usage.trimmed_messages > 0) response.set("X-Loom-Trimmed-Messages", std::to_string(usage.trimmed_messages));
+  }
+  std::string ignored_fields() const {
+    std::string list;
+    for (const auto& field : translated_.ignored_fields) list += (list.empty() ? "" : ", ") + field;
+    return list;
   }
 
   HttpResponse error_response(const openai::Error& error) const {

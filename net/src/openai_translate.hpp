@@ -38,6 +38,8 @@ struct Request {
   std::int32_t n = 1;  // choices (the GenerateRequest's n)
   // proto's field name -> the client's spelling where they differ, for errors the engine reports later.
   std::map<std::string, std::string> client_names;
+  // Fields loom cannot honour that a "lenient": true body had ignored (openai_unhonoured_fields.hpp).
+  std::vector<std::string> ignored_fields;
 };
 
 // An answer that is not a completion: an HTTP status and OpenAI's error object.
@@ -57,6 +59,10 @@ struct Error {
 // what llama.cpp's server does too, so users of OpenAI-compatible servers expect it.
 std::variant<Request, Error> translate_request(std::string_view body, OpenAiRoute route, std::string request_id,
                                                const proto::ParseOptions& options);
+
+// A request body that must be a JSON object, parsed within `max_depth` levels of nesting (the other routes
+// that take JSON share the OpenAI routes' parser and its error messages).
+std::variant<nlohmann::json, Error> parse_json_object(std::string_view body, std::size_t max_depth);
 
 // proto's path of a refused value ("params.repetition_penalty", "params.stop[1]", "messages[0].role") in
 // the client's spelling ("repeat_penalty", "stop[1]", "messages[0].role"): `client_names` maps proto's

@@ -1,6 +1,7 @@
 // The OpenAI-compatible routes' request half: an OpenAI body (completions or chat) checked and turned into
 // a proto::GenerateRequest that proto's own parser validates (openai_translate.hpp).
 #include "openai_translate.hpp"
+#include "openai_unhonoured_fields.hpp"
 
 #include <algorithm>
 #include <map>
@@ -162,6 +163,13 @@ json sampling_params(const json& body, OpenAiRoute route, std::map<std::string, 
     if (!(seed->is_number_integer() && *seed == -1)) params["seed"] = *seed;
   }
 
+  // llama.cpp's name for the limit, when max_tokens is not sent; its -1 ("no limit") is what an absent
+  // max_tokens means here (until the context ends, within the server's ceiling).
+  if (const json* n_predict = find(body, "n_predict"); n_predict != nullptr && find(body, "max_tokens") == nullptr &&
+                                                       !(n_predict->is_number_integer() && *n_predict == -1)) {
+    params["max_tokens"] = *n_predict;
+    client_names["max_tokens"] = "n_predict";
+  }
   copy("max_tokens", "max_tokens");
   // OpenAI's map of token id (a string) to a bias in [-100, 100]: proto's own shape; ids outside the
   // vocabulary are refused by the session, naming the id.
@@ -210,6 +218,22 @@ std::optional<std::int32_t> read_logprobs(const json& body, OpenAiRoute route) {
   const std::int32_t count = read_count(*top, "top_logprobs", max);
   if (!on) throw Refused{invalid("top_logprobs", "needs logprobs: true")};
   return count;
+}
+
+// Fields loom recognises and cannot honour: the first is refused, naming it; with "lenient": true they are
+// all ignored and returned, for the X-Loom-Ignored-Fields header.
+std::vector<std::string> unhonoured(const json& body) {
+  const std::optional<bool> lenient = read_lenient(body);
+  if (!lenient) throw Refused{invalid("lenient", "must be a boolean")};
+  std::vector<std::string> fields = unhonoured_fields_in(body);
+  if (fields.empty() || *lenient) return fields;
+  for (const UnhonouredField& field : unhonoured_fields()) {
+    if (field.name != fields.front()) continue;
+    throw Refused{unsupported(fields.front(), std::string(field.what) + "; leave it out or set it to " +
+                                                  std::string(field.off) +
+                                                  ", or send \"lenient\": true to have it ignored")};
+  }
+  return fields;
 }
 
 // ---- /v1/completions ----
@@ -359,6 +383,18 @@ Error from_validation_error(const proto::ValidationError& error,
 
 }  // namespace
 
+std::variant<nlohmann::json, Error> parse_json_object(std::string_view body, std::size_t max_depth) {
+  try {
+    json parsed = parse_body(body, max_depth);
+    if (parsed.is_object()) return parsed;
+    Error error;
+    error.message = "the request body must be a JSON object";
+    return error;
+  } catch (Refused& refused) {
+    return std::move(refused.error);
+  }
+}
+
 std::string client_field(const std::string& field, const std::map<std::string, std::string>& client_names) {
   constexpr std::string_view kParams = "params.";
   if (field.rfind(kParams, 0) != 0) return field;
@@ -382,13 +418,14 @@ std::variant<Request, Error> translate_request(std::string_view body_text, OpenA
     check_model(body);
     Request request;
     request.n = read_n(body);
+    request.ignored_fields = unhonoured(body);
     request.stream = read_stream(body, request.include_usage);
     if (route == OpenAiRoute::completions) {
       refuse_completion_extras(body);
     } else {
       refuse_chat_extras(body);
     }
-    // Unknown fields (metadata, service_tier, llama.cpp's cache_prompt, ...) are ignored: OpenAI's
+    // Unknown fields (metadata, service_tier, ...) are ignored: OpenAI's
     // clients send fields this server has no use for, and refusing them would break those clients.
 
     request.top_logprobs = read_logprobs(body, route);

@@ -94,10 +94,13 @@ Error from_failed_done(const proto::DoneEvent& done) {
 }
 
 nlohmann::json usage_json(const proto::Usage& usage) {
-  return {{"prompt_tokens", usage.prompt_tokens},
-          {"completion_tokens", usage.completion_tokens},
-          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+  json out = {{"prompt_tokens", usage.prompt_tokens},
+              {"completion_tokens", usage.completion_tokens},
+              {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+  // loom's: the conversation was cut to fit the context (also the X-Loom-Trimmed-Messages header).
+  if (usage.trimmed_messages > 0) out["trimmed_messages"] = usage.trimmed_messages;
+  return out;
 }
 
 namespace {

@@ -215,8 +215,10 @@ SamplingParams read_sampling_params(const Json& j, const std::string& path, cons
   }
   if (const Json* v = r.find("logit_bias")) p.logit_bias = read_logit_bias(*v, r.path("logit_bias"), options);
   if (const Json* v = r.find("seed")) p.seed = read_unsigned(*v, r.path("seed"));
-  // The default must respect a deployment's lower limit too.
-  p.max_tokens = std::min(SamplingParams::kDefaultMaxTokens, options.max_tokens_limit);
+  // Absent: until the end of the context (the scheduler ends the sequence there, reason length) or an
+  // end of sequence, capped by the deployment's ceiling, as the peer servers do; no short default that
+  // cuts an answer off mid-sentence.
+  p.max_tokens = options.max_tokens_limit;
   if (const Json* v = r.find("max_tokens")) {
     p.max_tokens = static_cast<std::int32_t>(read_integer(*v, r.path("max_tokens"), 1, options.max_tokens_limit));
   }

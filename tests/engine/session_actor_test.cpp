@@ -336,13 +336,13 @@ TEST_F(SessionActorTest, TrimmingDropsTheOldestExchangeAndKeepsTheSystemAndTheLa
   probe_->finished("t2");
   reply_with(a3_text);
   generate(session, chat_request("t3", {{ChatRole::user, u3.content}}), 3);
-  probe_->finished("t3");
+  EXPECT_EQ(done_of(probe_->finished("t3")).usage.trimmed_messages, 0);
   EXPECT_EQ(probe_->submit(2).prompt, chat_prompt({system, u1, a1, u2, a2, u3}));
   EXPECT_EQ(info(session).dropped_messages, 0u);
 
   reply_with("Fine.");
   generate(session, chat_request("t4", {{ChatRole::user, u4.content}}), 4);
-  probe_->finished("t4");
+  EXPECT_EQ(done_of(probe_->finished("t4")).usage.trimmed_messages, 2) << "the done event says so";
   EXPECT_EQ(probe_->submit(3).prompt, trimmed);
   const auto after = info(session);
   EXPECT_EQ(after.dropped_messages, 2u);
@@ -363,7 +363,7 @@ TEST_F(SessionActorTest, TrimmingDropsEarlierMessagesOfTheRequestButNeverItsLast
   generate(session,
            chat_request("c1", {{ChatRole::user, x.content}, {ChatRole::assistant, y.content}, {ChatRole::user, z.content}}),
            1);
-  probe_->finished("c1");
+  EXPECT_EQ(done_of(probe_->finished("c1")).usage.trimmed_messages, 2);
   EXPECT_EQ(probe_->submit(0).prompt, last_only);
   const auto after = info(session);
   EXPECT_EQ(after.dropped_messages, 2u);

@@ -37,3 +37,16 @@ add_test(NAME net_openai_js_sse_ping
                  -DNEEDS_CHROMIUM=OFF
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/node/run_node_test.cmake)
 set_tests_properties(net_openai_js_sse_ping PROPERTIES LABELS net_clients TIMEOUT 120 RESOURCE_LOCK openai_js_work)
+# loom's defaults and extensions through the same client: no max_tokens, fields refused unless lenient,
+# trimming reported, /v1/models meta, and llama.cpp's /tokenize, /detokenize, /apply-template
+# (js/openai_extensions_test.mjs).
+add_test(NAME net_openai_js_extensions
+         COMMAND ${CMAKE_COMMAND}
+                 -DPACKAGE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/js
+                 -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/openai_js
+                 -DSCRIPT=openai_extensions_test.mjs
+                 "-DSCRIPT_ARGS=$<TARGET_FILE:loom-gateway>;${LOOM_SHARED_DIR}/models/aidreams260K.gguf"
+                 "-DREQUIRED_FILES=$<TARGET_FILE:loom-gateway>;${LOOM_SHARED_DIR}/models/aidreams260K.gguf"
+                 -DNEEDS_CHROMIUM=OFF
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/node/run_node_test.cmake)
+set_tests_properties(net_openai_js_extensions PROPERTIES LABELS net_clients TIMEOUT 600 RESOURCE_LOCK openai_js_work)

@@ -78,7 +78,10 @@ TEST(OpenAiTranslate, AbsentSamplingFieldsTakeLoomsDefaults) {
   const auto request = translated({{"prompt", "Once"}});
   EXPECT_FALSE(request.stream);
   EXPECT_FALSE(request.include_usage);
-  EXPECT_EQ(request.generate.params, proto::SamplingParams{});
+  // An absent max_tokens is the server's ceiling: generation runs until the context ends.
+  proto::SamplingParams expected;
+  expected.max_tokens = parse_options().max_tokens_limit;
+  EXPECT_EQ(request.generate.params, expected);
 }
 
 TEST(OpenAiTranslate, LlamaCppExtensionsAreMapped) {

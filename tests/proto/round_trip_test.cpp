@@ -239,13 +239,24 @@ TEST(RoundTrip, DoneEventWithEveryFieldSet) {
   DoneEvent d;
   d.request_id = "req-9";
   d.finish_reason = FinishReason::timeout;
-  d.usage = Usage{120, 34, 96};
+  d.usage = Usage{120, 34, 96, 4};
   d.timings = Timings{1.5, 20.25, 300.125, 22.0, 113.3};
   d.stop = "User:";
   d.error_message = "deadline of 30 s exceeded";
   EXPECT_EQ(through_text(d, parse_done_event), d);
   EXPECT_EQ(through_text(d.usage, parse_usage), d.usage);
   EXPECT_EQ(through_text(d.timings, parse_timings), d.timings);
+}
+
+TEST(RoundTrip, UsageSaysTrimmedMessagesOnlyWhenSome) {
+  const json none = Usage{10, 2, 0, 0};
+  EXPECT_FALSE(none.contains("trimmed_messages")) << none.dump();
+  const json some = Usage{10, 2, 0, 3};
+  EXPECT_EQ(some.at("trimmed_messages"), 3);
+  EXPECT_EQ(parse_usage(some).value().trimmed_messages, 3);
+  EXPECT_FALSE(parse_usage(json{{"prompt_tokens", 1}, {"completion_tokens", 1}, {"cached_tokens", 0},
+                                {"trimmed_messages", -1}})
+                   .ok());
 }
 
 TEST(RoundTrip, DoneEventEveryFinishReason) {
@@ -313,7 +324,10 @@ TEST(Defaults, AbsentFieldsTakeTheDocumentedDefaults) {
   const auto parsed = parse_sampling_params(json::object());
   ASSERT_TRUE(parsed.ok());
   const SamplingParams& p = parsed.value();
-  EXPECT_EQ(p, SamplingParams{});
+  // An absent max_tokens is the ceiling (generation runs until the context ends); the rest is the struct's.
+  SamplingParams expected;
+  expected.max_tokens = ParseOptions{}.max_tokens_limit;
+  EXPECT_EQ(p, expected);
   EXPECT_DOUBLE_EQ(p.temperature, 0.8);
   EXPECT_EQ(p.top_k, 40);
   EXPECT_DOUBLE_EQ(p.top_p, 0.95);
@@ -322,7 +336,7 @@ TEST(Defaults, AbsentFieldsTakeTheDocumentedDefaults) {
   EXPECT_DOUBLE_EQ(p.frequency_penalty, 0.0);
   EXPECT_DOUBLE_EQ(p.presence_penalty, 0.0);
   EXPECT_FALSE(p.seed.has_value());
-  EXPECT_EQ(p.max_tokens, 256);
+  EXPECT_EQ(p.max_tokens, 4096);
   EXPECT_TRUE(p.stop.empty());
   EXPECT_TRUE(p.stop_token_ids.empty());
   EXPECT_FALSE(p.ignore_eos);
@@ -331,7 +345,7 @@ TEST(Defaults, AbsentFieldsTakeTheDocumentedDefaults) {
   const auto request = parse_generate_request(json{{"id", "r1"}, {"prompt", "hi"}});
   ASSERT_TRUE(request.ok()) << to_string(request.error());
   EXPECT_FALSE(request->session_id.has_value());
-  EXPECT_EQ(request->params, SamplingParams{});
+  EXPECT_EQ(request->params, expected);
   EXPECT_EQ(request->priority, 0);
   EXPECT_TRUE(request->stream);
 }

@@ -3,6 +3,7 @@
 #include "loom/compute/text/reply_format.hpp"
 #include "loom/compute/text/tool_call_grammar.hpp"
 
+#include <limits>
 #include <string_view>
 #include <utility>
 #include <variant>
@@ -88,6 +89,50 @@ ordered_json template_tools(const std::vector<proto::ToolDefinition>& tools) {
     list.push_back(std::move(entry));
   }
   return list;
+}
+
+ChatPromptInput chat_prompt_input(const proto::GenerateRequest& request, const std::vector<proto::ChatMessage>& history,
+                                  const std::optional<std::string>& system_prompt, std::int64_t capacity) {
+  ChatPromptInput input;
+  input.conversation = history;
+  for (const auto& message : std::get<std::vector<proto::ChatMessage>>(request.input)) {
+    (message.role == proto::ChatRole::system ? input.system : input.conversation).push_back(message);
+  }
+  if (input.system.empty() && system_prompt) {
+    proto::ChatMessage system;
+    system.role = proto::ChatRole::system;
+    system.content = *system_prompt;
+    input.system.push_back(std::move(system));
+  }
+  input.kept = input.conversation.size() > history.size() ? 1 : 0;
+  // tool_choice none: the model is not told of the tools, so it cannot try to call one.
+  if (request.tool_choice.mode != proto::ToolChoice::Mode::none) input.tools = template_tools(request.tools);
+  if (request.chat_template_kwargs) input.kwargs = ordered_json::parse(*request.chat_template_kwargs);
+  input.capacity = capacity;
+  return input;
+}
+
+AppliedTemplate apply_template(const compute::ChatFormat& format, const compute::Tokenizer& tokenizer,
+                               const proto::GenerateRequest& request) {
+  AppliedTemplate out;
+  const auto error = [&](proto::ErrorCode code, std::string message, std::string field) {
+    out.error = proto::ErrorEvent{request.id, code, std::move(message), std::move(field)};
+    return out;
+  };
+  const auto* messages = std::get_if<std::vector<proto::ChatMessage>>(&request.input);
+  if (messages == nullptr || messages->empty()) {
+    return error(proto::ErrorCode::invalid_request, "a chat template renders at least one message", "messages");
+  }
+  const auto input = chat_prompt_input(request, {}, std::nullopt, std::numeric_limits<std::int64_t>::max());
+  auto built = build_chat_prompt(format, tokenizer, input);
+  if (auto* failed = std::get_if<ChatPromptError>(&built)) {
+    return error(failed->unsupported ? proto::ErrorCode::unsupported : proto::ErrorCode::invalid_request,
+                 std::move(failed->message), "messages");
+  }
+  auto& prompt = std::get<ChatPrompt>(built);
+  out.prompt = std::move(prompt.text);
+  out.prompt_tokens = static_cast<std::int32_t>(prompt.tokens.size());
+  return out;
 }
 
 std::variant<ChatPrompt, ChatPromptError> build_chat_prompt(const compute::ChatFormat& format,

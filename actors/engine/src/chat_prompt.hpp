@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "loom/actors/engine/engine_protocol.hpp"
 #include "loom/compute/text/chat_format.hpp"
 #include "loom/compute/text/reply_parser.hpp"
 #include "loom/compute/text/tokenizer.hpp"
@@ -35,6 +36,13 @@ struct ChatPromptInput {
   std::int64_t capacity = 0;                     // tokens the prompt may have
 };
 
+// A chat request's input as a session renders it: the request's system turns (or, when it has none, the
+// session's system prompt) first; then the session's history and the request's other turns, the last of
+// those kept; the tools unless tool_choice is none; the template's kwargs. One path for a session's
+// request and for the engine's apply-template.
+ChatPromptInput chat_prompt_input(const proto::GenerateRequest& request, const std::vector<proto::ChatMessage>& history,
+                                  const std::optional<std::string>& system_prompt, std::int64_t capacity);
+
 struct ChatPrompt {
   std::vector<std::int32_t> tokens;
   std::string text;           // the rendering the tokens come from
@@ -56,6 +64,11 @@ struct ChatPromptError {
 std::variant<ChatPrompt, ChatPromptError> build_chat_prompt(const compute::ChatFormat& format,
                                                             const compute::Tokenizer& tokenizer,
                                                             const ChatPromptInput& input);
+
+// A stand-alone chat request rendered (no history, no system prompt of a session), nothing dropped: the
+// engine's apply-template. Errors as a session would refuse the request.
+AppliedTemplate apply_template(const compute::ChatFormat& format, const compute::Tokenizer& tokenizer,
+                               const proto::GenerateRequest& request);
 
 // How a chat reply is split into content, reasoning and tool calls (reply_parser.hpp): the family's syntax
 // from the template's text and the rendered prompt's end (a prompt that opens <think> starts in reasoning).

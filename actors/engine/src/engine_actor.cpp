@@ -9,6 +9,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "chat_prompt.hpp"
 #include "loom/actors/engine/cache_manager_actor.hpp"
 #include "embedding_job.hpp"
 #include "loom/actors/engine/gpu_executor_actor.hpp"
@@ -509,6 +510,22 @@ void EngineActor::request_ended(const std::string& request_id, bool refused) {
   auto& entry = session->second;
   if (entry.in_flight > 0) --entry.in_flight;
   if (entry.closing && entry.in_flight == 0) release_session(serial);
+}
+
+void EngineActor::on(EngineApplyTemplate m) {
+  const auto& s = *state_;
+  const auto refuse_render = [&](proto::ErrorCode code, std::string message) {
+    m.reply(AppliedTemplate{.prompt = {}, .prompt_tokens = 0, .error = error_event(m.request.id, code, std::move(message), {})});
+  };
+  if (s.model != State::Model::loaded) return refuse_render(proto::ErrorCode::unavailable, "no model is loaded yet");
+  if (!s.context->chat_format) return refuse_render(proto::ErrorCode::unsupported, "the model has no chat template");
+  try {
+    // Here on the engine's strand, as a session renders on its own: the input is bounded by the gateway's
+    // parse limits, and a rendering takes what a request's does.
+    m.reply(detail::apply_template(*s.context->chat_format, *s.context->tokenizer, m.request));
+  } catch (const std::exception& e) {
+    refuse_render(proto::ErrorCode::internal, std::string("rendering the chat template failed: ") + e.what());
+  }
 }
 
 void EngineActor::on(GetEngineStats m) {

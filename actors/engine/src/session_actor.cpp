@@ -280,24 +280,9 @@ std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_chat(cons
   }
   if (messages.empty()) return invalid(request.id, "messages", "a chat request needs at least one message");
 
-  detail::ChatPromptInput input;
-  std::vector<proto::ChatMessage> fresh;  // the request's turns other than system ones
-  for (const auto& message : messages) {
-    (message.role == proto::ChatRole::system ? input.system : fresh).push_back(message);
-  }
-  if (input.system.empty() && options_.system_prompt) {
-    proto::ChatMessage system;
-    system.role = proto::ChatRole::system;
-    system.content = *options_.system_prompt;
-    input.system.push_back(std::move(system));
-  }
-  input.conversation = history_;
-  input.conversation.insert(input.conversation.end(), fresh.begin(), fresh.end());
-  input.kept = fresh.empty() ? 0 : 1;
-  // tool_choice none: the model is not told of the tools, so it cannot try to call one.
-  if (request.tool_choice.mode != proto::ToolChoice::Mode::none) input.tools = detail::template_tools(request.tools);
-  if (request.chat_template_kwargs) input.kwargs = nlohmann::ordered_json::parse(*request.chat_template_kwargs);
-  input.capacity = context_->prompt_capacity();
+  const auto input = detail::chat_prompt_input(request, history_, options_.system_prompt, context_->prompt_capacity());
+  // The request's turns other than system ones, after the history in the conversation.
+  const auto fresh = input.conversation.begin() + static_cast<std::ptrdiff_t>(history_.size());
 
   auto built = detail::build_chat_prompt(*context_->chat_format, *context_->tokenizer, input);
   if (auto* error = std::get_if<detail::ChatPromptError>(&built)) {
@@ -313,7 +298,7 @@ std::variant<SessionActor::Prepared, ErrorEvent> SessionActor::prepare_chat(cons
   p.tokens = std::move(prompt.tokens);
   p.dropped = prompt.dropped;
   p.drop_history = std::min(prompt.dropped, history_.size());
-  p.new_turns.assign(fresh.begin() + static_cast<std::ptrdiff_t>(prompt.dropped - p.drop_history), fresh.end());
+  p.new_turns.assign(fresh + static_cast<std::ptrdiff_t>(prompt.dropped - p.drop_history), input.conversation.end());
   p.stops = request.params.stop;
   p.request_stops = p.stops.size();
   for (const auto& marker : context_->chat_format->end_of_turn_markers()) p.stops.push_back(marker);
@@ -489,7 +474,7 @@ void SessionActor::send_done() {
   done.stop = a.ended->stop;
   done.tool_calls = a.ended->tool_calls;
   std::string error = m.error;
-  done.usage = {m.prompt_tokens, 0, m.cached_tokens};
+  done.usage = {m.prompt_tokens, 0, m.cached_tokens, static_cast<std::int32_t>(a.prepared.dropped)};
   done.timings = m.timings;
   const auto add = [&](const Active& choice) {
     done.usage.completion_tokens += choice.ended->completion_tokens;

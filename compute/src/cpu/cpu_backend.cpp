@@ -121,13 +121,20 @@ CpuBackend::CpuBackend(std::unique_ptr<LoadedModel> loaded,
 }
 
 BackendInfo CpuBackend::info() const {
+  ModelTensorSummary tensors;
+  for (const TensorView& t : loaded_->tensors()) {
+    tensors.parameters += static_cast<std::uint64_t>(t.elements());
+    tensors.bytes += t.bytes;
+    ++tensors.types[std::string(name(t.type))];
+  }
   return BackendInfo{.config = model_->config(),
                      .kv_block_size = cache_.block_size(),
                      .kv_blocks = cache_.blocks(),
                      .kv_bytes = cache_.bytes(),
                      .max_batch_tokens = model_->max_batch(),
                      .kv_sizing = kv_sizing_,
-                     .chat_template_source = chat_template_source_};
+                     .chat_template_source = chat_template_source_,
+                     .tensors = std::move(tensors)};
 }
 
 // Everything is checked before a block is copied or a position written, with the sequence's id in the

@@ -2,7 +2,7 @@
 // manager, scheduler, thermal monitor, one session actor per conversation) on an executor the application
 // gives it, or on its own thread pool, and offers a small API: load a model, open, close and reset sessions,
 // generate (events by callback, or as a stream a coroutine awaits; progress events when the request asks),
-// embed, cancel, stats and shutdown.
+// embed, apply a chat template, cancel, stats and shutdown.
 //
 // Every method is safe to call from any thread and never blocks; results come back as Asio completions
 // (callbacks, asio::use_future, asio::use_awaitable) or as events. The forward passes run on the executor's
@@ -104,6 +104,15 @@ class Engine {
   auto async_stats(CompletionToken&& token) {
     actors::GetEngineStats request{};
     return address_.ask(std::move(request), kNoTimeout, std::forward<CompletionToken>(token));
+  }
+
+  // The prompt text a chat request (its messages, tools, tool_choice and chat_template_kwargs) renders to
+  // with the model's chat template, as a stand-alone request's, and its token count; completes with
+  // void(error_code, actors::AppliedTemplate) (its error event says why not).
+  template <class CompletionToken>
+  auto async_apply_template(proto::GenerateRequest request, CompletionToken&& token) {
+    actors::EngineApplyTemplate message{std::move(request), {}};
+    return address_.ask(std::move(message), kNoTimeout, std::forward<CompletionToken>(token));
   }
 
   // New requests are refused (`unavailable`) from now on; running ones finish (drain) or end as cancelled;

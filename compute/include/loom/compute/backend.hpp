@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -60,6 +61,13 @@ struct LoadOptions {
   static constexpr std::int64_t kMaxKvContexts = 1024;
 };
 
+// The weights as stored: their parameters, bytes, and how many tensors of each stored type.
+struct ModelTensorSummary {
+  std::uint64_t parameters = 0;  // elements of every tensor
+  std::uint64_t bytes = 0;       // their stored size
+  std::map<std::string, std::int64_t> types{};  // type name ("q4_K", "f32", ...) -> tensors of it
+};
+
 // The loaded model as the engine sees it: its shape, and the KV storage the cache bookkeeping must mirror
 // (BlockManagerConfig{.block_count = kv_blocks, .block_size = kv_block_size}).
 struct BackendInfo {
@@ -70,6 +78,7 @@ struct BackendInfo {
   std::int64_t max_batch_tokens = 0;
   std::string kv_sizing;             // how kv_bytes was chosen when LoadOptions::kv_auto sized it, else empty
   std::string chat_template_source;  // the model's tokenizer.chat_template (Jinja), empty when it has none
+  ModelTensorSummary tensors{};      // what the file's tensors add up to (GET /v1/models reports it)
 };
 
 // How a sequence starts on a backend, in its first step (or its first after a preemption): what the

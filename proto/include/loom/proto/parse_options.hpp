@@ -26,8 +26,9 @@ struct ParseOptions {
   // Chat messages in one request.
   std::size_t max_messages = 256;
 
-  // Upper bound of params.max_tokens. A request that omits max_tokens gets
-  // min(SamplingParams::kDefaultMaxTokens, max_tokens_limit).
+  // Upper bound of params.max_tokens (a larger value is refused, not clamped). A request that omits
+  // max_tokens gets this: it generates until an end of sequence, a stop or the end of the context, at
+  // most this many tokens.
   std::int32_t max_tokens_limit = 4096;
   // Upper bound of params.top_k: bounds the sampler's partial sort.
   std::int32_t max_top_k = 1000;

@@ -39,6 +39,8 @@ struct SamplingParams {
   static constexpr double kMaxRepetitionPenalty = 10.0;
   static constexpr double kMaxAbsPenalty = 2.0;  // frequency and presence penalties lie in [-2, 2]
   static constexpr std::int32_t kMaxLogprobs = 20;
+  // The default of a SamplingParams built in code. On the wire an absent max_tokens means "until the
+  // context is full", capped by ParseOptions::max_tokens_limit (the server's ceiling).
   static constexpr std::int32_t kDefaultMaxTokens = 256;
   static constexpr std::int32_t kMaxRepetitionLastN = 1 << 20;
   static constexpr double kMaxAbsLogitBias = 100.0;  // OpenAI's range for logit_bias values
@@ -67,7 +69,8 @@ struct SamplingParams {
   std::map<std::int32_t, double> logit_bias;
   // Seed of the request's random stream; absent = drawn at random, so equal requests may differ.
   std::optional<std::uint64_t> seed;
-  // Most tokens to generate. Range [1, ParseOptions::max_tokens_limit].
+  // Most tokens to generate. Range [1, ParseOptions::max_tokens_limit]; absent on the wire:
+  // max_tokens_limit (generation then ends at an end of sequence, a stop, or the end of the context).
   std::int32_t max_tokens = kDefaultMaxTokens;
   // Generation ends when the text contains one of these (the string itself is not streamed). Each is
   // non-empty; count and length are bounded by ParseOptions.

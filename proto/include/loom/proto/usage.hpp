@@ -15,6 +15,9 @@ struct Usage {
   std::int32_t completion_tokens = 0;  // tokens generated, >= 0
   // Prompt tokens whose KV came from the prefix cache instead of being prefilled; 0..prompt_tokens.
   std::int32_t cached_tokens = 0;
+  // Chat messages of the conversation (the session's history, then the request's turns) dropped from the
+  // front so that the prompt fits the context; wire omitted when 0. System messages are never dropped.
+  std::int32_t trimmed_messages = 0;
 
   bool operator==(const Usage&) const = default;
 };

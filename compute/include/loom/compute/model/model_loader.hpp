@@ -28,6 +28,10 @@ class LoadedModel {
   const ModelWeights& weights() const noexcept { return weights_; }
   // The GGUF file (metadata, tokenizer) or nullptr for a llama2.c checkpoint.
   const GgufFile* gguf() const noexcept { return std::get_if<GgufFile>(&file_); }
+  // Every tensor of the file, in file order.
+  const std::vector<TensorView>& tensors() const noexcept {
+    return std::visit([](const auto& f) -> const std::vector<TensorView>& { return f.tensors(); }, file_);
+  }
 
   explicit LoadedModel(std::variant<GgufFile, Llama2cCheckpoint> file);
 

@@ -31,6 +31,7 @@ class EngineActor : public Actor<EngineActor, EngineProtocol> {
   void on(EngineCancel m);
   void on(GetEngineStats m);
   void on(EngineShutdown m);
+  void on(EngineApplyTemplate m);
 
  private:
   struct State;  // children handles, registries, counters (engine_actor.cpp)

@@ -113,12 +113,25 @@ struct EngineEmbed {
 struct GetEngineStats {
   Reply<EngineStats> reply;
 };
+// A chat request's prompt as the engine renders it for a stand-alone request (no session history or system
+// prompt; nothing dropped): the chat template applied with the same code as a request's, and its tokens
+// counted as the request's usage.prompt_tokens counts them.
+struct AppliedTemplate {
+  std::string prompt;                      // the rendered text
+  std::int32_t prompt_tokens = 0;          // its tokens (BOS included when the vocabulary adds one)
+  std::optional<proto::ErrorEvent> error;  // instead: why not (no model, no template, a template error)
+};
+struct EngineApplyTemplate {
+  proto::GenerateRequest request;  // with messages; tools, tool_choice and chat_template_kwargs as a request's
+  Reply<AppliedTemplate> reply;
+};
 struct EngineShutdown {
   ShutdownMode mode = ShutdownMode::cancel;
   Reply<bool> reply;
 };
 
 using EngineProtocol = std::variant<EngineLoad, EngineOpenSession, EngineCloseSession, EngineResetSession,
-                                    EngineGenerate, EngineCancel, GetEngineStats, EngineShutdown, EngineEmbed>;
+                                    EngineGenerate, EngineCancel, GetEngineStats, EngineShutdown, EngineEmbed,
+                                    EngineApplyTemplate>;
 
 }  // namespace loom::actors
