@@ -13,8 +13,8 @@ namespace {
 // The methods the API answers; a preflight for another one (PUT, DELETE) is refused.
 constexpr std::string_view kAllowedMethods = "GET, HEAD, POST";
 // The response headers a page may read besides the CORS-safelisted ones (Content-Type, ...): the request's
-// id for support, Retry-After to back off from a 503.
-constexpr std::string_view kExposedHeaders = "X-Request-Id, Retry-After";
+// id for support, Retry-After to back off from a 503, and loom's reports of ignored fields and trimmed turns.
+constexpr std::string_view kExposedHeaders = "X-Request-Id, Retry-After, X-Loom-Ignored-Fields, X-Loom-Trimmed-Messages";
 // How long a browser may reuse a preflight's answer (Chromium caps it at 2 hours).
 constexpr std::string_view kPreflightMaxAgeSeconds = "600";
 // A preflight names the request's non-safelisted headers (Authorization, Content-Type: application/json,

@@ -91,7 +91,7 @@ class Harness {
     }
 
     std::size_t used = 0;
-    for (BlockId b = 0; b < n; ++b) {
+    for (BlockId b = 0; static_cast<std::size_t>(b) < n; ++b) {
       ASSERT_EQ(allocator.ref_count(b), holders[b]) << "block " << b;
       if (holders[b] > 0) {
         ++used;

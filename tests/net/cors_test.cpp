@@ -63,7 +63,7 @@ TEST(GatewayCors, APreflightFromAListedOriginIsAnsweredWithoutTheApiKey) {
                                      {{"Origin", kApp}, {"Authorization", "Bearer secret"}});
   EXPECT_EQ(with_key.status, 200) << with_key.body;
   EXPECT_EQ(header(with_key, "access-control-allow-origin"), kApp);
-  EXPECT_EQ(header(with_key, "access-control-expose-headers"), "X-Request-Id, Retry-After");
+  EXPECT_EQ(header(with_key, "access-control-expose-headers"), "X-Request-Id, Retry-After, X-Loom-Ignored-Fields, X-Loom-Trimmed-Messages");
   EXPECT_EQ(header(with_key, "vary"), "Origin");
 }
 
@@ -84,7 +84,7 @@ TEST(GatewayCors, StreamedResponsesAndOtherRoutesCarryTheHeaders) {
   EXPECT_EQ(streamed.status, 200);
   EXPECT_EQ(header(streamed, "content-type"), "text/event-stream");
   EXPECT_EQ(header(streamed, "access-control-allow-origin"), kApp);
-  EXPECT_EQ(header(streamed, "access-control-expose-headers"), "X-Request-Id, Retry-After");
+  EXPECT_EQ(header(streamed, "access-control-expose-headers"), "X-Request-Id, Retry-After, X-Loom-Ignored-Fields, X-Loom-Trimmed-Messages");
   EXPECT_EQ(sse_data(streamed.body).back(), "[DONE]");
   for (const std::string target : {"/health", "/v1/models", "/metrics", "/no/such/route"}) {
     const auto answer = http_request(gateway.port(), "GET", target, {}, {{"Origin", kApp}});

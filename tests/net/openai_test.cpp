@@ -673,7 +673,9 @@ TEST(OpenAiRoutesWithToolTemplate, AConversationWithACallAndItsResultIsAnswered)
   for (std::size_t i = 1; i < chunks.size(); ++i) {
     const json& c = chunks[i]["choices"][0];
     // Only the role chunk and the last one may have an empty delta.
-    if (c["finish_reason"].is_null()) EXPECT_FALSE(c["delta"].empty()) << chunks[i].dump();
+    if (c["finish_reason"].is_null()) {
+      EXPECT_FALSE(c["delta"].empty()) << chunks[i].dump();
+    }
     streamed += c["delta"].value("content", "");
   }
   EXPECT_EQ(streamed, choice["message"]["content"].get<std::string>());
