@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -108,6 +110,26 @@ class WsClient {
   boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
   std::vector<nlohmann::json> pending_;
   nlohmann::json hello_;
+};
+
+// One gateway for all the tests of a suite, started before its first test: aidreams260K with the ChatML
+// template (the model has none of its own, and chat requests need one). A suite derives from it with its own
+// name, `class MySuite : public SharedChatmlGateway<MySuite> {};`, and so gets a gateway of its own.
+template <class Suite>
+class SharedChatmlGateway : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    GatewayConfig config = test_config();
+    config.chat_template = "chatml";
+    gateway_ = std::make_unique<GatewayUnderTest>(config);
+  }
+  static void TearDownTestSuite() { gateway_.reset(); }
+  static unsigned short port() { return gateway_->port(); }
+  static HttpResult post(const std::string& path, const nlohmann::json& body) {
+    return http_request(port(), "POST", path, body.dump());
+  }
+
+  static inline std::unique_ptr<GatewayUnderTest> gateway_;
 };
 
 }  // namespace loom::net::test

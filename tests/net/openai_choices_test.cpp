@@ -16,23 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-class OpenAiChoices : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    GatewayConfig config = test_config();
-    config.chat_template = "chatml";  // aidreams260K has none of its own
-    gateway_ = new GatewayUnderTest(config);
-  }
-  static void TearDownTestSuite() {
-    delete gateway_;
-    gateway_ = nullptr;
-  }
-  static HttpResult post(const std::string& path, const json& body) {
-    return http_request(gateway_->port(), "POST", path, body.dump());
-  }
-  static GatewayUnderTest* gateway_;
-};
-GatewayUnderTest* OpenAiChoices::gateway_ = nullptr;
+class OpenAiChoices : public SharedChatmlGateway<OpenAiChoices> {};
 
 // Each choice's text from a stream's chunks, and how many finish chunks each had.
 struct Streamed {

@@ -24,25 +24,7 @@ constexpr const char* kChat = "/v1/chat/completions";
 constexpr int kContext = 128;      // aidreams260K's
 constexpr int kPromptTokens = 13;  // BOS and the 12 tokens of "Once upon a time"
 
-class OpenAiDefaults : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    GatewayConfig config = test_config();
-    config.chat_template = "chatml";
-    gateway_ = new GatewayUnderTest(config);
-  }
-  static void TearDownTestSuite() {
-    delete gateway_;
-    gateway_ = nullptr;
-  }
-  static unsigned short port() { return gateway_->port(); }
-  static HttpResult post(const std::string& path, const json& body) {
-    return http_request(port(), "POST", path, body.dump());
-  }
-
-  static GatewayUnderTest* gateway_;
-};
-GatewayUnderTest* OpenAiDefaults::gateway_ = nullptr;
+class OpenAiDefaults : public SharedChatmlGateway<OpenAiDefaults> {};
 
 json endless(json body) {
   body["temperature"] = 0;

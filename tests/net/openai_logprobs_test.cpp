@@ -102,25 +102,7 @@ TEST(OpenAiLogprobsFields, CompletionsTakeLogprobsUpToFive) {
 // ------------------------------------------------------------------------------------------------
 // Through a real socket.
 
-class Logprobs : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    GatewayConfig config = test_config();
-    config.chat_template = "chatml";  // aidreams260K has none of its own
-    gateway_ = new GatewayUnderTest(config);
-  }
-  static void TearDownTestSuite() {
-    delete gateway_;
-    gateway_ = nullptr;
-  }
-  static unsigned short port() { return gateway_->port(); }
-  static HttpResult post(const std::string& path, const json& body) {
-    return http_request(port(), "POST", path, body.dump());
-  }
-
-  static GatewayUnderTest* gateway_;
-};
-GatewayUnderTest* Logprobs::gateway_ = nullptr;
+class Logprobs : public SharedChatmlGateway<Logprobs> {};
 
 constexpr const char* kPrompt = "Once upon a time";
 

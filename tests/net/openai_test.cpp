@@ -344,26 +344,7 @@ TEST(OpenAiTranslate, SseEventsAreOneDataLineAndSurviveBadUtf8) {
 // ------------------------------------------------------------------------------------------------
 // End to end.
 
-class OpenAiRoutes : public ::testing::Test {
- protected:
-  // aidreams260K has no chat template of its own; chat requests need one.
-  static void SetUpTestSuite() {
-    GatewayConfig config = test_config();
-    config.chat_template = "chatml";
-    gateway_ = new GatewayUnderTest(config);
-  }
-  static void TearDownTestSuite() {
-    delete gateway_;
-    gateway_ = nullptr;
-  }
-  static unsigned short port() { return gateway_->port(); }
-  static HttpResult post(const std::string& path, const json& body) {
-    return http_request(port(), "POST", path, body.dump());
-  }
-
-  static GatewayUnderTest* gateway_;
-};
-GatewayUnderTest* OpenAiRoutes::gateway_ = nullptr;
+class OpenAiRoutes : public SharedChatmlGateway<OpenAiRoutes> {};
 
 constexpr const char* kCompletions = "/v1/completions";
 constexpr const char* kChat = "/v1/chat/completions";
