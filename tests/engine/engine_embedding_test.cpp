@@ -20,6 +20,7 @@
 
 #include "loom/compute/cpu/cpu_backend.hpp"
 #include "loom/engine.hpp"
+#include "reference_greedy.hpp"
 #include "test_files.hpp"
 
 namespace loom {
@@ -34,12 +35,7 @@ constexpr std::int32_t kReferenceTokens = 64;
 
 std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
 
-std::vector<std::int32_t> reference_greedy() {
-  const auto path = shared_path("reference/aidreams260K.once.json");
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("missing shared test file " + path);
-  return nlohmann::json::parse(in).at("greedy").get<std::vector<std::int32_t>>();
-}
+using testing::reference_greedy;
 
 // Holds the first step until released, and counts the steps that held an embedding and a generating
 // sequence together.

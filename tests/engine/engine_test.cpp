@@ -28,6 +28,7 @@
 #include "loom/cache/block_manager.hpp"
 #include "loom/compute/cpu/cpu_backend.hpp"
 #include "loom/engine.hpp"
+#include "reference_greedy.hpp"
 #include "test_files.hpp"
 #include "test_support.hpp"
 
@@ -44,12 +45,7 @@ constexpr std::int32_t kReferenceTokens = 64;
 
 std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
 
-std::vector<std::int32_t> reference_greedy() {
-  const auto path = shared_path("reference/aidreams260K.once.json");
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("missing shared test file " + path);
-  return nlohmann::json::parse(in).at("greedy").get<std::vector<std::int32_t>>();
-}
+using testing::reference_greedy;
 
 Engine::Config engine_config() {
   Engine::Config config;
