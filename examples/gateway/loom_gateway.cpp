@@ -79,7 +79,8 @@ Limits:
   --max-body-bytes N     HTTP request body (default 2097152; 413 past it)
   --max-frame-bytes N    one WebSocket message (default 4194304; closed with 1009 past it)
   --max-prompt-tokens N  a prompt after templating (default 0: the model's context)
-  --max-tokens N         the largest max_tokens a request may ask for (default 4096)
+  --max-tokens N         the largest max_tokens a request may ask for, and what one without max_tokens
+                         gets (default 4096; it also stops at the end of the context)
   --max-requests-per-connection N   in flight on one WebSocket (default 16)
   --max-sessions-per-connection N   open sessions of one WebSocket (default 16; overloaded past it)
   --max-requests N       in flight on the whole server (default 256; 503 / overloaded past it)
