@@ -1,5 +1,6 @@
 // Starting loom-gateway for the Node.js client tests: on a free loopback port, its output kept for failure
-// messages; `ready` resolves with the port once it logs that it serves, `exited` when it ends.
+// messages; `ready` resolves with the port once it logs that it serves, `exited` when it ends. stopGateway
+// ends it with SIGTERM, as a service manager would, and says what went wrong if it did not exit 0.
 import { spawn } from "node:child_process";
 
 const READY = /loom-gateway: ready to serve on http:\/\/([^\s:]+):(\d+)/;
@@ -33,4 +34,18 @@ export function startGateway(gatewayPath, args) {
     });
   });
   return { child, ready, exited, output: () => log };
+}
+
+// SIGTERM (unless it has already ended), SIGKILL after 30 s; null when it exited 0, else what happened, with
+// its output.
+export async function stopGateway(gateway) {
+  const timer = setTimeout(() => {
+    console.error("the gateway did not exit within 30 s of SIGTERM; killing it");
+    gateway.child.kill("SIGKILL");
+  }, 30000);
+  if (gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGTERM");
+  const { code, signal } = await gateway.exited;
+  clearTimeout(timer);
+  if (code === 0) return null;
+  return `the gateway exited with code ${code} (signal ${signal}) after SIGTERM; its output:\n${gateway.output()}`;
 }

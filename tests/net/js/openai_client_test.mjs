@@ -8,7 +8,7 @@
 // Run by ctest through openai_js.cmake (label net_clients), which installs the pinned client first.
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { startGateway as launch } from "./gateway.mjs";
+import { startGateway as launch, stopGateway } from "./gateway.mjs";
 
 const [gatewayPath, modelPath] = process.argv.slice(2);
 if (!gatewayPath || !modelPath) {
@@ -259,16 +259,10 @@ try {
   console.error("FAILED:", error);
 }
 
-const exitTimer = setTimeout(() => {
-  console.error("the gateway did not exit within 30 s of SIGTERM; killing it");
-  gateway.child.kill("SIGKILL");
-}, 30000);
-if (gateway.child.exitCode === null && gateway.child.signalCode === null) gateway.child.kill("SIGTERM");
-const { code, signal } = await gateway.exited;
-clearTimeout(exitTimer);
-if (code !== 0) {
+const stopProblem = await stopGateway(gateway);
+if (stopProblem) {
   failed = true;
-  console.error(`the gateway exited with code ${code} (signal ${signal}) after SIGTERM; its output:\n${gateway.output()}`);
+  console.error(stopProblem);
 }
 if (failed) process.exit(1);
 console.log("PASSED: the official OpenAI client works against loom-gateway");
