@@ -1,0 +1,59 @@
+// The Vulkan backend's products with weights in their stored type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS): the shaders read the file's blocks as uploaded, never a converted copy.
+// Like the reference implementation (and the CPU backend), a quantized weight meets its activations quantized
+// per row block first, Q8_0 for Q8_0/Q4_0/Q5_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants and IQ4_XS,
+// and F16 weights meet activations rounded to F16: the products then agree with the reference's to within
+// summation order. prepare_activations() does that step once for products that share an input (q, k, v).
+#pragma once
+
+#include <cstdint>
+
+#include "loom/compute/tensor_type.hpp"
+#include "loom/compute/vulkan/vulkan_buffer.hpp"
+#include "loom/compute/vulkan/vulkan_commands.hpp"
+#include "loom/compute/vulkan/vulkan_pipeline.hpp"
+
+namespace loom::compute::vulkan {
+
+// What an op records into, and where its pipelines come from.
+struct OpContext {
+  PipelineCache& pipelines;
+  CommandRecording& recording;
+};
+
+// A weight matrix on the device: `rows` output features of `cols` inputs each, row-major in its stored type
+// (a row is cols / block_elements blocks).
+struct DeviceTensor {
+  TensorType type = TensorType::f32;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  BufferRange data;
+};
+
+// The form activations take to meet a weight type.
+enum class ActivationFormat { f32, f16, q8_0, q8_1, q8_k };
+ActivationFormat activation_format(TensorType weight_type);
+// Whether matmul() and get_rows() take this type.
+bool supports_weight_type(TensorType type) noexcept;
+
+// Bytes of the prepared activations of n rows of `cols` values in `format` (0 for f32: used as they are).
+std::uint64_t prepared_bytes(ActivationFormat format, std::int64_t n, std::int64_t cols);
+
+// x: n rows of cols F32 values -> prepared: the same in `format` (nothing recorded for f32).
+void prepare_activations(OpContext& op, ActivationFormat format, const BufferRange& x, const BufferRange& prepared,
+                         std::int64_t n, std::int64_t cols);
+
+// y[t][r] = sum over c of W[r][c] * x[t][c], for t < n and r < w.rows: y is n rows of w.rows F32 values.
+// `prepared` holds x as prepare_activations(activation_format(w.type)) left it (for an f32 format, x itself).
+void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
+                     std::int64_t n);
+
+// Both steps: `scratch` must hold prepared_bytes(activation_format(w.type), n, w.cols).
+void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const BufferRange& y, std::int64_t n,
+            const BufferRange& scratch);
+
+// out[i] = scale * row tokens[i] of `table`, dequantized to F32 (tokens: n int32 ids, each < table.rows).
+void get_rows(OpContext& op, const DeviceTensor& table, const BufferRange& tokens, const BufferRange& out,
+              std::int64_t n, float scale = 1.0f);
+
+}  // namespace loom::compute::vulkan
