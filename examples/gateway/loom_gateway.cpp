@@ -46,7 +46,9 @@ Model:
   --chat-template NAME   a built-in layout instead: chatml, llama2, llama3, mistral, gemma, phi3, zephyr,
                          alpaca or vicuna (default: the model's own template; chatml, with a warning in the
                          log, for a model without one)
-  --device cpu|vulkan    where the forward pass runs (default cpu; vulkan is not built yet)
+  --device D             where the forward pass runs: cpu (default), vulkan (the first discrete GPU, else
+                         the first usable Vulkan device) or vulkan:N (device N as `loom info --devices`
+                         lists them)
   --compute-threads N    forward-pass threads (default: the physical cores)
   --max-batch-tokens N   tokens of one step, all requests together: a long prompt is computed in chunks of
                          at most this many (default 512)

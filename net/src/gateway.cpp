@@ -35,6 +35,7 @@ constexpr auto kConnectionsCloseLimit = std::chrono::seconds(5);
 actors::EngineConfig engine_config_for(const GatewayConfig& config) {
   actors::EngineConfig engine;
   engine.model.model_path = config.model;
+  engine.model.device = config.device;
   engine.model.tokenizer_path = config.tokenizer;
   engine.model.threads = config.compute_threads;
   engine.scheduler.max_batch_tokens = static_cast<std::size_t>(config.max_batch_tokens);
@@ -251,9 +252,6 @@ void Gateway::State::finish_shutdown() {
 
 Gateway::Gateway(asio::io_context& io, GatewayConfig config) {
   config.validate();
-  if (config.device == "vulkan") {
-    throw std::invalid_argument("device vulkan: the Vulkan backend is not built yet; use --device cpu");
-  }
   if (config.model.empty()) throw std::invalid_argument("model: no model file given");
   state_ = std::make_shared<State>(io, std::move(config));
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include <boost/asio/ip/address.hpp>
+#include "loom/compute/devices.hpp"
 #include <nlohmann/json.hpp>
 
 namespace loom::net {
@@ -75,7 +76,11 @@ void GatewayConfig::validate() const {
   boost::system::error_code ec;
   boost::asio::ip::make_address(host, ec);
   if (ec) refuse("host", "must be an IP address (such as 127.0.0.1 or 0.0.0.0), got '" + host + "'");
-  if (device != "cpu" && device != "vulkan") refuse("device", "must be cpu or vulkan, got '" + device + "'");
+  try {
+    compute::check_device_spec(device);
+  } catch (const std::invalid_argument&) {
+    refuse("device", "must be cpu, vulkan or vulkan:N (N a device index as `loom info --devices` lists), got '" + device + "'");
+  }
   within<int>("threads", threads, 0, 256);
   within<int>("compute_threads", compute_threads, 0, 1024);
   within<std::int32_t>("max_batch_tokens", max_batch_tokens, 1, 1 << 20);

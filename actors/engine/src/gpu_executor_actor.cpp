@@ -10,6 +10,7 @@
 
 #include "loom/actors/runtime/logger.hpp"
 #include "loom/compute/cpu/cpu_backend.hpp"
+#include "loom/compute/devices.hpp"
 
 namespace loom::actors {
 
@@ -56,7 +57,7 @@ StepOutcome compute_step(compute::Backend* backend, const compute::StepBatch& ba
 }  // namespace
 
 GpuExecutorActor::GpuExecutorActor(compute::BackendFactory factory)
-    : factory_(factory ? std::move(factory) : compute::BackendFactory(compute::load_cpu_backend)) {}
+    : factory_(factory ? std::move(factory) : compute::BackendFactory(compute::load_backend)) {}
 
 void GpuExecutorActor::on(LoadModel m) {
   const std::uint64_t job = next_job_id();

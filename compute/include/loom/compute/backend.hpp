@@ -44,6 +44,9 @@ struct LoadOptions {
   std::string model_path;      // GGUF, or a llama2.c checkpoint
   std::string tokenizer_path;  // empty: the GGUF's own vocabulary; else a GGUF or llama2.c tokenizer file
   int threads = 0;             // compute threads, the calling one included; 0: the physical core count
+  // Where the forward pass runs: "cpu", "vulkan" (the first discrete GPU, else the first usable device) or
+  // "vulkan:N" (device N as `loom info --devices` lists them); devices.hpp's load_backend() dispatches on it.
+  std::string device = "cpu";
   KvCacheOptions kv;           // block size, F16/F32, and a budget in bytes (0: sized by kv_tokens)
   std::int64_t kv_tokens = 0;  // without a budget: room for this many positions (0: kv_contexts full contexts)
   std::int64_t kv_contexts = 1;  // without a budget, kv_tokens or kv_auto: room for this many model contexts

@@ -1,0 +1,53 @@
+// VulkanBackend: the Backend (backend.hpp) that runs the forward pass on a Vulkan device. At load every weight
+// tensor is uploaded once to device-local memory in its stored type, and the paged KV storage (per layer, keys
+// and values, F16 by default) is allocated on the device, sized like the CPU backend's from LoadOptions (with
+// the device's memory where kv_auto sizes it). A step is one submit and one fence wait: the host writes the
+// step's inputs (token ids, the rotary table, KV slots, block tables, the rows that want logits) into
+// host-visible buffers, resubmits the forward pass recorded for the step's shape (recorded once per shape,
+// a few kept), and reads back only what the samplers need: whole logit rows for sequences that need the
+// distribution (penalties, a grammar, logprobs, temperature sampling), else just each row's best token.
+//
+// The checks, the sequences held between steps, the samplers, forks and embedding pooling are StepSampling's,
+// shared with the CPU backend, so both give the same tokens from the same logits. Mixture-of-experts models are
+// refused at load.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "loom/compute/backend.hpp"
+#include "loom/compute/text/tokenizer.hpp"
+
+namespace loom::compute::vulkan {
+
+struct DeviceDescription;
+
+class VulkanBackend final : public Backend {
+ public:
+  // Opens the device options.device names ("vulkan", "vulkan:N"), the model and its vocabulary, uploads the
+  // weights and allocates the KV storage. Throws std::invalid_argument for options out of range or a model the
+  // backend cannot run (mixture of experts, a tensor type without shaders), std::runtime_error for a device
+  // that cannot be opened or lacks the memory (saying how much the weights and the KV storage need).
+  static std::unique_ptr<VulkanBackend> load(const LoadOptions& options);
+  ~VulkanBackend() override;
+
+  BackendInfo info() const override;
+  std::shared_ptr<const Tokenizer> tokenizer() const override;
+  StepResult run(const StepBatch& batch) override;
+  void release(SequenceId sequence) override;
+
+  // The device it runs on.
+  const DeviceDescription& device() const noexcept;
+  // Forward passes recorded since the load: one per batch shape while the shape stays in the cache.
+  std::uint64_t recordings_made() const noexcept;
+  // Positions computed since the load.
+  std::uint64_t positions_computed() const noexcept;
+
+  struct State;
+  explicit VulkanBackend(std::unique_ptr<State> state);
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace loom::compute::vulkan

@@ -1,0 +1,285 @@
+#include "loom/compute/vulkan/vulkan_backend.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <list>
+#include <stdexcept>
+#include <string>
+
+#include "loom/compute/backend_loading.hpp"
+#include "loom/compute/load_cancelled.hpp"
+#include "loom/compute/model/gguf_file.hpp"
+#include "loom/compute/model/model_loader.hpp"
+#include "loom/compute/step_sampling.hpp"
+#include "loom/compute/vulkan/vulkan_context.hpp"
+#include "loom/compute/vulkan/vulkan_pipeline.hpp"
+#include "vulkan_model.hpp"
+
+namespace loom::compute::vulkan {
+
+namespace {
+
+constexpr std::size_t kRecordingsKept = 8;  // batch shapes whose forward pass stays recorded
+
+std::string gib(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
+// Declared in the order they must be made; destroyed in reverse (every buffer before its device).
+struct VulkanBackend::State {
+  std::unique_ptr<LoadedModel> loaded;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  ModelConfig config;
+  std::unique_ptr<VulkanContext> context;
+  std::unique_ptr<PipelineCache> pipelines;
+  DeviceWeights weights;
+  KvStorage kv;
+  StepBuffers buffers;
+  std::unique_ptr<RotationTable> rotation;
+  std::unique_ptr<StepSampling> sampling;
+  std::unique_ptr<CommandRecording> copies;  // a step's block copies, recorded anew when it has any
+  struct Recorded {
+    StepShape shape;
+    std::unique_ptr<CommandRecording> recording;
+  };
+  std::list<Recorded> recorded;  // most recently used first
+  std::int64_t max_batch = 0;
+  std::string kv_sizing;
+  std::string chat_template_source;
+  std::uint64_t recordings_made = 0;
+  std::uint64_t positions_computed = 0;
+  // Scratch of a step.
+  std::vector<std::int64_t> positions;
+  std::vector<StepSampling::LogitRow> rows;
+  std::vector<float> hidden;
+
+  CommandRecording& recording_for(const StepShape& shape);
+  void copy_blocks(const std::vector<BlockCopy>& copies);
+};
+
+CommandRecording& VulkanBackend::State::recording_for(const StepShape& shape) {
+  for (auto it = recorded.begin(); it != recorded.end(); ++it) {
+    if (it->shape == shape) {
+      recorded.splice(recorded.begin(), recorded, it);
+      return *recorded.front().recording;
+    }
+  }
+  if (recorded.size() >= kRecordingsKept) recorded.pop_back();
+  auto recording = std::make_unique<CommandRecording>(*context);
+  recording->begin();
+  OpContext op{*pipelines, *recording};
+  record_forward(op, config, weights, kv, buffers, rotation->has_swa(), shape);
+  recording->end();
+  ++recordings_made;
+  recorded.push_front(Recorded{shape, std::move(recording)});
+  return *recorded.front().recording;
+}
+
+// Copy-on-write of shared blocks: each layer's keys and values of the block, before the forward pass.
+void VulkanBackend::State::copy_blocks(const std::vector<BlockCopy>& block_copies) {
+  if (block_copies.empty()) return;
+  if (!copies) copies = std::make_unique<CommandRecording>(*context);
+  copies->begin();
+  const std::uint64_t bytes = kv.block_bytes();
+  for (const BlockCopy& copy : block_copies) {
+    const auto from = static_cast<VkDeviceSize>(copy.source) * bytes;
+    const auto to = static_cast<VkDeviceSize>(copy.destination) * bytes;
+    for (std::size_t layer = 0; layer < kv.keys.size(); ++layer) {
+      copies->copy(kv.keys[layer].range(from, bytes), kv.keys[layer].range(to, bytes), bytes);
+      copies->copy(kv.values[layer].range(from, bytes), kv.values[layer].range(to, bytes), bytes);
+    }
+  }
+  copies->end();
+  copies->submit_and_wait();
+}
+
+std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options) {
+  check_load_options(options);
+  const std::optional<int> index = parse_device_spec(options.device);
+  throw_if_stopped(options.stop, "it began");
+  auto state = std::make_unique<State>();
+  state->loaded = LoadedModel::open(options.model_path);
+  state->config = state->loaded->config();
+  const ModelConfig& config = state->config;
+  if (config.experts > 0) {
+    throw std::invalid_argument("mixture-of-experts models do not run on the Vulkan backend yet; use --device cpu");
+  }
+  throw_if_stopped(options.stop, "the model file was read");
+  state->tokenizer = std::make_shared<const Tokenizer>(load_vocabulary(options, *state->loaded));
+  throw_if_stopped(options.stop, "the vocabulary was read");
+  state->context = VulkanContext::open(index);
+  state->pipelines = std::make_unique<PipelineCache>(*state->context);
+  const DeviceDescription& device = state->context->description();
+  const std::uint64_t weights = weight_bytes(state->loaded->weights());
+  const LoadOptions sized = with_kv_sized_from_memory(
+      options, config, KvMemoryPlace{.available_bytes = device.device_local_bytes, .weight_bytes = weights},
+      state->kv_sizing);
+  const std::int64_t blocks = kv_block_count(sized, config);
+  const std::uint64_t kv = kv_bytes(config, sized.kv.type, sized.kv.block_size, blocks);
+  spdlog::info("loading {} on {} ({} device-local): weights {}, KV storage {} ({} blocks of {} tokens)",
+               options.model_path, device.name, gib(device.device_local_bytes), gib(weights), gib(kv), blocks,
+               sized.kv.block_size);
+  state->max_batch = options.max_batch_tokens;
+  const std::int64_t per_context = (config.context_length + sized.kv.block_size - 1) / sized.kv.block_size;
+  try {
+    Uploader uploader(*state->context);
+    state->weights = upload_weights(*state->context, uploader, state->loaded->weights(), options.stop);
+    state->kv = allocate_kv(*state->context, config, sized.kv.type, sized.kv.block_size, blocks);
+    state->buffers = allocate_step_buffers(*state->context, config, state->weights, state->kv.layout, state->max_batch,
+                                           state->max_batch * per_context);
+  } catch (const DeviceMemoryError& e) {
+    throw std::runtime_error("the device " + device.name + " has too little memory for this model: its weights need " +
+                             gib(weights) + " and the KV storage " + gib(kv) + " (" + gib(weights + kv) +
+                             " together, with the step's buffers besides); the device has " + gib(e.heap_bytes()) +
+                             " (" + e.what() + "). Give a smaller KV budget, or use --device cpu");
+  }
+  state->rotation = std::make_unique<RotationTable>(config, state->loaded->weights());
+  state->sampling = std::make_unique<StepSampling>(
+      config, state->tokenizer,
+      StepSampling::Limits{.blocks = blocks, .block_size = sized.kv.block_size, .max_batch_tokens = state->max_batch});
+  if (const GgufFile* gguf = state->loaded->gguf()) {
+    if (auto source = gguf->find_string("tokenizer.chat_template")) state->chat_template_source = std::string(*source);
+  }
+  state->hidden.reserve(static_cast<std::size_t>(state->max_batch * config.dim));
+  return std::make_unique<VulkanBackend>(std::move(state));
+}
+
+namespace {
+
+// The step's inputs in the host-visible buffers: token ids, positions (for the rotary table), each token's KV
+// slot and attention info (its position, where its sequence's block table starts in `tables`).
+void write_inputs(const StepBatch& batch, const std::vector<const HeldSequences::Sequence*>& held,
+                  const StepBuffers& b, std::int64_t block_size, std::vector<std::int64_t>& positions) {
+  auto* tokens = static_cast<std::int32_t*>(b.tokens.mapped());
+  auto* slots = static_cast<std::int32_t*>(b.slots.mapped());
+  auto* info = static_cast<std::int32_t*>(b.token_info.mapped());
+  auto* tables = static_cast<std::int32_t*>(b.tables.mapped());
+  positions.clear();
+  std::int64_t entries = 0;
+  for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
+    const StepSequence& s = batch.sequences[i];
+    const auto end = s.start + static_cast<std::int64_t>(s.tokens.size());
+    const std::int64_t used = (end + block_size - 1) / block_size;  // the table entries the step reads
+    if (entries + used > b.max_table_entries) throw std::invalid_argument("the step's block tables exceed their buffer");
+    const std::vector<BlockId>& table = held[i]->table;
+    std::copy_n(table.begin(), used, tables + entries);
+    for (std::size_t j = 0; j < s.tokens.size(); ++j) {
+      const std::int64_t p = s.start + static_cast<std::int64_t>(j);
+      const auto t = static_cast<std::int64_t>(positions.size());
+      tokens[t] = s.tokens[j];
+      slots[t] = static_cast<std::int32_t>(table[static_cast<std::size_t>(p / block_size)] * block_size + p % block_size);
+      info[4 * t] = static_cast<std::int32_t>(p);
+      info[4 * t + 1] = static_cast<std::int32_t>(entries);
+      info[4 * t + 2] = 0;
+      info[4 * t + 3] = 0;
+      positions.push_back(p);
+    }
+    entries += used;
+  }
+}
+
+// The logit row of each sequence that samples: those that need their whole row first (they are read back),
+// then those that need only their best token. Returns the row of each such sequence, in batch order.
+std::vector<std::int64_t> write_logit_rows(const StepBatch& batch, const StepSampling& sampling, const StepBuffers& b,
+                                           std::int64_t& full_rows) {
+  std::vector<std::int64_t> token_of_full, token_of_best, row_of;
+  std::vector<bool> full;
+  std::int64_t t = 0;
+  for (const StepSequence& s : batch.sequences) {
+    t += static_cast<std::int64_t>(s.tokens.size());
+    if (!s.sample || s.embed) continue;
+    full.push_back(sampling.wants_full_logits(s));
+    (full.back() ? token_of_full : token_of_best).push_back(t - 1);
+  }
+  full_rows = static_cast<std::int64_t>(token_of_full.size());
+  auto* rows = static_cast<std::int32_t*>(b.logit_rows.mapped());
+  std::int64_t next_full = 0, next_best = full_rows;
+  for (const bool f : full) row_of.push_back(f ? next_full++ : next_best++);
+  for (std::size_t i = 0; i < token_of_full.size(); ++i) rows[i] = static_cast<std::int32_t>(token_of_full[i]);
+  for (std::size_t i = 0; i < token_of_best.size(); ++i) {
+    rows[token_of_full.size() + i] = static_cast<std::int32_t>(token_of_best[i]);
+  }
+  return row_of;
+}
+
+}  // namespace
+
+StepResult VulkanBackend::run(const StepBatch& batch) {
+  State& s = *state_;
+  s.sampling->check(batch);
+  const std::vector<const HeldSequences::Sequence*> held = s.sampling->begin(batch);
+  s.copy_blocks(batch.copies);
+  write_inputs(batch, held, s.buffers, s.kv.layout.block_size, s.positions);
+  s.rotation->fill(s.positions, false, static_cast<float*>(s.buffers.rotation.mapped()));
+  if (s.rotation->has_swa()) s.rotation->fill(s.positions, true, static_cast<float*>(s.buffers.rotation_swa.mapped()));
+  StepShape shape{.tokens = static_cast<std::int64_t>(s.positions.size())};
+  const std::vector<std::int64_t> row_of = write_logit_rows(batch, *s.sampling, s.buffers, shape.full_rows);
+  shape.logit_rows = static_cast<std::int64_t>(row_of.size());
+  shape.hidden = std::any_of(batch.sequences.begin(), batch.sequences.end(), [](const StepSequence& q) { return q.embed; });
+  s.recording_for(shape).submit_and_wait();
+  s.positions_computed += static_cast<std::uint64_t>(shape.tokens);
+
+  const auto vocab = static_cast<std::size_t>(s.config.vocab_size);
+  const auto* logits = static_cast<const float*>(s.buffers.logits_out.mapped());
+  const auto* best = static_cast<const std::byte*>(s.buffers.candidates_out.mapped());
+  s.rows.clear();
+  for (const std::int64_t row : row_of) {
+    if (row < shape.full_rows) {
+      s.rows.push_back(StepSampling::LogitRow{.logits = std::span<const float>(logits + static_cast<std::size_t>(row) * vocab, vocab)});
+      continue;
+    }
+    std::int32_t token = 0;
+    float logit = 0.0f;
+    std::memcpy(&token, best + row * 8, 4);
+    std::memcpy(&logit, best + row * 8 + 4, 4);
+    const bool pickable = !std::isnan(logit) && logit != -INFINITY;  // what greedy sampling may pick
+    s.rows.push_back(StepSampling::LogitRow{.best = pickable ? token : -1});
+  }
+  s.hidden.clear();
+  if (shape.hidden) {
+    const auto dim = static_cast<std::size_t>(s.config.dim);
+    const auto* hidden = static_cast<const float*>(s.buffers.hidden_out.mapped());
+    std::size_t t = 0;
+    for (const StepSequence& q : batch.sequences) {
+      if (q.embed) s.hidden.insert(s.hidden.end(), hidden + t * dim, hidden + (t + q.tokens.size()) * dim);
+      t += q.tokens.size();
+    }
+  }
+  return s.sampling->finish(batch, s.rows, s.hidden.data());
+}
+
+VulkanBackend::VulkanBackend(std::unique_ptr<State> state) : state_(std::move(state)) {}
+VulkanBackend::~VulkanBackend() = default;
+
+BackendInfo VulkanBackend::info() const {
+  ModelTensorSummary tensors;
+  for (const TensorView& t : state_->loaded->tensors()) {
+    tensors.parameters += static_cast<std::uint64_t>(t.elements());
+    tensors.bytes += t.bytes;
+    ++tensors.types[std::string(name(t.type))];
+  }
+  return BackendInfo{.config = state_->config,
+                     .kv_block_size = state_->kv.layout.block_size,
+                     .kv_blocks = state_->kv.blocks,
+                     .kv_bytes = state_->kv.bytes(),
+                     .max_batch_tokens = state_->max_batch,
+                     .kv_sizing = state_->kv_sizing,
+                     .chat_template_source = state_->chat_template_source,
+                     .tensors = std::move(tensors)};
+}
+
+std::shared_ptr<const Tokenizer> VulkanBackend::tokenizer() const { return state_->tokenizer; }
+void VulkanBackend::release(SequenceId sequence) { state_->sampling->release(sequence); }
+const DeviceDescription& VulkanBackend::device() const noexcept { return state_->context->description(); }
+std::uint64_t VulkanBackend::recordings_made() const noexcept { return state_->recordings_made; }
+std::uint64_t VulkanBackend::positions_computed() const noexcept { return state_->positions_computed; }
+
+}  // namespace loom::compute::vulkan
