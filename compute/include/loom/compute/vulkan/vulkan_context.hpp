@@ -49,6 +49,8 @@ struct DeviceDescription {
   std::array<std::uint32_t, 3> max_workgroup_count{};
   std::uint32_t max_push_constant_bytes = 0;
   std::uint64_t max_storage_buffer_range = 0;
+  std::uint64_t min_storage_buffer_offset_alignment = 0;  // a BufferRange's offset must be a multiple of it
+  std::uint64_t max_memory_allocation_bytes = 0;          // one Buffer's limit
   std::uint32_t subgroup_size = 0;       // 0: unknown
   bool subgroup_arithmetic = false;      // subgroupAdd & co. in compute shaders
   bool shader_float16 = false;
