@@ -4,9 +4,9 @@
 // slot of the storage filled with noise that a causal or windowed query must not see. Cases: F16 and F32 KV,
 // grouped-query heads, a sliding window, soft-capped scores, a head_dim larger than the workgroup. Then the
 // same recording is submitted again after the host moved a token's position, as a decode step does.
-// Bound: 2e-5 absolute on outputs that are averages of values in [-1, 1] (F32 dot products of up to 256
-// terms and the device's exp; the F16 cases round the query as the shader is specified to, so the rounding
-// is no error).
+// Bound: 1e-5 absolute on outputs that are averages of values in [-1, 1] (F32 dot products of up to 256
+// terms and the device's exp; lavapipe: 1.5e-6 at most). The F16 cases round the query to F16 as the op is
+// specified to (the CPU's F16 dot product), so that rounding is part of the definition, not an error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -118,7 +118,7 @@ std::vector<double> reference(const Case& c, float scale, const std::vector<floa
 
 void expect_close(const std::vector<float>& got, const std::vector<double>& want) {
   ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << "at " << i;
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << "at " << i;
 }
 
 void check_attention(const Case& c) {
