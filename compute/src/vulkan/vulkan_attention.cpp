@@ -1,0 +1,76 @@
+// Paged attention on the device (vulkan_ops.hpp): one workgroup per (token, query head), the token's visible
+// positions in tiles of one per invocation with an online softmax (shaders/attention_common.glsl). Every
+// token reads its position and block table from buffers, so one recording serves prefill chunks and decode
+// steps of any sequences, whatever their positions, as long as the step's shape (n, heads) is the same.
+#include <array>
+#include <stdexcept>
+#include <string>
+
+#include "loom/compute/vulkan/vulkan_ops.hpp"
+#include "vulkan_ops_common.hpp"
+
+namespace loom::compute::vulkan {
+namespace {
+
+using detail::checked_u32;
+using detail::floats;
+using detail::require_bytes;
+
+// Invocations per workgroup: a tile of this many positions; each invocation accumulates up to four of the
+// head's dimensions, so head_dim may reach 4 * kAttentionGroupSize.
+constexpr std::uint32_t kAttentionGroupSize = 128;
+constexpr std::int64_t kMaxHeadDim = 4 * kAttentionGroupSize;
+
+void check_shape(const KvLayout& layout, const AttentionShape& shape) {
+  if (layout.type != TensorType::f16 && layout.type != TensorType::f32) {
+    throw std::invalid_argument("vulkan ops: attention takes an F16 or F32 KV storage");
+  }
+  if (layout.head_dim < 2 || layout.head_dim % 2 != 0 || layout.head_dim > kMaxHeadDim) {
+    throw std::invalid_argument("vulkan ops: attention head_dim must be even and at most " +
+                                std::to_string(kMaxHeadDim) + ", not " + std::to_string(layout.head_dim));
+  }
+  if (layout.kv_heads < 1 || shape.heads < 1 || shape.heads % layout.kv_heads != 0) {
+    throw std::invalid_argument("vulkan ops: attention heads (" + std::to_string(shape.heads) +
+                                ") must be a multiple of kv_heads (" + std::to_string(layout.kv_heads) + ")");
+  }
+  if (layout.block_size < 1) throw std::invalid_argument("vulkan ops: attention block_size must be at least 1");
+  if (shape.window < 0) throw std::invalid_argument("vulkan ops: attention window must not be negative");
+  if (shape.n > detail::kMaxGroups || shape.heads > detail::kMaxGroups) {
+    throw std::invalid_argument("vulkan ops: attention takes at most 65535 tokens and heads per dispatch");
+  }
+}
+
+}  // namespace
+
+std::uint64_t attention_scratch_bytes(const AttentionShape&, const KvLayout&) {
+  return 0;  // one pass per (token, head): nothing to combine afterwards
+}
+
+void attention(OpContext& op, const KvLayout& layout, const AttentionShape& shape, const BufferRange& q,
+               const BufferRange& keys, const BufferRange& values, const BufferRange& token_info,
+               const BufferRange& tables, const BufferRange& out, const BufferRange& /*scratch*/) {
+  check_shape(layout, shape);
+  const std::uint32_t n = checked_u32(shape.n, "attention n");
+  if (n == 0) return;
+  const std::int64_t row = shape.heads * layout.head_dim;
+  require_bytes(q, floats(shape.n * row), "attention q");
+  require_bytes(out, floats(shape.n * row), "attention out");
+  require_bytes(token_info, static_cast<std::uint64_t>(shape.n) * 16, "attention token_info");
+  struct Push {
+    std::uint32_t heads;
+    std::uint32_t kv_heads;
+    std::uint32_t block_size;
+    std::uint32_t window;
+    float scale;
+    float softcap;
+  };
+  const Push push{checked_u32(shape.heads, "attention heads"), checked_u32(layout.kv_heads, "attention kv_heads"),
+                  checked_u32(layout.block_size, "attention block_size"), checked_u32(shape.window, "attention window"),
+                  shape.scale, shape.softcap > 0.0f ? shape.softcap : 0.0f};
+  const std::array<std::uint32_t, 2> spec{kAttentionGroupSize, static_cast<std::uint32_t>(layout.head_dim)};
+  const auto& pipeline = op.pipelines.get(layout.type == TensorType::f16 ? "attention_f16" : "attention_f32", 6,
+                                          sizeof(Push), spec);
+  op.recording.dispatch(pipeline, {q, keys, values, token_info, tables, out}, push, push.heads, n);
+}
+
+}  // namespace loom::compute::vulkan
