@@ -1,0 +1,157 @@
+// y[t][r] = W[r] . x[t] for a tile of ROWS weight rows x TOKENS tokens per workgroup: each 32-value group
+// of a weight row is decoded once and met by every token of the tile (prefill reads the weights once per
+// tile, not once per token), the workgroup's threads splitting a row's groups, then summing their partial
+// sums (matmul.comp: subgroupAdd, matmul_shmem.comp: shared memory only).
+//
+// Arithmetic per group, as the CPU kernels (compute/src/cpu/vec_dot.cpp) and the reference compute a block:
+// exact integer dots of weight quants with activation quants, times the integer sub-block scales, then one
+// float multiply by the block scales; the groups' results summed in F32 (so results differ from the CPU's
+// only in the order of the float additions).
+//
+// Bindings: 0 the weights (raw bytes as uint words), 1 the prepared activations (vulkan_matmul.cpp: F32
+// rows, or the quantized layout of quantize_*.comp), 2 y (n rows of `rows` F32 values).
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint WEIGHT_TYPE = 2u;
+layout(constant_id = 2) const uint ROWS = 2u;    // weight rows per workgroup (<= MAX_ROWS)
+layout(constant_id = 3) const uint TOKENS = 1u;  // tokens per workgroup (<= MAX_TOKENS)
+
+const uint MAX_ROWS = 4u, MAX_TOKENS = 8u;
+
+layout(std430, set = 0, binding = 0) readonly buffer Weights { uint weight_words[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Activations { uint act_words[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Output { float y[]; };
+
+layout(push_constant) uniform Push {
+  uint rows;
+  uint cols;
+  uint n;            // tokens
+  uint row_bytes;    // bytes of one weight row
+  uint tiles_x;      // workgroups along x (row tiles = tiles_x * z + x)
+} p;
+
+#include "dequant_group.glsl"
+#include "quantize_layout.glsl"
+
+float act_float(uint word) { return uintBitsToFloat(act_words[word]); }
+
+const uint ACT = IS_FLOAT ? ACT_F32 : (WEIGHT_TYPE == TYPE_Q4_1 || WEIGHT_TYPE == TYPE_Q5_1) ? ACT_Q8_1 :
+                 IS_K ? ACT_Q8_K : ACT_Q8_0;
+
+// The integer dot of a group's values with 32 activation quants at word `at` (16 + 16: the two halves).
+ivec2 int_dot(QuantGroup g, uint at) {
+  ivec2 sums = ivec2(0);
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+    const int word = int(act_words[at + k]);
+    int s = 0;
+    [[unroll]] for (uint b = 0u; b < 4u; ++b) s += g.q[4u * k + b] * bitfieldExtract(word, int(8u * b), 8);
+    if (k < 4u) sums.x += s; else sums.y += s;
+  }
+  return sums;
+}
+
+// Group `group` of weight row g against token t's prepared activations.
+float quant_group_dot(QuantGroup g, uint t, uint group) {
+  const QuantLayout layout_ = quant_layout(ACT, p.n, p.cols);
+  const ivec2 dots = int_dot(g, qs_word(p.cols, t, group));
+  if (ACT == ACT_Q8_K) {
+    const float da = act_float(layout_.scales + t * (p.cols / 256u) + group / 8u);
+    const int scaled = TWO_SCALES ? g.sc[0] * dots.x + g.sc[1] * dots.y : g.sc[0] * (dots.x + dots.y);
+    if (!HAS_MIN) return (g.d * da) * float(scaled);
+    const uint bsums = layout_.extra + t * (p.cols / 16u) + 2u * group;
+    const int mins = g.mn[0] * int(act_words[bsums]) + g.mn[1] * int(act_words[bsums + 1u]);
+    precise float r = da * (g.d * float(scaled) - g.dm * float(mins));
+    return r;
+  }
+  const float da = act_float(layout_.scales + t * (p.cols / 32u) + group);
+  precise float r = (g.d * da) * float(dots.x + dots.y);
+  if (ACT == ACT_Q8_1) r += g.dm * act_float(layout_.extra + t * (p.cols / 32u) + group);
+  return r;
+}
+
+// Floats: group `group` of row `row` (F32, F16 or BF16 values) against token t's F32 activations.
+float float_group_dot(uint row, uint t, uint group) {
+  const uint first = 32u * group;
+  const uint count = min(32u, p.cols - first);
+  const uint row_start = row * p.cols, act_start = t * p.cols + first;
+  float sum = 0.0;
+  for (uint i = 0u; i < count; ++i) sum += float_weight(row_start, first + i) * uintBitsToFloat(act_words[act_start + i]);
+  return sum;
+}
+
+float acc[MAX_ROWS * MAX_TOKENS];
+
+void accumulate(uint tile, uint token0) {
+  const uint groups = IS_FLOAT ? (p.cols + 31u) / 32u : p.cols / 32u;
+  const uint tokens = min(TOKENS, p.n - token0);
+  [[unroll]] for (uint k = 0u; k < MAX_ROWS * MAX_TOKENS; ++k) acc[k] = 0.0;
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+    const uint row = tile * ROWS + r;
+    if (row >= p.rows) break;
+    for (uint group = gl_LocalInvocationID.x; group < groups; group += gl_WorkGroupSize.x) {
+      if (IS_FLOAT) {
+        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) {
+          if (t < tokens) acc[r * MAX_TOKENS + t] += float_group_dot(row, token0 + t, group);
+        }
+      } else {
+        QuantGroup g;
+        decode_quant_group(row * p.row_bytes, group, g);
+        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) {
+          if (t < tokens) acc[r * MAX_TOKENS + t] += quant_group_dot(g, token0 + t, group);
+        }
+      }
+    }
+  }
+}
+
+void write_result(uint tile, uint token0, uint r, uint t, float value) {
+  const uint row = tile * ROWS + r;
+  if (row < p.rows && token0 + t < p.n) y[(token0 + t) * p.rows + row] = value;
+}
+
+#ifdef MATMUL_SUBGROUP
+// Per subgroup one partial sum per output, then the first thread of the workgroup adds the subgroups'.
+shared float partial[64u * MAX_ROWS * MAX_TOKENS];
+
+void reduce_and_write(uint tile, uint token0) {
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+    [[unroll]] for (uint t = 0u; t < TOKENS; ++t) {
+      const float s = subgroupAdd(acc[r * MAX_TOKENS + t]);
+      if (subgroupElect()) partial[gl_SubgroupID * ROWS * TOKENS + r * TOKENS + t] = s;
+    }
+  }
+  barrier();
+  const uint outputs = ROWS * TOKENS;
+  for (uint k = gl_LocalInvocationID.x; k < outputs; k += gl_WorkGroupSize.x) {
+    float sum = 0.0;
+    for (uint s = 0u; s < gl_NumSubgroups; ++s) sum += partial[s * outputs + k];
+    write_result(tile, token0, k / TOKENS, k % TOKENS, sum);
+  }
+}
+#else
+// A tree over shared memory (workgroup sizes are powers of two, at most 64 threads x 32 outputs).
+shared float partial[64u * MAX_ROWS * MAX_TOKENS];
+
+void reduce_and_write(uint tile, uint token0) {
+  const uint outputs = ROWS * TOKENS;
+  const uint me = gl_LocalInvocationID.x;
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+    [[unroll]] for (uint t = 0u; t < TOKENS; ++t) partial[me * outputs + r * TOKENS + t] = acc[r * MAX_TOKENS + t];
+  }
+  barrier();
+  for (uint stride = gl_WorkGroupSize.x / 2u; stride > 0u; stride /= 2u) {
+    if (me < stride) {
+      for (uint k = 0u; k < outputs; ++k) partial[me * outputs + k] += partial[(me + stride) * outputs + k];
+    }
+    barrier();
+  }
+  for (uint k = me; k < outputs; k += gl_WorkGroupSize.x) write_result(tile, token0, k / TOKENS, k % TOKENS, partial[k]);
+}
+#endif
+
+void main() {
+  const uint tile = gl_WorkGroupID.x + gl_WorkGroupID.z * p.tiles_x;
+  if (tile * ROWS >= p.rows) return;  // the whole workgroup: the last z slice's spare tiles
+  const uint token0 = gl_WorkGroupID.y * TOKENS;
+  accumulate(tile, token0);
+  reduce_and_write(tile, token0);
+}

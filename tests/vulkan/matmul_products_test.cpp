@@ -1,0 +1,115 @@
+// The Vulkan products of every weight type against the CPU backend's matmul of the same stored weights and
+// F32 activations, decode (n = 1) and batches (n = 3, 17, 64: a partial token tile, several tiles). Both
+// quantize the activations the same way and multiply the same integers, so the results differ only in the
+// order of F32 additions: each output is held to 1e-5 of its row's magnitude (sum over c of |w_c * x_c|),
+// and the test prints the worst ratio it saw per type.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "loom/compute/cpu/dequantize.hpp"
+#include "loom/compute/cpu/matmul.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/model/half.hpp"
+#include "loom/compute/model/tensor_view.hpp"
+#include "matmul_test_support.hpp"
+
+namespace loom::compute::vulkan {
+namespace {
+
+using namespace testing;
+
+constexpr double kRelativeBound = 1e-5;
+
+struct Shape {
+  std::int64_t rows;
+  std::int64_t cols;
+};
+
+// The CPU backend's product: F16 weights meet activations rounded to f16 first, as its forward pass does.
+std::vector<float> cpu_product(TensorType type, const std::vector<std::byte>& weights, const Shape& shape,
+                               std::vector<float> x, std::int64_t n) {
+  if (type == TensorType::f16) {
+    for (float& v : x) v = half_to_float(float_to_half(v));
+  }
+  TensorView view{"w", type, {shape.cols, shape.rows}, weights.data(), weights.size()};
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  scratch.reserve(n, shape.cols);
+  std::vector<float> y(static_cast<std::size_t>(n * shape.rows));
+  matmul(view, x.data(), n, y.data(), pool, scratch);
+  return y;
+}
+
+class VulkanMatmul : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(VulkanMatmul, AgreesWithTheCpuBackendToSummationOrder) {
+  LOOM_REQUIRE_VULKAN();
+  const TensorType type = GetParam();
+  const bool is_float = type == TensorType::f32 || type == TensorType::f16 || type == TensorType::bf16;
+  // 131 rows: a partial row tile. Float weights also take a width that is no multiple of 32.
+  std::vector<Shape> shapes{{131, 512}};
+  if (is_float) shapes.push_back({67, 300});
+  double worst = 0.0;
+  for (const Shape& shape : shapes) {
+    const auto values = random_values(shape.rows, shape.cols, 7 + static_cast<std::uint32_t>(type));
+    const auto stored = quantized_rows(type, values, shape.rows, shape.cols);
+    std::vector<float> dequantized(values.size());
+    for (std::int64_t r = 0; r < shape.rows; ++r) {
+      dequantize_row(type, stored.data() + stored.size() / shape.rows * r, dequantized.data() + r * shape.cols, shape.cols);
+    }
+    Buffer weights = device_buffer(stored, "weights");
+    const DeviceTensor tensor{type, shape.rows, shape.cols, weights.range()};
+    for (const std::int64_t n : {1, 3, 17, 64}) {
+      const auto x = random_values(n, shape.cols, 1000 + static_cast<std::uint32_t>(n));
+      const auto expected = cpu_product(type, stored, shape, x, n);
+      Buffer x_buffer = device_buffer(x, "x");
+      Buffer y_buffer = empty_buffer(4 * n * shape.rows, "y");
+      Buffer scratch = empty_buffer(prepared_bytes(activation_format(type), n, shape.cols), "scratch");
+      run_ops([&](OpContext& op) { matmul(op, tensor, x_buffer.range(), y_buffer.range(), n, scratch.range()); });
+      const auto got = download<float>(y_buffer.range(), static_cast<std::size_t>(n * shape.rows));
+      for (std::int64_t t = 0; t < n; ++t) {
+        for (std::int64_t r = 0; r < shape.rows; ++r) {
+          double magnitude = 0.0;
+          for (std::int64_t c = 0; c < shape.cols; ++c) {
+            magnitude += std::abs(static_cast<double>(dequantized[r * shape.cols + c]) * x[t * shape.cols + c]);
+          }
+          const std::size_t i = static_cast<std::size_t>(t * shape.rows + r);
+          const double diff = std::abs(static_cast<double>(got[i]) - expected[i]);
+          worst = std::max(worst, diff / magnitude);
+          ASSERT_LE(diff, kRelativeBound * magnitude)
+              << name(type) << " " << shape.rows << "x" << shape.cols << " n=" << n << " token " << t << " row " << r
+              << ": vulkan " << got[i] << ", cpu " << expected[i];
+        }
+      }
+    }
+  }
+  std::printf("[ worst    ] %s: |vulkan - cpu| / row magnitude <= %.3g\n", std::string(name(type)).c_str(), worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryWeightType, VulkanMatmul, ::testing::ValuesIn(kWeightTypes),
+                         [](const ::testing::TestParamInfo<TensorType>& info) { return std::string(name(info.param)); });
+
+TEST(VulkanMatmulShapes, RefusesWhatTheShadersCannotTake) {
+  LOOM_REQUIRE_VULKAN();
+  Buffer weights = empty_buffer(4096, "weights");
+  Buffer io = empty_buffer(4096, "io");
+  run_ops([&](OpContext& op) {
+    // Q4_0 rows of 48 values: not whole blocks.
+    EXPECT_THROW(matmul_prepared(op, {TensorType::q4_0, 2, 48, weights.range()}, io.range(), io.range(), 1),
+                 std::invalid_argument);
+    // A buffer too small for the tensor it claims to hold.
+    EXPECT_THROW(matmul_prepared(op, {TensorType::f32, 64, 64, weights.range()}, io.range(), io.range(), 1),
+                 std::invalid_argument);
+    EXPECT_THROW(get_rows(op, {TensorType::q8_k, 1, 256, weights.range()}, io.range(), io.range(), 1),
+                 std::invalid_argument);
+  });
+  EXPECT_FALSE(supports_weight_type(TensorType::q8_k));
+  EXPECT_THROW(activation_format(TensorType::i32), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace loom::compute::vulkan
