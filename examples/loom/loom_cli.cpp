@@ -25,7 +25,7 @@ Commands:
   generate --model PATH --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p M]
          [--repeat-penalty R] [--repeat-last-n N] [--frequency-penalty F] [--presence-penalty P]
          [--seed S] [--stop STR]... [--ignore-eos] [--json] [--no-echo] [--tokenizer FILE] [--context N]
-         [--threads N] [KV cache options]
+         [--threads N] [--device cpu|vulkan[:N]] [KV cache options]
          [--grammar GBNF | --grammar-file FILE | --json-schema FILE|JSON | --json-object]
          Streams the prompt and its continuation to stdout; prompt and generated token counts, time to
          first token and tokens/s go to stderr. --json prints one JSON object at the end instead (text,
@@ -45,14 +45,16 @@ Commands:
   detokenize --model PATH --ids ID,ID,... [--special] [--tokenizer FILE]
          Prints the text of the ids (--special: control tokens as their text).
   logits --model PATH --tokens ID,ID,... [--continue ID,... | --greedy N] [--top K] [--threads N]
-         [KV cache options]
+         [--device cpu|vulkan[:N]] [KV cache options]
          Feeds --tokens as one prefill batch, then each --continue token one at a time (teacher forced),
          or its own argmax for N steps (--greedy). Prints one JSON object:
          {"prompt_tokens", "prompt_top", "continue", "continue_top"}, where prompt_top[i] is the top-K
          [id, logit] after position i and continue_top[g] the top-K after feeding continue[g].
          --top defaults to 10; --threads to the number of physical cores.
-  info   --model PATH
-         Architecture and its features (sliding windows, soft-caps, experts, LongRoPE), hyperparameters,
+  info   --model PATH | --devices
+         --devices lists where a model can run: the CPU, and each Vulkan device (vulkan:N, as --device
+         names it) with its type, device-local memory, max workgroup invocations, subgroup size, push
+         descriptors, driver and whether the Vulkan backend can use it. --model PATH: architecture and its features (sliding windows, soft-caps, experts, LongRoPE), hyperparameters,
          tensor types with counts and sizes, vocabulary summary, whether loom runs the file ('runs: yes',
          or 'runs: no: ' and why) and the metadata.
   synth  --out FILE.gguf [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|qwen2moe|qwen3moe] [--dim D]
@@ -85,6 +87,10 @@ Commands:
          the time strftime_now() sees (default: the current local time). A template error goes to stderr
          (exit code 1), with the template's own message for raise_exception.
 
+--device (generate, chat, logits, bench): where the forward pass runs: cpu (the default), vulkan (the first
+discrete GPU, else the first usable Vulkan device) or vulkan:N (device N of `loom info --devices`). The
+Vulkan backend runs the dense models (not yet the mixture-of-experts ones); a build without it says so.
+
 KV cache options (generate, chat, logits): --kv-block-size N token slots per block (default 16);
 --kv-cache-mb M the keys and values of all layers in M MiB (default: enough for the context, one stream's
 worth: unlike loom-gateway, which sizes its cache from the machine for many streams at once; a smaller
@@ -107,7 +113,7 @@ int main(int argc, char** argv) {
     std::vector<char*> word_pointers;
     for (auto& w : words) word_pointers.push_back(w.data());
     loom::cli::CommandLine args(static_cast<int>(word_pointers.size()), word_pointers.data(),
-                                {"help", "version", "json", "no-bos", "special", "no-echo", "ignore-eos"});
+                                {"help", "version", "json", "no-bos", "special", "no-echo", "ignore-eos", "devices"});
     if (args.flag("help") || argc == 1) {
       std::fputs(kUsage, stdout);
       return 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <span>
 #include <map>
 #include <numeric>
 #include <string>
@@ -9,7 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "device_option.hpp"
 #include "kv_cache_options.hpp"
+#include "loom/compute/devices.hpp"
+#ifdef LOOM_HAS_VULKAN
+#include "loom/compute/vulkan/vulkan_backend.hpp"
+#endif
 #include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/cpu/thread_pool.hpp"
 #include "loom/compute/model/model_loader.hpp"
@@ -84,6 +91,58 @@ void print_features(const ModelConfig& c) {
   for (const auto& feature : features) std::printf("feature: %s\n", feature.c_str());
 }
 
+
+// `loom logits`'s forward pass: the logits of `tokens` at positions start.. into `out`, every token's row
+// (all) or the last one's.
+using ForwardLogits = std::function<void(std::span<const std::int32_t> tokens, std::int64_t start, bool all, float* out)>;
+
+ForwardLogits cpu_forward(const LoadedModel& loaded, int threads, const KvCacheOptions& kv, std::int64_t positions) {
+  check_kv_budget(kv, loaded.config());
+  auto pool = std::make_unique<ThreadPool>(threads);
+  auto model = std::make_shared<LlamaModel>(loaded.config(), loaded.weights(), *pool, 512);
+  auto cache = std::make_shared<KvCache>(model->make_cache(0, kv));
+  if (positions > cache->context_length()) {
+    throw UsageError("--tokens plus the continuation (" + std::to_string(positions) + " positions) exceed the " +
+                     std::to_string(cache->context_length()) + " positions that --kv-cache-mb holds");
+  }
+  return [pool = std::shared_ptr<ThreadPool>(std::move(pool)), model, cache](std::span<const std::int32_t> tokens,
+                                                                             std::int64_t start, bool all, float* out) {
+    model->forward(tokens, start, *cache, all ? LlamaModel::Logits::all : LlamaModel::Logits::last, out);
+  };
+}
+
+ForwardLogits vulkan_forward(const std::string& model_path, const std::string& device, const KvCacheOptions& kv,
+                             std::int64_t positions, std::size_t prompt) {
+#ifdef LOOM_HAS_VULKAN
+  LoadOptions options;
+  options.model_path = model_path;
+  options.device = device;
+  options.kv = kv;
+  options.kv_tokens = kv.budget_bytes > 0 ? 0 : positions;
+  options.max_batch_tokens = std::clamp<std::int64_t>(static_cast<std::int64_t>(prompt), 1, LoadOptions::kMaxBatchTokens);
+  std::shared_ptr<vulkan::VulkanBackend> backend = vulkan::VulkanBackend::load(options);
+  const std::int64_t block_size = backend->info().kv_block_size;
+  std::vector<BlockId> table(static_cast<std::size_t>((positions + block_size - 1) / block_size));
+  if (static_cast<std::int64_t>(table.size()) > backend->info().kv_blocks) {
+    throw UsageError("--tokens plus the continuation (" + std::to_string(positions) +
+                     " positions) exceed what --kv-cache-mb holds");
+  }
+  std::iota(table.begin(), table.end(), 0);
+  return [backend, table](std::span<const std::int32_t> tokens, std::int64_t start, bool all, float* out) {
+    const std::vector<float> logits = backend->logits(tokens, start, table);
+    const std::size_t vocab_size = logits.size() / tokens.size();
+    if (all) {
+      std::copy(logits.begin(), logits.end(), out);
+    } else {
+      std::copy(logits.end() - static_cast<std::ptrdiff_t>(vocab_size), logits.end(), out);
+    }
+  };
+#else
+  (void)model_path, (void)kv, (void)positions, (void)prompt;
+  throw std::runtime_error("device " + device + ": " + std::string(kNoVulkanBuild));
+#endif
+}
+
 }  // namespace
 
 int run_logits(CommandLine& args) {
@@ -94,6 +153,7 @@ int run_logits(CommandLine& args) {
   const auto k = static_cast<int>(args.integer("top", 10, 1, 1'000'000));
   const auto threads = static_cast<int>(args.integer("threads", default_threads(), 1, 1024));
   const compute::KvCacheOptions kv = read_kv_cache_options(args);
+  const std::string device = read_device(args);
   args.reject_unknown();
   if (model_path.empty()) throw UsageError("logits needs --model PATH");
   if (tokens_text.empty()) throw UsageError("logits needs --tokens ID,ID,...");
@@ -108,21 +168,16 @@ int run_logits(CommandLine& args) {
     throw UsageError("--tokens plus the continuation (" + std::to_string(prompt.size() + static_cast<std::size_t>(steps)) +
                      " positions) exceed the model's context length " + std::to_string(config.context_length));
   }
-  ThreadPool pool(threads);
-  LlamaModel model(config, loaded->weights(), pool, 512);
-  check_kv_budget(kv, config);
-  auto cache = model.make_cache(0, kv);
-  if (static_cast<std::int64_t>(prompt.size()) + steps > cache.context_length()) {
-    throw UsageError("--tokens plus the continuation (" + std::to_string(prompt.size() + static_cast<std::size_t>(steps)) +
-                     " positions) exceed the " + std::to_string(cache.context_length()) +
-                     " positions that --kv-cache-mb holds");
-  }
+  const std::int64_t positions = static_cast<std::int64_t>(prompt.size()) + steps;
   const std::int64_t vocab = config.vocab_size;
+  // Logits of tokens at start, start + 1, ... into `out` (every token's row, or the last token's).
+  const ForwardLogits forward =
+      device == "cpu" ? cpu_forward(*loaded, threads, kv, positions) : vulkan_forward(model_path, device, kv, positions, prompt.size());
 
   nlohmann::json out;
   out["prompt_tokens"] = prompt;
   std::vector<float> logits(prompt.size() * static_cast<std::size_t>(vocab));
-  model.forward(prompt, 0, cache, LlamaModel::Logits::all, logits.data());
+  forward(prompt, 0, true, logits.data());
   auto& prompt_top = out["prompt_top"] = nlohmann::json::array();
   for (std::size_t i = 0; i < prompt.size(); ++i) prompt_top.push_back(top_k(&logits[i * vocab], vocab, k));
 
@@ -136,8 +191,7 @@ int run_logits(CommandLine& args) {
                                    ? static_cast<std::int32_t>(std::max_element(step.begin(), step.end()) - step.begin())
                                    : forced[static_cast<std::size_t>(g)];
     fed.push_back(token);
-    model.forward({&token, 1}, static_cast<std::int64_t>(prompt.size()) + g, cache, LlamaModel::Logits::last,
-                  step.data());
+    forward({&token, 1}, static_cast<std::int64_t>(prompt.size()) + g, false, step.data());
     continue_top.push_back(top_k(step.data(), vocab, k));
   }
   out["continue"] = fed;
@@ -211,7 +265,12 @@ void print_vocabulary(const GgufFile& gguf) {
 // not run: what a user needs to choose another file.
 int run_info(CommandLine& args) {
   const std::string model_path = args.text("model", "");
+  const bool devices = args.flag("devices");
   args.reject_unknown();
+  if (devices) {
+    if (!model_path.empty()) throw UsageError("info takes --model PATH or --devices, not both");
+    return run_info_devices();
+  }
   if (model_path.empty()) throw UsageError("info needs --model PATH");
   if (!GgufFile::has_magic(model_path)) {
     auto loaded = LoadedModel::open(model_path);

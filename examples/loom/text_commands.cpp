@@ -22,6 +22,7 @@
 #include <boost/asio/use_future.hpp>
 #include <nlohmann/json.hpp>
 
+#include "device_option.hpp"
 #include "kv_cache_options.hpp"
 #include "loom/actors/runtime/logger.hpp"
 #include "loom/compute/cpu/thread_pool.hpp"
@@ -152,6 +153,7 @@ struct EngineOptions {
   int threads = 0;
   std::int64_t context = 0;  // 0: the model's own
   compute::KvCacheOptions kv;
+  std::string device = "cpu";  // --device: cpu, vulkan or vulkan:N
 };
 
 // The files must be there and usable before the engine loads: a model without a vocabulary needs
@@ -174,6 +176,7 @@ Engine::Config engine_config(const EngineOptions& options) {
   config.model.tokenizer_path = options.tokenizer_path;
   config.model.threads = options.threads;
   config.model.kv = options.kv;
+  config.model.device = options.device;
   // One stream: one context is all it can use, so no kv_auto (the gateway's memory-sized default for many
   // streams would only commit memory and the time to write it at load).
   config.model.kv_tokens = options.context;
@@ -382,12 +385,13 @@ int run_generate(CommandLine& args) {
   const auto context = args.integer("context", 0, 0, 1 << 24);
   const compute::KvCacheOptions kv = read_kv_cache_options(args);
   const proto::SamplingParams params = read_sampling_params(args, 256);
+  const std::string device = read_device(args);
   args.reject_unknown();
   if (prompt_values.empty()) throw UsageError("generate needs --prompt TEXT");
   check_model_files(model_path, tokenizer_path, kv);
   const std::string& prompt = prompt_values.back();
 
-  Engine engine(engine_config(EngineOptions{model_path, tokenizer_path, threads, context, kv}));
+  Engine engine(engine_config(EngineOptions{model_path, tokenizer_path, threads, context, kv, device}));
   const auto loaded = engine.async_load(boost::asio::use_future).get();
   if (!loaded.loaded()) throw std::runtime_error(loaded.error);
 
@@ -443,10 +447,11 @@ int run_chat(CommandLine& args) {
   const auto context = args.integer("context", 0, 0, 1 << 24);
   const compute::KvCacheOptions kv = read_kv_cache_options(args);
   const proto::SamplingParams params = read_sampling_params(args, 1024);
+  const std::string device = read_device(args);
   args.reject_unknown();
   check_model_files(model_path, tokenizer_path, kv);
 
-  EngineOptions options{model_path, tokenizer_path, threads, context, kv};
+  EngineOptions options{model_path, tokenizer_path, threads, context, kv, device};
   Engine::Config config = engine_config(options);
   const std::string template_label = choose_chat_template(config, model_path, template_name, template_file);
   Engine engine(config);

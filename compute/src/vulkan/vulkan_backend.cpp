@@ -62,6 +62,10 @@ struct VulkanBackend::State {
   std::vector<float> hidden;
 
   CommandRecording& recording_for(const StepShape& shape);
+  void write_rotation() {
+    rotation->fill(positions, false, static_cast<float*>(buffers.rotation.mapped()));
+    if (rotation->has_swa()) rotation->fill(positions, true, static_cast<float*>(buffers.rotation_swa.mapped()));
+  }
   void copy_blocks(const std::vector<BlockCopy>& copies);
 };
 
@@ -101,13 +105,14 @@ void VulkanBackend::State::copy_blocks(const std::vector<BlockCopy>& block_copie
   copies->submit_and_wait();
 }
 
-std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options) {
+std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options, std::int64_t context_length) {
   check_load_options(options);
   const std::optional<int> index = parse_device_spec(options.device);
   throw_if_stopped(options.stop, "it began");
   auto state = std::make_unique<State>();
   state->loaded = LoadedModel::open(options.model_path);
   state->config = state->loaded->config();
+  if (context_length > 0) state->config.context_length = context_length;
   const ModelConfig& config = state->config;
   if (config.experts > 0) {
     throw std::invalid_argument("mixture-of-experts models do not run on the Vulkan backend yet; use --device cpu");
@@ -154,28 +159,36 @@ std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options) {
 
 namespace {
 
+// One sequence's part of a step as the inputs see it.
+struct SequenceView {
+  std::span<const std::int32_t> tokens;
+  std::int64_t start = 0;
+  std::span<const BlockId> table;
+};
+
 // The step's inputs in the host-visible buffers: token ids, positions (for the rotary table), each token's KV
 // slot and attention info (its position, where its sequence's block table starts in `tables`).
-void write_inputs(const StepBatch& batch, const std::vector<const HeldSequences::Sequence*>& held,
-                  const StepBuffers& b, std::int64_t block_size, std::vector<std::int64_t>& positions) {
+void write_inputs(std::span<const SequenceView> sequences, const StepBuffers& b, std::int64_t block_size,
+                  std::vector<std::int64_t>& positions) {
   auto* tokens = static_cast<std::int32_t*>(b.tokens.mapped());
   auto* slots = static_cast<std::int32_t*>(b.slots.mapped());
   auto* info = static_cast<std::int32_t*>(b.token_info.mapped());
   auto* tables = static_cast<std::int32_t*>(b.tables.mapped());
   positions.clear();
   std::int64_t entries = 0;
-  for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
-    const StepSequence& s = batch.sequences[i];
+  for (const SequenceView& s : sequences) {
     const auto end = s.start + static_cast<std::int64_t>(s.tokens.size());
     const std::int64_t used = (end + block_size - 1) / block_size;  // the table entries the step reads
     if (entries + used > b.max_table_entries) throw std::invalid_argument("the step's block tables exceed their buffer");
-    const std::vector<BlockId>& table = held[i]->table;
-    std::copy_n(table.begin(), used, tables + entries);
+    if (static_cast<std::int64_t>(positions.size() + s.tokens.size()) > b.max_batch) {
+      throw std::invalid_argument("a step of more than " + std::to_string(b.max_batch) + " tokens");
+    }
+    std::copy_n(s.table.begin(), used, tables + entries);
     for (std::size_t j = 0; j < s.tokens.size(); ++j) {
       const std::int64_t p = s.start + static_cast<std::int64_t>(j);
       const auto t = static_cast<std::int64_t>(positions.size());
       tokens[t] = s.tokens[j];
-      slots[t] = static_cast<std::int32_t>(table[static_cast<std::size_t>(p / block_size)] * block_size + p % block_size);
+      slots[t] = static_cast<std::int32_t>(s.table[static_cast<std::size_t>(p / block_size)] * block_size + p % block_size);
       info[4 * t] = static_cast<std::int32_t>(p);
       info[4 * t + 1] = static_cast<std::int32_t>(entries);
       info[4 * t + 2] = 0;
@@ -217,9 +230,12 @@ StepResult VulkanBackend::run(const StepBatch& batch) {
   s.sampling->check(batch);
   const std::vector<const HeldSequences::Sequence*> held = s.sampling->begin(batch);
   s.copy_blocks(batch.copies);
-  write_inputs(batch, held, s.buffers, s.kv.layout.block_size, s.positions);
-  s.rotation->fill(s.positions, false, static_cast<float*>(s.buffers.rotation.mapped()));
-  if (s.rotation->has_swa()) s.rotation->fill(s.positions, true, static_cast<float*>(s.buffers.rotation_swa.mapped()));
+  std::vector<SequenceView> views;
+  for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
+    views.push_back(SequenceView{batch.sequences[i].tokens, batch.sequences[i].start, held[i]->table});
+  }
+  write_inputs(views, s.buffers, s.kv.layout.block_size, s.positions);
+  s.write_rotation();
   StepShape shape{.tokens = static_cast<std::int64_t>(s.positions.size())};
   const std::vector<std::int64_t> row_of = write_logit_rows(batch, *s.sampling, s.buffers, shape.full_rows);
   shape.logit_rows = static_cast<std::int64_t>(row_of.size());
@@ -254,6 +270,30 @@ StepResult VulkanBackend::run(const StepBatch& batch) {
     }
   }
   return s.sampling->finish(batch, s.rows, s.hidden.data());
+}
+
+std::vector<float> VulkanBackend::logits(std::span<const std::int32_t> tokens, std::int64_t start,
+                                         std::span<const BlockId> table) {
+  State& s = *state_;
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  const std::int64_t block_size = s.kv.layout.block_size;
+  if (n == 0 || start < 0 || start + n > s.config.context_length) throw std::out_of_range("logits: positions out of range");
+  if (static_cast<std::int64_t>(table.size()) * block_size < start + n) throw std::invalid_argument("logits: the block table is too short");
+  for (const BlockId block : table) {
+    if (block < 0 || block >= s.kv.blocks) throw std::out_of_range("logits: block " + std::to_string(block) + " is outside the pool");
+  }
+  for (const std::int32_t token : tokens) {
+    if (token < 0 || token >= s.config.vocab_size) throw std::out_of_range("logits: token id " + std::to_string(token) + " is outside the vocabulary");
+  }
+  const SequenceView view{tokens, start, table};
+  write_inputs({&view, 1}, s.buffers, block_size, s.positions);
+  s.write_rotation();
+  auto* rows = static_cast<std::int32_t*>(s.buffers.logit_rows.mapped());
+  for (std::int64_t i = 0; i < n; ++i) rows[i] = static_cast<std::int32_t>(i);
+  s.recording_for(StepShape{.tokens = n, .logit_rows = n, .full_rows = n}).submit_and_wait();
+  s.positions_computed += static_cast<std::uint64_t>(n);
+  const auto* out = static_cast<const float*>(s.buffers.logits_out.mapped());
+  return std::vector<float>(out, out + n * s.config.vocab_size);
 }
 
 VulkanBackend::VulkanBackend(std::unique_ptr<State> state) : state_(std::move(state)) {}

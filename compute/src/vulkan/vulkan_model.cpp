@@ -15,7 +15,8 @@ namespace loom::compute::vulkan {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
 
 const float* f32(const TensorView* t) { return reinterpret_cast<const float*>(t->data); }
 
@@ -44,8 +45,11 @@ class UploadProgress {
     const auto tenth = total_ == 0 ? 10 : static_cast<int>(done_ * 10 / total_);
     if (tenth <= logged_) return;
     logged_ = tenth;
-    spdlog::info("uploading weights {:.1f}/{:.1f} GiB", static_cast<double>(done_) / kGiB,
-                 static_cast<double>(total_) / kGiB);
+    if (total_ >= (std::uint64_t{1} << 30)) {
+      spdlog::info("uploading weights {:.1f}/{:.1f} GiB", static_cast<double>(done_) / kGiB, static_cast<double>(total_) / kGiB);
+    } else {
+      spdlog::info("uploading weights {:.1f}/{:.1f} MiB", static_cast<double>(done_) / kMiB, static_cast<double>(total_) / kMiB);
+    }
   }
 
  private:

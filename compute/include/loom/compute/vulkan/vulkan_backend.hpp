@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "loom/compute/backend.hpp"
 #include "loom/compute/text/tokenizer.hpp"
@@ -28,13 +30,21 @@ class VulkanBackend final : public Backend {
   // weights and allocates the KV storage. Throws std::invalid_argument for options out of range or a model the
   // backend cannot run (mixture of experts, a tensor type without shaders), std::runtime_error for a device
   // that cannot be opened or lacks the memory (saying how much the weights and the KV storage need).
-  static std::unique_ptr<VulkanBackend> load(const LoadOptions& options);
+  // `context_length` > 0 runs the model at that context instead of the file's (what phi3's LongRoPE chooses its
+  // factors by; the parity tests match references made below the original context).
+  static std::unique_ptr<VulkanBackend> load(const LoadOptions& options, std::int64_t context_length = 0);
   ~VulkanBackend() override;
 
   BackendInfo info() const override;
   std::shared_ptr<const Tokenizer> tokenizer() const override;
   StepResult run(const StepBatch& batch) override;
   void release(SequenceId sequence) override;
+
+  // The logits of every one of `tokens` at positions start, start + 1, ... (tokens.size() rows of vocab_size),
+  // keys and values written through `table` as a step writes them; outside the sequences run() holds (use
+  // blocks no held sequence uses). For `loom logits --device vulkan` and the parity tests; at most
+  // max_batch_tokens tokens.
+  std::vector<float> logits(std::span<const std::int32_t> tokens, std::int64_t start, std::span<const BlockId> table);
 
   // The device it runs on.
   const DeviceDescription& device() const noexcept;

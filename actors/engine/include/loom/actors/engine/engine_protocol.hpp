@@ -47,7 +47,7 @@ struct EngineConfig {
   std::chrono::milliseconds default_timeout{0};  // per request when GenerateOptions gives none; 0: none
   std::int64_t max_prompt_tokens = 0;         // a prompt after templating, at most; 0: the context bounds it
   int io_threads = 2;                         // threads of the Engine's own pool (Engine(Config) only)
-  compute::BackendFactory backend_factory;             // empty: the CPU backend (tests inject faults here)
+  compute::BackendFactory backend_factory;             // empty: load_backend(), the device LoadOptions names (tests inject faults here)
 
   // Throws std::invalid_argument naming the field.
   void validate() const;

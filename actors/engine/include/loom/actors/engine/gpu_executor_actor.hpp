@@ -34,7 +34,8 @@ namespace loom::actors {
 
 class GpuExecutorActor : public Actor<GpuExecutorActor, GpuExecutorProtocol> {
  public:
-  // `factory` builds the backend for a LoadModel (on the compute thread); empty: the CPU backend.
+  // `factory` builds the backend for a LoadModel (on the compute thread); empty: compute::load_backend (the CPU
+  // or the Vulkan backend, as LoadOptions::device says).
   explicit GpuExecutorActor(compute::BackendFactory factory = {});
 
   void on(LoadModel m);

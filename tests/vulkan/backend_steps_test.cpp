@@ -1,0 +1,127 @@
+// The Vulkan backend through Backend::run(), as the engine drives it: its greedy tokens equal the CPU
+// backend's, sequences with scattered block tables in one step give what each gives alone, a forked
+// sequence's copy-on-write blocks keep its history, a shape's recording is made once and reused, and the
+// load refuses what it cannot run with a message that says so.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend_test_support.hpp"
+#include "vulkan_test_device.hpp"
+
+namespace loom::compute::vulkan::testing {
+namespace {
+
+constexpr const char* kModel = "aidreams260K.gguf";
+const std::vector<std::int32_t> kPrompt{1, 429, 491, 433, 295, 429, 444, 445, 265, 262, 263, 342};  // "Once upon a time"
+
+// Greedy decoding of `steps` tokens after `prompt` through run(), one sequence with blocks `table`.
+std::vector<std::int32_t> greedy_tokens(Backend& backend, const std::vector<BlockId>& table, std::size_t steps) {
+  std::vector<std::int32_t> out;
+  StepResult first = backend.run(StepBatch{.sequences = {greedy_start(1, kPrompt, table)}});
+  out.push_back(first.sampled.at(0).token);
+  for (std::size_t i = 1; i < steps; ++i) {
+    const auto position = static_cast<std::int64_t>(kPrompt.size() + i - 1);
+    const StepResult r = backend.run(StepBatch{.sequences = {decode(1, out.back(), position, static_cast<std::int64_t>(table.size()))}});
+    out.push_back(r.sampled.at(0).token);
+  }
+  backend.release(1);
+  return out;
+}
+
+TEST(VulkanBackendSteps, GreedyTokensEqualTheCpuBackendsAndOneRecordingServesEveryDecodeStep) {
+  LOOM_REQUIRE_VULKAN();
+  const LoadOptions options = shared_model_options(kModel, 256);
+  const auto vulkan = VulkanBackend::load(options);
+  LoadOptions cpu_options = options;
+  cpu_options.device = "cpu";
+  const auto cpu = CpuBackend::load(cpu_options);
+  const std::vector<BlockId> table = blocks(0, 4);
+  const auto expected = greedy_tokens(*cpu, table, 12);
+  EXPECT_EQ(greedy_tokens(*vulkan, table, 12), expected);
+  // One prefill shape, one decode shape: 11 decode steps reused the second recording.
+  EXPECT_EQ(vulkan->recordings_made(), 2u);
+  EXPECT_EQ(greedy_tokens(*vulkan, table, 12), expected);
+  EXPECT_EQ(vulkan->recordings_made(), 2u);
+}
+
+// logprobs make each row come back whole; the top logprobs carry the logits' values.
+StepSequence with_logprobs(StepSequence s) {
+  s.begin->params.logprobs = 5;
+  return s;
+}
+
+TEST(VulkanBackendSteps, InterleavedSequencesWithScatteredBlocksGiveWhatEachGivesAlone) {
+  LOOM_REQUIRE_VULKAN();
+  const auto backend = VulkanBackend::load(shared_model_options(kModel, 256));
+  const std::vector<std::int32_t> other{1, 368, 430, 429, 472, 444, 353, 453, 294, 302, 449, 433, 279, 437, 458, 429, 467, 348, 445};
+  const std::vector<BlockId> table_a{9, 3}, table_b{12, 1};  // out of order, scattered over the pool
+  const auto alone = [&](SequenceId id, const std::vector<std::int32_t>& prompt, const std::vector<BlockId>& table) {
+    const StepResult r = backend->run(StepBatch{.sequences = {with_logprobs(greedy_start(id, prompt, table))}});
+    backend->release(id);
+    return r.sampled.at(0);
+  };
+  const SampledToken a = alone(1, kPrompt, {2, 0});
+  const SampledToken b = alone(2, other, {5, 7});
+  const StepResult both = backend->run(StepBatch{.sequences = {with_logprobs(greedy_start(3, kPrompt, table_a)),
+                                                               with_logprobs(greedy_start(4, other, table_b))}});
+  ASSERT_EQ(both.sampled.size(), 2u);
+  for (const auto& [together, single] : {std::pair{both.sampled[0], a}, std::pair{both.sampled[1], b}}) {
+    EXPECT_EQ(together.token, single.token);
+    ASSERT_EQ(together.top.size(), single.top.size());
+    for (std::size_t i = 0; i < single.top.size(); ++i) {
+      EXPECT_EQ(together.top[i].token, single.top[i].token);
+      EXPECT_NEAR(together.top[i].logprob, single.top[i].logprob, 1e-4f);
+    }
+  }
+}
+
+TEST(VulkanBackendSteps, AForkedSequenceDecodesFromItsCopiedBlockLikeItsParent) {
+  LOOM_REQUIRE_VULKAN();
+  const auto backend = VulkanBackend::load(shared_model_options(kModel, 256));
+  proto::SamplingParams greedy;
+  greedy.temperature = 0.0;
+  StepSequence parent = greedy_start(1, kPrompt, {4});  // 12 tokens in one block of 16: the fork shares it
+  parent.forks.push_back(SequenceFork{.sequence = 2, .params = greedy});
+  const StepResult first = backend->run(StepBatch{.sequences = {parent}});
+  ASSERT_EQ(first.sampled.size(), 2u);
+  ASSERT_EQ(first.sampled[0].token, first.sampled[1].token);
+  // Copy-on-write: the fork gets block 11 as a copy of 4 before both write position 12.
+  std::int32_t a = first.sampled[0].token, b = first.sampled[1].token;
+  StepSequence fork_step = decode(2, b, 12, 0);
+  fork_step.blocks = {11};
+  StepResult r = backend->run(StepBatch{.copies = {BlockCopy{.source = 4, .destination = 11}},
+                                         .sequences = {decode(1, a, 12, 1), fork_step}});
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_EQ(r.sampled.size(), 2u);
+    EXPECT_EQ(r.sampled[0].token, r.sampled[1].token) << "step " << step;
+    a = r.sampled[0].token;
+    b = r.sampled[1].token;
+    r = backend->run(StepBatch{.sequences = {decode(1, a, 13 + step, 1), decode(2, b, 13 + step, 1)}});
+  }
+}
+
+TEST(VulkanBackendLoad, RefusesAnOutOfRangeDeviceAndMixtureOfExpertsModels) {
+  LOOM_REQUIRE_VULKAN();
+  LoadOptions options = shared_model_options(kModel);
+  options.device = "vulkan:99";
+  try {
+    VulkanBackend::load(options);
+    ADD_FAILURE() << "vulkan:99 loaded";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("vulkan:99"), std::string::npos) << e.what();
+  }
+  try {
+    VulkanBackend::load(shared_model_options("synth-mixtral-q8_0.gguf"));
+    ADD_FAILURE() << "a mixture-of-experts model loaded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("mixture-of-experts models do not run on the Vulkan backend"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace loom::compute::vulkan::testing

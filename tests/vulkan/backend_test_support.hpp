@@ -1,0 +1,47 @@
+// What the backend and parity tests share: loading a shared model on the Vulkan backend (and on the CPU, the
+// same way), and the StepBatch forms of a prefill and a decode step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "loom/compute/backend.hpp"
+#include "loom/compute/cpu/cpu_backend.hpp"
+#include "loom/compute/vulkan/vulkan_backend.hpp"
+#include "test_files.hpp"
+
+namespace loom::compute::vulkan::testing {
+
+inline LoadOptions shared_model_options(const std::string& file, std::int64_t kv_tokens = 1024) {
+  LoadOptions o;
+  o.model_path = compute::testing::shared_path("models/" + file);
+  o.device = "vulkan";
+  o.threads = 2;
+  o.kv_tokens = kv_tokens;
+  o.max_batch_tokens = 64;
+  return o;
+}
+
+inline std::vector<BlockId> blocks(BlockId first, std::int64_t count) {
+  std::vector<BlockId> ids(static_cast<std::size_t>(count));
+  std::iota(ids.begin(), ids.end(), first);
+  return ids;
+}
+
+// A greedy sequence's first step: its whole prompt and table, sampling its first token.
+inline StepSequence greedy_start(SequenceId id, std::vector<std::int32_t> prompt, std::vector<BlockId> table) {
+  proto::SamplingParams params;
+  params.temperature = 0.0;
+  return StepSequence{.sequence = id, .tokens = std::move(prompt), .start = 0, .table_from = 0,
+                      .blocks = std::move(table), .sample = true, .begin = SequenceStart{.params = params}};
+}
+
+// A held sequence's decode step: one token at `position`, its table unchanged.
+inline StepSequence decode(SequenceId id, std::int32_t token, std::int64_t position, std::int64_t table_size) {
+  return StepSequence{.sequence = id, .tokens = {token}, .start = position, .table_from = table_size, .sample = true};
+}
+
+}  // namespace loom::compute::vulkan::testing
