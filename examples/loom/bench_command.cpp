@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_backend.hpp"
+#include "device_option.hpp"
 #include "loom/compute/cpu/cpu_features.hpp"
 #include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/cpu/machine_probe.hpp"
@@ -38,6 +40,7 @@ struct BenchOptions {
   int repetitions = 3;
   bool json = false;
   std::size_t probe_bytes = BandwidthProbe::kDefaultBytes;
+  std::string device = "cpu";  // elsewhere than the CPU: bench_backend.hpp's tests instead
 };
 
 // A comma-separated list of integers in [low, high], as option --NAME (-LETTER) takes it.
@@ -77,6 +80,7 @@ BenchOptions read_options(CommandLine& args) {
   o.json = args.flag("json");
   // The bandwidth probe's buffer must dwarf the last-level cache; 256 MiB does on today's CPUs.
   o.probe_bytes = static_cast<std::size_t>(args.integer("probe-mb", 256, 8, 16384)) << 20;
+  o.device = read_device(args);
   args.reject_unknown();
   if (o.model_path.empty()) throw UsageError("bench needs --model PATH");
   if (o.prompt_tokens == 0 && o.generated_tokens == 0) throw UsageError("bench has nothing to run with -p 0 and -n 0");
@@ -371,6 +375,16 @@ std::vector<std::string> expand_bench_short_options(int argc, char** argv) {
 
 int run_bench(CommandLine& args) {
   const BenchOptions options = read_options(args);
+  if (options.device != "cpu") {
+    if (options.depths != std::vector<std::int64_t>{0}) throw UsageError("-d is for --device cpu only");
+    return run_backend_bench(BackendBenchOptions{.model_path = options.model_path,
+                                                 .device = options.device,
+                                                 .prompt_tokens = options.prompt_tokens,
+                                                 .generated_tokens = options.generated_tokens,
+                                                 .batch_sizes = options.batch_sizes,
+                                                 .repetitions = options.repetitions,
+                                                 .json = options.json});
+  }
   Progress progress;
   progress.show("loading " + options.model_path);
   auto loaded = LoadedModel::open(options.model_path);

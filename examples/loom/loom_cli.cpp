@@ -71,6 +71,7 @@ Commands:
          qwen2moe shared expert; --long-rope-context writes phi3 LongRoPE factors with that original
          context.
   bench  --model PATH [-p N] [-n N] [-b B,B,...] [-d D,D,...] [-t|--threads N] [-r N] [--json] [--probe-mb M]
+         [--device cpu|vulkan[:N]]
          Measures the memory bandwidth and int8 / FP32 peaks of this machine, then prompt processing of N
          tokens (-p, --n-prompt, default 512), generation of N tokens one at a time (-n, --n-gen, default
          128) and N tokens of B sequences decoding together for each batch size (-b, --batch, default
@@ -80,6 +81,8 @@ Commands:
          again after each of these many positions of context (filled first, untimed), e.g. -d 0,1000,2000
          for decode against context length. --json prints one JSON document instead. -p 0 or -n 0 skips
          those. --probe-mb M: the bandwidth probe reads M MiB (default 256; it must dwarf the last-level cache).
+         With --device vulkan[:N] the same tests (not -d) run through the backend's steps on that device,
+         one line each with tokens/s and ms per step (no CPU probes).
   template (--template FILE.jinja | --model PATH) --conversation FILE.json [--now 2025-03-09T08:05:03]
          Renders a chat template (a file, or the model's tokenizer.chat_template) over a conversation
          ({"messages": [...], "tools", "documents", "add_generation_prompt", "bos_token", "eos_token",

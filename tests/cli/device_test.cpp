@@ -1,0 +1,73 @@
+// --device as a user meets it: `loom info --devices` lists the Vulkan devices (lavapipe in CI), `loom generate
+// --device vulkan` gives the CPU's greedy text, and a device the build or the machine lacks is a clear error.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "loom/compute/devices.hpp"
+#include "run_process.hpp"
+#include "test_files.hpp"
+
+namespace loom::cli::testing {
+namespace {
+
+using loom::compute::testing::shared_path;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Skips (saying why) where this build or machine has no Vulkan device.
+#define REQUIRE_VULKAN_DEVICE()                                                                         \
+  do {                                                                                                  \
+    if (!compute::has_vulkan_backend()) GTEST_SKIP() << "skipped: " << compute::kNoVulkanBuild;         \
+    if (compute::list_vulkan_devices().empty()) GTEST_SKIP() << "skipped: no Vulkan device on this machine"; \
+  } while (false)
+
+TEST(DeviceOption, InfoDevicesListsEveryVulkanDeviceWithWhatTheBackendNeeds) {
+  REQUIRE_VULKAN_DEVICE();
+  const auto run = run_loom({"info", "--devices"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(has(run.out, "cpu: the CPU backend")) << run.out;
+  for (const auto& device : compute::list_vulkan_devices()) {
+    EXPECT_TRUE(has(run.out, "vulkan:" + std::to_string(device.index) + ": " + device.name + " (" + device.type + ")"))
+        << run.out;
+  }
+  EXPECT_TRUE(has(run.out, "  device-local memory: ")) << run.out;
+  EXPECT_TRUE(has(run.out, "  max workgroup invocations: ")) << run.out;
+  EXPECT_TRUE(has(run.out, "  push descriptors: yes")) << run.out;
+  EXPECT_TRUE(has(run.out, "  usable: yes")) << run.out;
+  // CI's device is Mesa's lavapipe (llvmpipe): check it by name where it is the machine's device.
+  if (has(run.out, "llvmpipe")) EXPECT_TRUE(has(run.out, "(cpu)")) << run.out;
+}
+
+TEST(DeviceOption, GenerateOnVulkanGivesTheCpusGreedyText) {
+  REQUIRE_VULKAN_DEVICE();
+  const std::string model = shared_path("models/aidreams260K.gguf");
+  REQUIRE_SHARED_FILE(model);
+  const std::vector<std::string> common{"generate", "--model", model, "--prompt", "Once upon a time",
+                                        "--temperature", "0", "--max-tokens", "40", "--threads", "1", "--device"};
+  auto on_cpu = common, on_vulkan = common;
+  on_cpu.push_back("cpu");
+  on_vulkan.push_back("vulkan");
+  const auto cpu = run_loom(on_cpu);
+  const auto vulkan = run_loom(on_vulkan);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  ASSERT_EQ(vulkan.exit_code, 0) << vulkan.err;
+  EXPECT_GT(vulkan.out.size(), 80u) << vulkan.out;
+  EXPECT_EQ(vulkan.out, cpu.out);
+  EXPECT_TRUE(has(vulkan.err, "generated 40 tokens")) << vulkan.err;
+}
+
+TEST(DeviceOption, AnUnknownDeviceIsAUsageErrorAndAMissingOneSaysWhatExists) {
+  const std::string model = shared_path("models/aidreams260K.gguf");
+  REQUIRE_SHARED_FILE(model);
+  const auto bad = run_loom({"generate", "--model", model, "--prompt", "x", "--device", "gpu"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(has(bad.err, "device 'gpu' is not cpu, vulkan or vulkan:N")) << bad.err;
+  const auto missing = run_loom({"generate", "--model", model, "--prompt", "x", "--device", "vulkan:999"});
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  EXPECT_TRUE(has(missing.err, compute::has_vulkan_backend() ? "vulkan:999" : std::string(compute::kNoVulkanBuild)))
+      << missing.err;
+}
+
+}  // namespace
+}  // namespace loom::cli::testing
