@@ -2,7 +2,8 @@
 // configuration: prompt processing, single-stream generation, and decode of several sequences batched
 // together), with the machine's bandwidth and compute peaks measured first so each figure can be read as a
 // fraction of what the hardware allows. It drives the compute library directly (LoadedModel, LlamaModel),
-// no engine or actors, so it measures the forward pass alone.
+// no engine or actors, so it measures the forward pass alone. With --device vulkan[:N] it times the Backend's
+// steps on that device instead (bench_backend.hpp).
 #pragma once
 
 #include <string>

@@ -21,6 +21,7 @@
 
 #include <boost/asio/use_future.hpp>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "device_option.hpp"
 #include "kv_cache_options.hpp"
@@ -170,7 +171,8 @@ void check_model_files(const std::string& model_path, const std::string& tokeniz
 }
 
 Engine::Config engine_config(const EngineOptions& options) {
-  actors::logger().set_level(spdlog::level::warn);  // the engine's progress lines are for servers, not this output
+  spdlog::set_level(spdlog::level::warn);  // the engine's and the backends' progress lines are for servers,
+  actors::logger().set_level(spdlog::level::warn);  // not this output
   Engine::Config config;
   config.model.model_path = options.model_path;
   config.model.tokenizer_path = options.tokenizer_path;

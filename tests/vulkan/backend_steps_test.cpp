@@ -79,6 +79,44 @@ TEST(VulkanBackendSteps, InterleavedSequencesWithScatteredBlocksGiveWhatEachGive
   }
 }
 
+// Rows read back whole come first on the device, best-token rows after: a greedy sequence after one with
+// logprobs in the batch still gets its own row's token, the one the logprobs sequence picks from the same prompt.
+TEST(VulkanBackendSteps, WholeRowsAndBestTokenRowsInOneStepEachGetTheirOwnRow) {
+  LOOM_REQUIRE_VULKAN();
+  const auto backend = VulkanBackend::load(shared_model_options(kModel, 256));
+  const std::vector<std::int32_t> other{1, 368, 430, 429, 472, 444, 353};
+  const StepResult alone = backend->run(StepBatch{.sequences = {greedy_start(5, other, {6})}});
+  backend->release(5);
+  const StepResult r = backend->run(StepBatch{.sequences = {greedy_start(1, other, {0}),
+                                                            with_logprobs(greedy_start(2, kPrompt, {1})),
+                                                            greedy_start(3, kPrompt, {2})}});
+  ASSERT_EQ(r.sampled.size(), 3u);
+  EXPECT_EQ(r.sampled[0].token, alone.sampled[0].token);
+  EXPECT_EQ(r.sampled[2].token, r.sampled[1].token);
+  EXPECT_EQ(r.sampled[1].top.at(0).token, r.sampled[1].token);
+  EXPECT_TRUE(r.sampled[0].top.empty());
+}
+
+// An embedding sequence's final hidden states come back and are pooled as the CPU backend pools them.
+TEST(VulkanBackendSteps, AnEmbeddingSequencePoolsWhatTheCpuBackendPools) {
+  LOOM_REQUIRE_VULKAN();
+  const LoadOptions options = shared_model_options(kModel, 256);
+  LoadOptions cpu_options = options;
+  cpu_options.device = "cpu";
+  const auto embed = [&](Backend& backend) {
+    StepSequence s = greedy_start(1, kPrompt, {3});
+    s.embed = true;
+    const StepResult r = backend.run(StepBatch{.sequences = {s}});
+    EXPECT_TRUE(r.sampled.empty());
+    return r.embeddings.at(0).values;
+  };
+  const auto vulkan = VulkanBackend::load(options);
+  const std::vector<float> on_vulkan = embed(*vulkan);
+  const std::vector<float> on_cpu = embed(*CpuBackend::load(cpu_options));
+  ASSERT_EQ(on_vulkan.size(), on_cpu.size());
+  for (std::size_t i = 0; i < on_cpu.size(); ++i) EXPECT_NEAR(on_vulkan[i], on_cpu[i], 1e-4f) << i;
+}
+
 TEST(VulkanBackendSteps, AForkedSequenceDecodesFromItsCopiedBlockLikeItsParent) {
   LOOM_REQUIRE_VULKAN();
   const auto backend = VulkanBackend::load(shared_model_options(kModel, 256));

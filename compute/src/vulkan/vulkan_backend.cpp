@@ -62,6 +62,15 @@ struct VulkanBackend::State {
   std::vector<float> hidden;
 
   CommandRecording& recording_for(const StepShape& shape);
+  // Grows the block tables' buffer to hold `entries` (the recordings, which bind the old one, are dropped).
+  void ensure_table_entries(std::int64_t entries) {
+    if (entries <= buffers.max_table_entries) return;
+    const std::int64_t grown = std::max(entries, 2 * buffers.max_table_entries);
+    recorded.clear();
+    buffers.tables = Buffer(*context, static_cast<std::uint64_t>(grown) * sizeof(std::int32_t), MemoryKind::host_visible,
+                            "block tables");
+    buffers.max_table_entries = grown;
+  }
   void write_rotation() {
     rotation->fill(positions, false, static_cast<float*>(buffers.rotation.mapped()));
     if (rotation->has_swa()) rotation->fill(positions, true, static_cast<float*>(buffers.rotation_swa.mapped()));
@@ -129,17 +138,20 @@ std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options, s
       state->kv_sizing);
   const std::int64_t blocks = kv_block_count(sized, config);
   const std::uint64_t kv = kv_bytes(config, sized.kv.type, sized.kv.block_size, blocks);
-  spdlog::info("loading {} on {} ({} device-local): weights {}, KV storage {} ({} blocks of {} tokens)",
+  logger().info("loading {} on {} ({} device-local): weights {}, KV storage {} ({} blocks of {} tokens)",
                options.model_path, device.name, gib(device.device_local_bytes), gib(weights), gib(kv), blocks,
                sized.kv.block_size);
   state->max_batch = options.max_batch_tokens;
+  // Room for the block tables of a step: a full context's for every sequence would be up to max_batch * context
+  // / block_size entries (GiBs at the largest options); start with what a few contexts take, grow on demand.
   const std::int64_t per_context = (config.context_length + sized.kv.block_size - 1) / sized.kv.block_size;
+  const std::int64_t table_entries = std::min(state->max_batch, std::int64_t{16}) * per_context;
   try {
     Uploader uploader(*state->context);
     state->weights = upload_weights(*state->context, uploader, state->loaded->weights(), options.stop);
     state->kv = allocate_kv(*state->context, config, sized.kv.type, sized.kv.block_size, blocks);
     state->buffers = allocate_step_buffers(*state->context, config, state->weights, state->kv.layout, state->max_batch,
-                                           state->max_batch * per_context);
+                                           table_entries);
   } catch (const DeviceMemoryError& e) {
     throw std::runtime_error("the device " + device.name + " has too little memory for this model: its weights need " +
                              gib(weights) + " and the KV storage " + gib(kv) + " (" + gib(weights + kv) +
@@ -165,6 +177,15 @@ struct SequenceView {
   std::int64_t start = 0;
   std::span<const BlockId> table;
 };
+
+// The block table entries a step reads: each sequence's up to its last position.
+std::int64_t table_entries(std::span<const SequenceView> sequences, std::int64_t block_size) {
+  std::int64_t entries = 0;
+  for (const SequenceView& s : sequences) {
+    entries += (s.start + static_cast<std::int64_t>(s.tokens.size()) + block_size - 1) / block_size;
+  }
+  return entries;
+}
 
 // The step's inputs in the host-visible buffers: token ids, positions (for the rotary table), each token's KV
 // slot and attention info (its position, where its sequence's block table starts in `tables`).
@@ -234,6 +255,7 @@ StepResult VulkanBackend::run(const StepBatch& batch) {
   for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
     views.push_back(SequenceView{batch.sequences[i].tokens, batch.sequences[i].start, held[i]->table});
   }
+  s.ensure_table_entries(table_entries(views, s.kv.layout.block_size));
   write_inputs(views, s.buffers, s.kv.layout.block_size, s.positions);
   s.write_rotation();
   StepShape shape{.tokens = static_cast<std::int64_t>(s.positions.size())};
@@ -286,6 +308,7 @@ std::vector<float> VulkanBackend::logits(std::span<const std::int32_t> tokens, s
     if (token < 0 || token >= s.config.vocab_size) throw std::out_of_range("logits: token id " + std::to_string(token) + " is outside the vocabulary");
   }
   const SequenceView view{tokens, start, table};
+  s.ensure_table_entries(table_entries({&view, 1}, block_size));
   write_inputs({&view, 1}, s.buffers, block_size, s.positions);
   s.write_rotation();
   auto* rows = static_cast<std::int32_t*>(s.buffers.logit_rows.mapped());

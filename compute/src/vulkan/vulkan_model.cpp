@@ -1,5 +1,6 @@
 #include "vulkan_model.hpp"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -46,9 +47,9 @@ class UploadProgress {
     if (tenth <= logged_) return;
     logged_ = tenth;
     if (total_ >= (std::uint64_t{1} << 30)) {
-      spdlog::info("uploading weights {:.1f}/{:.1f} GiB", static_cast<double>(done_) / kGiB, static_cast<double>(total_) / kGiB);
+      logger().info("uploading weights {:.1f}/{:.1f} GiB", static_cast<double>(done_) / kGiB, static_cast<double>(total_) / kGiB);
     } else {
-      spdlog::info("uploading weights {:.1f}/{:.1f} MiB", static_cast<double>(done_) / kMiB, static_cast<double>(total_) / kMiB);
+      logger().info("uploading weights {:.1f}/{:.1f} MiB", static_cast<double>(done_) / kMiB, static_cast<double>(total_) / kMiB);
     }
   }
 
@@ -59,6 +60,16 @@ class UploadProgress {
 };
 
 }  // namespace
+
+spdlog::logger& logger() {
+  static const std::shared_ptr<spdlog::logger> instance = [] {
+    if (auto existing = spdlog::get("vulkan")) return existing;
+    auto created = spdlog::stderr_color_mt("vulkan");
+    created->set_level(spdlog::default_logger()->level());
+    return created;
+  }();
+  return *instance;
+}
 
 std::uint64_t weight_bytes(const ModelWeights& weights) {
   std::uint64_t bytes = 0;

@@ -18,7 +18,15 @@
 #include "loom/compute/vulkan/vulkan_matmul.hpp"
 #include "loom/compute/vulkan/vulkan_ops.hpp"
 
+namespace spdlog {
+class logger;
+}
+
 namespace loom::compute::vulkan {
+
+// The backend's log ("vulkan", on stderr, at the default logger's level when first used): the load's
+// progress lines.
+spdlog::logger& logger();
 
 // One layer's tensors on the device; the optional ones are absent where the model has none.
 struct DeviceLayer {
