@@ -161,5 +161,23 @@ TEST(VulkanBackendLoad, RefusesAnOutOfRangeDeviceAndMixtureOfExpertsModels) {
   }
 }
 
+// Weights and KV storage beyond the device's memory: refused before anything is allocated, saying how much
+// each needs and what the device has.
+TEST(VulkanBackendLoad, MoreMemoryThanTheDeviceHasIsAClearError) {
+  LOOM_REQUIRE_VULKAN();
+  LoadOptions options = shared_model_options(kModel);
+  options.kv_tokens = 0;
+  options.kv.budget_bytes = test_device().context->description().device_local_bytes + (std::uint64_t{1} << 30);
+  try {
+    VulkanBackend::load(options);
+    ADD_FAILURE() << "a KV budget beyond the device's memory loaded";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("has too little memory for this model: its weights need"), std::string::npos) << what;
+    EXPECT_NE(what.find("and the KV storage"), std::string::npos) << what;
+    EXPECT_NE(what.find("the device has"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace loom::compute::vulkan::testing

@@ -146,6 +146,13 @@ std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options, s
   // / block_size entries (GiBs at the largest options); start with what a few contexts take, grow on demand.
   const std::int64_t per_context = (config.context_length + sized.kv.block_size - 1) / sized.kv.block_size;
   const std::int64_t table_entries = std::min(state->max_batch, std::int64_t{16}) * per_context;
+  const auto too_little = [&](std::uint64_t device_bytes, const std::string& detail) {
+    return std::runtime_error("the device " + device.name + " has too little memory for this model: its weights need " +
+                              gib(weights) + " and the KV storage " + gib(kv) + " (" + gib(weights + kv) +
+                              " together, with the step's buffers besides); the device has " + gib(device_bytes) +
+                              detail + ". Give a smaller KV budget (--kv-cache-mb), or use --device cpu");
+  };
+  if (device.device_local_bytes > 0 && weights + kv > device.device_local_bytes) throw too_little(device.device_local_bytes, "");
   try {
     Uploader uploader(*state->context);
     state->weights = upload_weights(*state->context, uploader, state->loaded->weights(), options.stop);
@@ -153,10 +160,7 @@ std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options, s
     state->buffers = allocate_step_buffers(*state->context, config, state->weights, state->kv.layout, state->max_batch,
                                            table_entries);
   } catch (const DeviceMemoryError& e) {
-    throw std::runtime_error("the device " + device.name + " has too little memory for this model: its weights need " +
-                             gib(weights) + " and the KV storage " + gib(kv) + " (" + gib(weights + kv) +
-                             " together, with the step's buffers besides); the device has " + gib(e.heap_bytes()) +
-                             " (" + e.what() + "). Give a smaller KV budget, or use --device cpu");
+    throw too_little(e.heap_bytes(), std::string(" (") + e.what() + ")");
   }
   state->rotation = std::make_unique<RotationTable>(config, state->loaded->weights());
   state->sampling = std::make_unique<StepSampling>(
