@@ -41,9 +41,9 @@ const uint ACT = IS_FLOAT ? ACT_F32 : (WEIGHT_TYPE == TYPE_Q4_1 || WEIGHT_TYPE =
 ivec2 int_dot(QuantGroup g, uint at) {
   ivec2 sums = ivec2(0);
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-    const int word = int(act_words[at + k]);
+    const uint word = act_words[at + k];
     int s = 0;
-    [[unroll]] for (uint b = 0u; b < 4u; ++b) s += g.q[4u * k + b] * bitfieldExtract(word, int(8u * b), 8);
+    [[unroll]] for (uint b = 0u; b < 4u; ++b) s += g.q[4u * k + b] * signed_byte_of(word, b);
     if (k < 4u) sums.x += s; else sums.y += s;
   }
   return sums;
@@ -82,22 +82,19 @@ float acc[MAX_ROWS * MAX_TOKENS];
 
 void accumulate(uint tile, uint token0) {
   const uint groups = IS_FLOAT ? (p.cols + 31u) / 32u : p.cols / 32u;
-  const uint tokens = min(TOKENS, p.n - token0);
+  // A partial tile computes its last token again for the missing ones (never written): no branches.
+  const uint last = p.n - 1u;
   [[unroll]] for (uint k = 0u; k < MAX_ROWS * MAX_TOKENS; ++k) acc[k] = 0.0;
   [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
     const uint row = tile * ROWS + r;
     if (row >= p.rows) break;
     for (uint group = gl_LocalInvocationID.x; group < groups; group += gl_WorkGroupSize.x) {
       if (IS_FLOAT) {
-        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) {
-          if (t < tokens) acc[r * MAX_TOKENS + t] += float_group_dot(row, token0 + t, group);
-        }
+        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) acc[r * MAX_TOKENS + t] += float_group_dot(row, min(token0 + t, last), group);
       } else {
         QuantGroup g;
         decode_quant_group(row * p.row_bytes, group, g);
-        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) {
-          if (t < tokens) acc[r * MAX_TOKENS + t] += quant_group_dot(g, token0 + t, group);
-        }
+        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) acc[r * MAX_TOKENS + t] += quant_group_dot(g, min(token0 + t, last), group);
       }
     }
   }
