@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "vulkan_matmul_detail.hpp"
+
 namespace loom::compute::vulkan {
 namespace {
 
@@ -216,6 +218,11 @@ void prepare_activations(OpContext& op, ActivationFormat format, const BufferRan
 
 void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
                      std::int64_t n) {
+  detail::matmul_prepared(op, w, prepared, y, n, detail::Reduction::automatic);
+}
+
+void detail::matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
+                             std::int64_t n, Reduction reduction) {
   const std::uint32_t bytes_per_row = check_tensor(w, "matmul");
   const ActivationFormat format = activation_format(w.type);
   const std::uint64_t count = values(n, w.cols);
@@ -226,7 +233,11 @@ void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& pr
   to_u32(values(n, w.rows), "the output count");
 
   const std::uint32_t tokens_per_tile = n == 1 ? 1 : kTokensPerTile;
-  const bool subgroups = op.pipelines.context().description().subgroup_arithmetic;
+  const bool subgroups = reduction == Reduction::automatic ? op.pipelines.context().description().subgroup_arithmetic
+                                                            : reduction == Reduction::subgroup;
+  if (subgroups && !op.pipelines.context().description().subgroup_arithmetic) {
+    throw std::invalid_argument("vulkan matmul: this device has no subgroup arithmetic");
+  }
   const std::array<std::uint32_t, 4> spec{kWorkgroup, static_cast<std::uint32_t>(w.type), kRowsPerTile, tokens_per_tile};
   const auto& pipeline = op.pipelines.get(subgroups ? "matmul" : "matmul_shmem", 3, sizeof(MatmulPush), spec);
   const std::uint64_t tiles = (static_cast<std::uint64_t>(w.rows) + kRowsPerTile - 1) / kRowsPerTile;
