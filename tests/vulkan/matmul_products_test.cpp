@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <set>
 #include <vector>
 
 #include "loom/compute/cpu/dequantize.hpp"
 #include "loom/compute/cpu/matmul.hpp"
 #include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/model/gguf_file.hpp"
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/model/tensor_view.hpp"
 #include "matmul_test_support.hpp"
@@ -45,51 +48,60 @@ std::vector<float> cpu_product(TensorType type, const std::vector<std::byte>& we
   return y;
 }
 
-// Every output of W x (n tokens) against the CPU's, for each n; returns the worst |difference| / magnitude.
+// The stored rows' products with n random tokens on the device and on the CPU, every output held to the
+// bound; returns the worst |difference| / magnitude.
+double compare_products(TensorType type, const std::vector<std::byte>& stored, const Shape& shape,
+                        std::initializer_list<std::int64_t> token_counts, detail::Reduction reduction) {
+  std::vector<float> dequantized(static_cast<std::size_t>(shape.rows * shape.cols));
+  for (std::int64_t r = 0; r < shape.rows; ++r) {
+    dequantize_row(type, stored.data() + stored.size() / shape.rows * r, dequantized.data() + r * shape.cols, shape.cols);
+  }
+  Buffer weights = device_buffer(stored, "weights");
+  const DeviceTensor tensor{type, shape.rows, shape.cols, weights.range()};
+  double worst = 0.0;
+  for (const std::int64_t n : token_counts) {
+    const auto x = random_values(n, shape.cols, 1000 + static_cast<std::uint32_t>(n));
+    const auto expected = cpu_product(type, stored, shape, x, n);
+    const ActivationFormat format = activation_format(type);
+    Buffer x_buffer = device_buffer(x, "x");
+    Buffer y_buffer = empty_buffer(4 * n * shape.rows, "y");
+    Buffer scratch = empty_buffer(prepared_bytes(format, n, shape.cols), "scratch");
+    run_ops([&](OpContext& op) {
+      prepare_activations(op, format, x_buffer.range(), scratch.range(), n, shape.cols);
+      const BufferRange& prepared = format == ActivationFormat::f32 ? x_buffer.range() : scratch.range();
+      detail::matmul_prepared(op, tensor, prepared, y_buffer.range(), n, reduction);
+    });
+    const auto got = download<float>(y_buffer.range(), static_cast<std::size_t>(n * shape.rows));
+    for (std::int64_t t = 0; t < n; ++t) {
+      for (std::int64_t r = 0; r < shape.rows; ++r) {
+        double magnitude = 0.0;
+        for (std::int64_t c = 0; c < shape.cols; ++c) {
+          magnitude += std::abs(static_cast<double>(dequantized[r * shape.cols + c]) * x[t * shape.cols + c]);
+        }
+        const std::size_t i = static_cast<std::size_t>(t * shape.rows + r);
+        const double diff = std::abs(static_cast<double>(got[i]) - expected[i]);
+        worst = std::max(worst, diff / magnitude);
+        EXPECT_LE(diff, kRelativeBound * magnitude)
+            << name(type) << " " << shape.rows << "x" << shape.cols << " n=" << n << " token " << t << " row " << r
+            << ": vulkan " << got[i] << ", cpu " << expected[i];
+        if (diff > kRelativeBound * magnitude) return worst;
+      }
+    }
+  }
+  return worst;
+}
+
+// Random weights stored by the CPU quantizer: 131 rows (a partial row tile) of 512; float weights also
+// 67 rows of 300 (a width that is no multiple of 32).
 double check_products(TensorType type, std::initializer_list<std::int64_t> token_counts, detail::Reduction reduction) {
   const bool is_float = type == TensorType::f32 || type == TensorType::f16 || type == TensorType::bf16;
-  // 131 rows: a partial row tile. Float weights also take a width that is no multiple of 32.
   std::vector<Shape> shapes{{131, 512}};
   if (is_float) shapes.push_back({67, 300});
   double worst = 0.0;
   for (const Shape& shape : shapes) {
     const auto values = random_values(shape.rows, shape.cols, 7 + static_cast<std::uint32_t>(type));
     const auto stored = quantized_rows(type, values, shape.rows, shape.cols);
-    std::vector<float> dequantized(values.size());
-    for (std::int64_t r = 0; r < shape.rows; ++r) {
-      dequantize_row(type, stored.data() + stored.size() / shape.rows * r, dequantized.data() + r * shape.cols, shape.cols);
-    }
-    Buffer weights = device_buffer(stored, "weights");
-    const DeviceTensor tensor{type, shape.rows, shape.cols, weights.range()};
-    for (const std::int64_t n : token_counts) {
-      const auto x = random_values(n, shape.cols, 1000 + static_cast<std::uint32_t>(n));
-      const auto expected = cpu_product(type, stored, shape, x, n);
-      const ActivationFormat format = activation_format(type);
-      Buffer x_buffer = device_buffer(x, "x");
-      Buffer y_buffer = empty_buffer(4 * n * shape.rows, "y");
-      Buffer scratch = empty_buffer(prepared_bytes(format, n, shape.cols), "scratch");
-      run_ops([&](OpContext& op) {
-        prepare_activations(op, format, x_buffer.range(), scratch.range(), n, shape.cols);
-        const BufferRange& prepared = format == ActivationFormat::f32 ? x_buffer.range() : scratch.range();
-        detail::matmul_prepared(op, tensor, prepared, y_buffer.range(), n, reduction);
-      });
-      const auto got = download<float>(y_buffer.range(), static_cast<std::size_t>(n * shape.rows));
-      for (std::int64_t t = 0; t < n; ++t) {
-        for (std::int64_t r = 0; r < shape.rows; ++r) {
-          double magnitude = 0.0;
-          for (std::int64_t c = 0; c < shape.cols; ++c) {
-            magnitude += std::abs(static_cast<double>(dequantized[r * shape.cols + c]) * x[t * shape.cols + c]);
-          }
-          const std::size_t i = static_cast<std::size_t>(t * shape.rows + r);
-          const double diff = std::abs(static_cast<double>(got[i]) - expected[i]);
-          worst = std::max(worst, diff / magnitude);
-          EXPECT_LE(diff, kRelativeBound * magnitude)
-              << name(type) << " " << shape.rows << "x" << shape.cols << " n=" << n << " token " << t << " row " << r
-              << ": vulkan " << got[i] << ", cpu " << expected[i];
-          if (diff > kRelativeBound * magnitude) return worst;
-        }
-      }
-    }
+    worst = std::max(worst, compare_products(type, stored, shape, token_counts, reduction));
   }
   return worst;
 }
@@ -109,6 +121,34 @@ TEST(VulkanMatmulSharedMemory, AgreesWithTheCpuBackendToo) {
   LOOM_REQUIRE_VULKAN();
   for (const TensorType type : {TensorType::f16, TensorType::q4_1, TensorType::q6_k}) {
     check_products(type, {1, 17}, detail::Reduction::shared_memory);
+  }
+}
+
+// Real rows: the first matrix of each stored type in ../shared/models' files (Q4_K and Q6_K from the
+// Q4_K_M file), its first 96 rows against 5 tokens, so the layouts are those of files the quantizers did
+// not write.
+TEST(VulkanMatmulRealRows, AgreeWithTheCpuBackend) {
+  LOOM_REQUIRE_VULKAN();
+  std::set<TensorType> seen;
+  for (const char* file : {"synth11M-q4_0.gguf", "synth11M-q8_0.gguf", "synth11M-q4_k_m.gguf", "synth11M-f16.gguf",
+                           "synthq256-q2_k.gguf", "synthq256-iq4_xs.gguf"}) {
+    const std::string path = std::string(LOOM_SHARED_DIR) + "/models/" + file;
+    ASSERT_TRUE(std::filesystem::exists(path)) << "missing test model " << path;
+    const GgufFile gguf = GgufFile::open(path);
+    for (const TensorView& tensor : gguf.tensors()) {
+      if (tensor.dims.size() != 2 || tensor.type == TensorType::f32 || seen.count(tensor.type) != 0) continue;
+      seen.insert(tensor.type);
+      const Shape shape{std::min<std::int64_t>(tensor.rows(), 96), tensor.cols()};
+      const std::vector<std::byte> stored(tensor.data, tensor.data + tensor.row_bytes() * shape.rows);
+      const double worst = compare_products(tensor.type, stored, shape, {1, 5}, detail::Reduction::automatic);
+      std::printf("[ worst    ] %s %s (%s, %ld x %ld): %.3g\n", file, tensor.name.c_str(),
+                  std::string(name(tensor.type)).c_str(), static_cast<long>(shape.rows), static_cast<long>(shape.cols),
+                  worst);
+    }
+  }
+  for (const TensorType type : {TensorType::q4_0, TensorType::q8_0, TensorType::q4_k, TensorType::q6_k,
+                                TensorType::f16, TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs}) {
+    EXPECT_TRUE(seen.count(type)) << name(type) << " found in none of the files";
   }
 }
 
