@@ -124,9 +124,9 @@ TEST(VulkanMatmulSharedMemory, AgreesWithTheCpuBackendToo) {
   }
 }
 
-// Real rows: the first matrix of each stored type in ../shared/models' files (Q4_K and Q6_K from the
-// Q4_K_M file), its first 96 rows against 5 tokens, so the layouts are those of files the quantizers did
-// not write.
+// Real rows: the first matrix of each stored type met in ../shared/models' files (their output and
+// embedding matrices bring Q6_K and Q4_K, the Q2_K file Q3_K too), its first 96 rows against 1 and 5 tokens,
+// so the layouts are also those of files our quantizers did not write.
 TEST(VulkanMatmulRealRows, AgreeWithTheCpuBackend) {
   LOOM_REQUIRE_VULKAN();
   std::set<TensorType> seen;
