@@ -169,6 +169,11 @@ TEST(VulkanMatmulShapes, RefusesWhatTheShadersCannotTake) {
     EXPECT_THROW(get_rows(op, {TensorType::q8_k, 1, 256, weights.range()}, io.range(), io.range(), 1),
                  std::invalid_argument);
   });
+  run_ops([&](OpContext& op) {  // no tokens: nothing to record
+    matmul(op, {TensorType::q4_0, 2, 64, weights.range()}, io.range(), io.range(), 0, io.range());
+    get_rows(op, {TensorType::q4_0, 2, 64, weights.range()}, io.range(), io.range(), 0);
+    EXPECT_EQ(op.recording.dispatches(), 0u);
+  });
   EXPECT_FALSE(supports_weight_type(TensorType::q8_k));
   EXPECT_THROW(activation_format(TensorType::i32), std::invalid_argument);
 }

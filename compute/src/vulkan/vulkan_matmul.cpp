@@ -186,6 +186,7 @@ std::uint64_t prepared_bytes(ActivationFormat format, std::int64_t n, std::int64
 
 void prepare_activations(OpContext& op, ActivationFormat format, const BufferRange& x, const BufferRange& prepared,
                          std::int64_t n, std::int64_t cols) {
+  if (n == 0) return;
   const std::uint64_t count = values(n, cols);
   if (format == ActivationFormat::f32) return;
   if (cols % block_values(format) != 0) {
@@ -223,6 +224,7 @@ void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& pr
 
 void detail::matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
                              std::int64_t n, Reduction reduction) {
+  if (n == 0) return;
   const std::uint32_t bytes_per_row = check_tensor(w, "matmul");
   const ActivationFormat format = activation_format(w.type);
   const std::uint64_t count = values(n, w.cols);
@@ -251,6 +253,7 @@ void detail::matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferR
 
 void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const BufferRange& y, std::int64_t n,
             const BufferRange& scratch) {
+  if (n == 0) return;
   const ActivationFormat format = activation_format(w.type);
   if (format == ActivationFormat::f32) return matmul_prepared(op, w, x, y, n);
   prepare_activations(op, format, x, scratch, n, w.cols);
@@ -259,6 +262,7 @@ void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const Bu
 
 void get_rows(OpContext& op, const DeviceTensor& table, const BufferRange& tokens, const BufferRange& out,
               std::int64_t n, float scale) {
+  if (n == 0) return;
   const std::uint32_t bytes_per_row = check_tensor(table, "get_rows");
   require_bytes(tokens, 4 * static_cast<std::uint64_t>(std::max<std::int64_t>(n, 0)), "the token ids");
   require_bytes(out, 4 * values(n, table.cols), "the output");

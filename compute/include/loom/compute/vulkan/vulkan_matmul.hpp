@@ -33,7 +33,7 @@ struct DeviceTensor {
 // The form activations take to meet a weight type.
 enum class ActivationFormat { f32, f16, q8_0, q8_1, q8_k };
 ActivationFormat activation_format(TensorType weight_type);
-// Whether matmul() and get_rows() take this type.
+// Whether matmul() and get_rows() take this type. Every op below records nothing for n = 0.
 bool supports_weight_type(TensorType type) noexcept;
 
 // Bytes of the prepared activations of n rows of `cols` values in `format` (0 for f32: used as they are).
