@@ -4,7 +4,10 @@
 // ties of the largest magnitude (Q8_K takes the first), values that land exactly half-way between two quants.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
+#include <cmath>
+#include <random>
 #include <cstring>
 #include <vector>
 
@@ -121,6 +124,41 @@ TEST(VulkanPrepareActivations, F32NeedsNoRoomAndOthersCheckTheirs) {
     EXPECT_THROW(prepare_activations(op, ActivationFormat::q8_0, small.range(), small.range(), 1, 256), std::invalid_argument);
     EXPECT_THROW(prepare_activations(op, ActivationFormat::q8_k, small.range(), small.range(), 1, 32), std::invalid_argument);
   });
+}
+
+// The quantizers' division corrects a device quotient up to two ulps off (GPUs divide through a reciprocal):
+// started 2 ulps below to 2 above the device's a / b, it ends on the host's correctly rounded a / b, for the
+// quantizers' own divisions (max / 127, 127 / max, -127 / max, 1 / iscale) and random ones.
+TEST(VulkanPrepareActivations, TheDivisionIsCorrectlyRoundedFromAnyNearbyStart) {
+  LOOM_REQUIRE_VULKAN();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  std::vector<float> pairs;
+  for (int i = 0; i < 2000; ++i) {
+    const float v = std::ldexp(mantissa(rng), exponent(rng)) * (i % 3 == 0 ? -1.0f : 1.0f);
+    const float iscale = -127.0f / v;
+    const float quantizer[][2] = {{std::abs(v), 127.0f}, {127.0f, std::abs(v)}, {-127.0f, v}, {1.0f, iscale}};
+    for (const auto& pair : quantizer) pairs.insert(pairs.end(), {pair[0], pair[1]});
+    pairs.insert(pairs.end(), {std::ldexp(mantissa(rng), exponent(rng)), std::ldexp(mantissa(rng), exponent(rng))});
+  }
+  const std::size_t count = pairs.size() / 2;
+  Buffer input = device_buffer(pairs, "pairs");
+  Buffer output = empty_buffer(4 * 5 * count, "quotients");
+  run_ops([&](OpContext& op) {
+    const std::array<std::uint32_t, 1> spec{64};
+    const auto& pipeline = op.pipelines.get("quantize_divide_check", 2, 4, spec);
+    const auto n = static_cast<std::uint32_t>(count);
+    op.recording.dispatch(pipeline, {input.range(), output.range()}, n, groups_for(count, 64));
+  });
+  const auto got = download<float>(output.range(), 5 * count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const float expected = pairs[2 * i] / pairs[2 * i + 1];
+    for (int k = 0; k < 5; ++k) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[5 * i + k]), std::bit_cast<std::uint32_t>(expected))
+          << pairs[2 * i] << " / " << pairs[2 * i + 1] << " from " << (k - 2) << " ulps away: " << got[5 * i + k];
+    }
+  }
 }
 
 }  // namespace
