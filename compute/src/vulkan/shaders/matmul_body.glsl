@@ -49,7 +49,7 @@ ivec2 int_dot(QuantGroup g, uint at) {
   return sums;
 }
 
-// Group `group` of weight row g against token t's prepared activations.
+// A decoded group (number `group` of its row) against token t's prepared activations.
 float quant_group_dot(QuantGroup g, uint t, uint group) {
   const QuantLayout layout_ = quant_layout(ACT, p.n, p.cols);
   const ivec2 dots = int_dot(g, qs_word(p.cols, t, group));
@@ -106,7 +106,7 @@ void write_result(uint tile, uint token0, uint r, uint t, float value) {
 }
 
 #ifdef MATMUL_SUBGROUP
-// Per subgroup one partial sum per output, then the first thread of the workgroup adds the subgroups'.
+// Per subgroup one partial sum per output, then one thread per output adds the subgroups'.
 shared float partial[64u * MAX_ROWS * MAX_TOKENS];
 
 void reduce_and_write(uint tile, uint token0) {
