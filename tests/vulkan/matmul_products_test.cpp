@@ -124,6 +124,18 @@ TEST(VulkanMatmulSharedMemory, AgreesWithTheCpuBackendToo) {
   }
 }
 
+// More row tiles than a dispatch's x dimension takes on lavapipe (65535): the grid wraps into z, and every
+// row must still be computed once, the last ones included.
+TEST(VulkanMatmulShapes, ManyRowsWrapTheGrid) {
+  LOOM_REQUIRE_VULKAN();
+  const auto max_x = test_device().context->description().max_workgroup_count[0];
+  if (max_x > 100000) GTEST_SKIP() << "this device takes " << max_x << " workgroups along x: no wrap to test";
+  const Shape shape{2 * static_cast<std::int64_t>(max_x) + 77, 32};
+  const auto values = random_values(shape.rows, shape.cols, 3);
+  const auto stored = quantized_rows(TensorType::q4_0, values, shape.rows, shape.cols);
+  compare_products(TensorType::q4_0, stored, shape, {1}, detail::Reduction::automatic);
+}
+
 // Real rows: the first matrix of each stored type met in ../shared/models' files (their output and
 // embedding matrices bring Q6_K and Q4_K, the Q2_K file Q3_K too), its first 96 rows against 1 and 5 tokens,
 // so the layouts are also those of files our quantizers did not write.
