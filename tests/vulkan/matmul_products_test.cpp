@@ -124,6 +124,40 @@ TEST(VulkanMatmulSharedMemory, AgreesWithTheCpuBackendToo) {
   }
 }
 
+// Three products of one input (q, k, v): the activations prepared once, the first two recorded without a
+// barrier after them (nothing reads their outputs before the third's barrier), each matching the CPU.
+TEST(VulkanMatmulShapes, ProductsOfOneInputShareTheirPreparation) {
+  LOOM_REQUIRE_VULKAN();
+  const Shape shape{40, 512};
+  const std::int64_t n = 3;
+  const TensorType types[] = {TensorType::q4_k, TensorType::q6_k, TensorType::iq4_xs};  // all meet Q8_K
+  std::vector<std::vector<std::byte>> stored;
+  std::vector<Buffer> weights, outputs;
+  for (const TensorType type : types) {
+    stored.push_back(quantized_rows(type, random_values(shape.rows, shape.cols, 50 + static_cast<std::uint32_t>(type)),
+                                    shape.rows, shape.cols));
+    weights.push_back(device_buffer(stored.back(), "weights"));
+    outputs.push_back(empty_buffer(4 * n * shape.rows, "y"));
+  }
+  const auto x = random_values(n, shape.cols, 77);
+  Buffer input = device_buffer(x, "x");
+  Buffer prepared = empty_buffer(prepared_bytes(ActivationFormat::q8_k, n, shape.cols), "prepared");
+  run_ops([&](OpContext& op) {
+    prepare_activations(op, ActivationFormat::q8_k, input.range(), prepared.range(), n, shape.cols);
+    for (std::size_t i = 0; i < 3; ++i) {
+      matmul_prepared(op, {types[i], shape.rows, shape.cols, weights[i].range()}, prepared.range(), outputs[i].range(), n,
+                      i < 2 ? Barrier::none : Barrier::after);
+    }
+  });
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto expected = cpu_product(types[i], stored[i], shape, x, n);
+    const auto got = download<float>(outputs[i].range(), expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      ASSERT_NEAR(got[k], expected[k], 1e-5 * (std::abs(expected[k]) + 1.0)) << name(types[i]) << " output " << k;
+    }
+  }
+}
+
 // More row tiles than a dispatch's x dimension takes on lavapipe (65535): the grid wraps into z, and every
 // row must still be computed once, the last ones included.
 TEST(VulkanMatmulShapes, ManyRowsWrapTheGrid) {

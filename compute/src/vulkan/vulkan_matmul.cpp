@@ -218,12 +218,12 @@ void prepare_activations(OpContext& op, ActivationFormat format, const BufferRan
 }
 
 void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
-                     std::int64_t n) {
-  detail::matmul_prepared(op, w, prepared, y, n, detail::Reduction::automatic);
+                     std::int64_t n, Barrier barrier) {
+  detail::matmul_prepared(op, w, prepared, y, n, detail::Reduction::automatic, barrier);
 }
 
 void detail::matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
-                             std::int64_t n, Reduction reduction) {
+                             std::int64_t n, Reduction reduction, Barrier barrier) {
   if (n == 0) return;
   const std::uint32_t bytes_per_row = check_tensor(w, "matmul");
   const ActivationFormat format = activation_format(w.type);
@@ -248,16 +248,16 @@ void detail::matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferR
                         static_cast<std::uint32_t>(n), bytes_per_row, grid.x};
   const std::uint32_t token_tiles = to_u32((static_cast<std::uint64_t>(n) + tokens_per_tile - 1) / tokens_per_tile,
                                            "the token tiles");
-  op.recording.dispatch(pipeline, {w.data, prepared, y}, push, grid.x, token_tiles, grid.wrap);
+  op.recording.dispatch(pipeline, {w.data, prepared, y}, push, grid.x, token_tiles, grid.wrap, barrier);
 }
 
 void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const BufferRange& y, std::int64_t n,
-            const BufferRange& scratch) {
+            const BufferRange& scratch, Barrier barrier) {
   if (n == 0) return;
   const ActivationFormat format = activation_format(w.type);
-  if (format == ActivationFormat::f32) return matmul_prepared(op, w, x, y, n);
+  if (format == ActivationFormat::f32) return matmul_prepared(op, w, x, y, n, barrier);
   prepare_activations(op, format, x, scratch, n, w.cols);
-  matmul_prepared(op, w, scratch, y, n);
+  matmul_prepared(op, w, scratch, y, n, barrier);
 }
 
 void get_rows(OpContext& op, const DeviceTensor& table, const BufferRange& tokens, const BufferRange& out,

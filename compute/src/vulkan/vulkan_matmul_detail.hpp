@@ -16,6 +16,6 @@ enum class Reduction {
 };
 
 void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
-                     std::int64_t n, Reduction reduction);
+                     std::int64_t n, Reduction reduction, Barrier barrier = Barrier::after);
 
 }  // namespace loom::compute::vulkan::detail

@@ -50,12 +50,14 @@ void prepare_activations(OpContext& op, ActivationFormat format, const BufferRan
 // 32 values decoded once per workgroup and met by all its tokens. Throws std::invalid_argument for a type it
 // does not take, rows that are not whole blocks, or buffers smaller than the shapes need.
 // `prepared` holds x as prepare_activations(activation_format(w.type)) left it (for an f32 format, x itself).
+// `barrier`: Barrier::none for a product the next dispatch does not read (q and k before v, recorded back to
+// back from one prepared input); the last of them keeps the default.
 void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
-                     std::int64_t n);
+                     std::int64_t n, Barrier barrier = Barrier::after);
 
 // Both steps: `scratch` must hold prepared_bytes(activation_format(w.type), n, w.cols).
 void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const BufferRange& y, std::int64_t n,
-            const BufferRange& scratch);
+            const BufferRange& scratch, Barrier barrier = Barrier::after);
 
 // out[i] = scale * row tokens[i] of `table`, dequantized to F32 (tokens: n int32 ids, each < table.rows; an
 // id outside the table gives a row of zeros rather than a read past the buffer), as dequantize_row() does.
