@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <ostream>
 #include <set>
 #include <vector>
 
@@ -173,30 +175,48 @@ TEST(VulkanMatmulShapes, ManyRowsWrapTheGrid) {
 // Real rows: the first matrix of each stored type met in ../shared/models' files (their output and
 // embedding matrices bring Q6_K and Q4_K, the Q2_K file Q3_K too), its first 96 rows against 1 and 5 tokens,
 // so the layouts are also those of files our quantizers did not write.
-TEST(VulkanMatmulRealRows, AgreeWithTheCpuBackend) {
+struct RealFile {
+  const char* file;
+  std::vector<TensorType> types;  // the matrix types it holds, each tested once
+};
+
+void PrintTo(const RealFile& real, std::ostream* out) { *out << real.file; }
+
+class VulkanMatmulRealRows : public ::testing::TestWithParam<RealFile> {};
+
+TEST_P(VulkanMatmulRealRows, AgreeWithTheCpuBackend) {
   LOOM_REQUIRE_VULKAN();
+  const RealFile& real = GetParam();
+  const std::string path = std::string(LOOM_SHARED_DIR) + "/models/" + real.file;
+  ASSERT_TRUE(std::filesystem::exists(path)) << "missing test model " << path;
+  const GgufFile gguf = GgufFile::open(path);
   std::set<TensorType> seen;
-  for (const char* file : {"synth11M-q4_0.gguf", "synth11M-q8_0.gguf", "synth11M-q4_k_m.gguf", "synth11M-f16.gguf",
-                           "synthq256-q2_k.gguf", "synthq256-iq4_xs.gguf"}) {
-    const std::string path = std::string(LOOM_SHARED_DIR) + "/models/" + file;
-    ASSERT_TRUE(std::filesystem::exists(path)) << "missing test model " << path;
-    const GgufFile gguf = GgufFile::open(path);
-    for (const TensorView& tensor : gguf.tensors()) {
-      if (tensor.dims.size() != 2 || tensor.type == TensorType::f32 || seen.count(tensor.type) != 0) continue;
-      seen.insert(tensor.type);
-      const Shape shape{std::min<std::int64_t>(tensor.rows(), 96), tensor.cols()};
-      const std::vector<std::byte> stored(tensor.data, tensor.data + tensor.row_bytes() * shape.rows);
-      const double worst = compare_products(tensor.type, stored, shape, {1, 5}, detail::Reduction::automatic);
-      std::printf("[ worst    ] %s %s (%s, %ld x %ld): %.3g\n", file, tensor.name.c_str(),
-                  std::string(name(tensor.type)).c_str(), static_cast<long>(shape.rows), static_cast<long>(shape.cols),
-                  worst);
-    }
+  for (const TensorView& tensor : gguf.tensors()) {
+    if (tensor.dims.size() != 2 || tensor.type == TensorType::f32 || seen.count(tensor.type) != 0) continue;
+    seen.insert(tensor.type);
+    const Shape shape{std::min<std::int64_t>(tensor.rows(), 96), tensor.cols()};
+    const std::vector<std::byte> stored(tensor.data, tensor.data + tensor.row_bytes() * shape.rows);
+    const double worst = compare_products(tensor.type, stored, shape, {1, 5}, detail::Reduction::automatic);
+    std::printf("[ worst    ] %s %s (%s, %ld x %ld): %.3g\n", real.file, tensor.name.c_str(),
+                std::string(name(tensor.type)).c_str(), static_cast<long>(shape.rows), static_cast<long>(shape.cols), worst);
   }
-  for (const TensorType type : {TensorType::q4_0, TensorType::q8_0, TensorType::q4_k, TensorType::q6_k,
-                                TensorType::f16, TensorType::q2_k, TensorType::q3_k, TensorType::iq4_xs}) {
-    EXPECT_TRUE(seen.count(type)) << name(type) << " found in none of the files";
-  }
+  EXPECT_EQ(seen, std::set<TensorType>(real.types.begin(), real.types.end()));
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedModels, VulkanMatmulRealRows,
+    ::testing::Values(RealFile{"synth11M-q4_0.gguf", {TensorType::q4_0, TensorType::q6_k}},
+                      RealFile{"synth11M-q8_0.gguf", {TensorType::q8_0}},
+                      RealFile{"synth11M-q4_k_m.gguf", {TensorType::q4_k, TensorType::q6_k}},
+                      RealFile{"synth11M-f16.gguf", {TensorType::f16}},
+                      RealFile{"synthq256-q2_k.gguf", {TensorType::q2_k, TensorType::q3_k, TensorType::q6_k}},
+                      RealFile{"synthq256-iq4_xs.gguf", {TensorType::iq4_xs, TensorType::q6_k}}),
+    [](const ::testing::TestParamInfo<RealFile>& info) {
+      std::string name = info.param.file;
+      name = name.substr(0, name.find('.'));
+      for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
 
 INSTANTIATE_TEST_SUITE_P(EveryWeightType, VulkanMatmul, ::testing::ValuesIn(kWeightTypes),
                          [](const ::testing::TestParamInfo<TensorType>& info) { return std::string(name(info.param)); });

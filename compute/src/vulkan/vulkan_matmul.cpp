@@ -235,10 +235,12 @@ void detail::matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferR
   to_u32(values(n, w.rows), "the output count");
 
   const std::uint32_t tokens_per_tile = n == 1 ? 1 : kTokensPerTile;
-  const bool subgroups = reduction == Reduction::automatic ? op.pipelines.context().description().subgroup_arithmetic
-                                                            : reduction == Reduction::subgroup;
-  if (subgroups && !op.pipelines.context().description().subgroup_arithmetic) {
-    throw std::invalid_argument("vulkan matmul: this device has no subgroup arithmetic");
+  // matmul.comp keeps one partial sum per subgroup for at most 16 subgroups: subgroups of 4 threads or more.
+  const DeviceDescription& device = op.pipelines.context().description();
+  const bool subgroups_usable = device.subgroup_arithmetic && device.subgroup_size >= kWorkgroup / 16;
+  const bool subgroups = reduction == Reduction::automatic ? subgroups_usable : reduction == Reduction::subgroup;
+  if (subgroups && !subgroups_usable) {
+    throw std::invalid_argument("vulkan matmul: this device has no subgroup arithmetic on subgroups of 4 or more");
   }
   const std::array<std::uint32_t, 4> spec{kWorkgroup, static_cast<std::uint32_t>(w.type), kRowsPerTile, tokens_per_tile};
   const auto& pipeline = op.pipelines.get(subgroups ? "matmul" : "matmul_shmem", 3, sizeof(MatmulPush), spec);

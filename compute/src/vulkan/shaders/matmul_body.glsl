@@ -78,70 +78,71 @@ float float_group_dot(uint row, uint t, uint group) {
   return sum;
 }
 
-float acc[MAX_ROWS * MAX_TOKENS];
+// Each thread's running sums, one per (row, token) of the tile, in shared memory rather than registers: the
+// token loop then stays a loop (a tile of 8 tokens unrolled made the shader 8 times as large, and its
+// compilation on lavapipe the slowest part of a test), and a sum's read-modify-write per 32-value group is
+// small beside the group's 32 multiply-adds. Sum k of thread i sits at [k * WORKGROUP + i]: consecutive
+// threads, consecutive banks. Sized for 64 threads x 4 rows x 8 tokens (8 KiB).
+const uint WORKGROUP = gl_WorkGroupSize.x;
+shared float sums[64u * MAX_ROWS * MAX_TOKENS];
 
 void accumulate(uint tile, uint token0) {
   const uint groups = IS_FLOAT ? (p.cols + 31u) / 32u : p.cols / 32u;
-  // A partial tile computes its last token again for the missing ones (never written): no branches.
-  const uint last = p.n - 1u;
-  [[unroll]] for (uint k = 0u; k < MAX_ROWS * MAX_TOKENS; ++k) acc[k] = 0.0;
-  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+  const uint tokens = min(TOKENS, p.n - token0);
+  const uint me = gl_LocalInvocationID.x;
+  for (uint k = 0u; k < ROWS * TOKENS; ++k) sums[k * WORKGROUP + me] = 0.0;
+  for (uint r = 0u; r < ROWS; ++r) {
     const uint row = tile * ROWS + r;
     if (row >= p.rows) break;
-    for (uint group = gl_LocalInvocationID.x; group < groups; group += gl_WorkGroupSize.x) {
+    for (uint group = me; group < groups; group += WORKGROUP) {
       if (IS_FLOAT) {
-        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) acc[r * MAX_TOKENS + t] += float_group_dot(row, min(token0 + t, last), group);
+        for (uint t = 0u; t < tokens; ++t) sums[(r * TOKENS + t) * WORKGROUP + me] += float_group_dot(row, token0 + t, group);
       } else {
         QuantGroup g;
         decode_quant_group(row * p.row_bytes, group, g);
-        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) acc[r * MAX_TOKENS + t] += quant_group_dot(g, min(token0 + t, last), group);
+        for (uint t = 0u; t < tokens; ++t) sums[(r * TOKENS + t) * WORKGROUP + me] += quant_group_dot(g, token0 + t, group);
       }
     }
   }
 }
 
-void write_result(uint tile, uint token0, uint r, uint t, float value) {
-  const uint row = tile * ROWS + r;
-  if (row < p.rows && token0 + t < p.n) y[(token0 + t) * p.rows + row] = value;
+void write_result(uint tile, uint token0, uint k, float value) {
+  const uint row = tile * ROWS + k / TOKENS, t = token0 + k % TOKENS;
+  if (row < p.rows && t < p.n) y[t * p.rows + row] = value;
 }
 
 #ifdef MATMUL_SUBGROUP
-// Per subgroup one partial sum per output, then one thread per output adds the subgroups'.
-shared float partial[64u * MAX_ROWS * MAX_TOKENS];
+// Each subgroup adds its threads' sums (subgroupAdd), then one thread per output adds the subgroups'.
+// Subgroups of at least 4 threads (the host checks), so at most 16 per workgroup.
+shared float subgroup_sums[16u * MAX_ROWS * MAX_TOKENS];
 
 void reduce_and_write(uint tile, uint token0) {
-  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-    [[unroll]] for (uint t = 0u; t < TOKENS; ++t) {
-      const float s = subgroupAdd(acc[r * MAX_TOKENS + t]);
-      if (subgroupElect()) partial[gl_SubgroupID * ROWS * TOKENS + r * TOKENS + t] = s;
-    }
+  const uint outputs = ROWS * TOKENS;
+  barrier();
+  for (uint k = 0u; k < outputs; ++k) {
+    const float s = subgroupAdd(sums[k * WORKGROUP + gl_LocalInvocationID.x]);
+    if (subgroupElect()) subgroup_sums[gl_SubgroupID * outputs + k] = s;
   }
   barrier();
-  const uint outputs = ROWS * TOKENS;
-  for (uint k = gl_LocalInvocationID.x; k < outputs; k += gl_WorkGroupSize.x) {
+  for (uint k = gl_LocalInvocationID.x; k < outputs; k += WORKGROUP) {
     float sum = 0.0;
-    for (uint s = 0u; s < gl_NumSubgroups; ++s) sum += partial[s * outputs + k];
-    write_result(tile, token0, k / TOKENS, k % TOKENS, sum);
+    for (uint s = 0u; s < gl_NumSubgroups; ++s) sum += subgroup_sums[s * outputs + k];
+    write_result(tile, token0, k, sum);
   }
 }
 #else
-// A tree over shared memory (workgroup sizes are powers of two, at most 64 threads x 32 outputs).
-shared float partial[64u * MAX_ROWS * MAX_TOKENS];
-
+// A tree over the threads in shared memory (the workgroup size is a power of two).
 void reduce_and_write(uint tile, uint token0) {
   const uint outputs = ROWS * TOKENS;
   const uint me = gl_LocalInvocationID.x;
-  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-    [[unroll]] for (uint t = 0u; t < TOKENS; ++t) partial[me * outputs + r * TOKENS + t] = acc[r * MAX_TOKENS + t];
-  }
   barrier();
-  for (uint stride = gl_WorkGroupSize.x / 2u; stride > 0u; stride /= 2u) {
+  for (uint stride = WORKGROUP / 2u; stride > 0u; stride /= 2u) {
     if (me < stride) {
-      for (uint k = 0u; k < outputs; ++k) partial[me * outputs + k] += partial[(me + stride) * outputs + k];
+      for (uint k = 0u; k < outputs; ++k) sums[k * WORKGROUP + me] += sums[k * WORKGROUP + me + stride];
     }
     barrier();
   }
-  for (uint k = me; k < outputs; k += gl_WorkGroupSize.x) write_result(tile, token0, k / TOKENS, k % TOKENS, partial[k]);
+  for (uint k = me; k < outputs; k += WORKGROUP) write_result(tile, token0, k, sums[k * WORKGROUP]);
 }
 #endif
 
