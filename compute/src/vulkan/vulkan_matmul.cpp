@@ -205,13 +205,13 @@ void prepare_activations(OpContext& op, ActivationFormat format, const BufferRan
   }
   const QuantizePush push{to_u32(static_cast<std::uint64_t>(n), "n"), to_u32(static_cast<std::uint64_t>(cols), "cols")};
   const std::uint64_t blocks = count / static_cast<std::uint64_t>(block_values(format));
-  const Grid grid = grid_for(op, (blocks + kWorkgroup - 1) / kWorkgroup);
-  if (format == ActivationFormat::q8_k) {
-    const std::array<std::uint32_t, 1> spec{kWorkgroup};
-    op.recording.dispatch(op.pipelines.get("quantize_q8_k", 2, sizeof(QuantizePush), spec), {x, prepared}, push, grid.x,
+  if (format == ActivationFormat::q8_k) {  // a workgroup per 256-value block
+    const Grid grid = grid_for(op, blocks);
+    op.recording.dispatch(op.pipelines.get("quantize_q8_k", 2, sizeof(QuantizePush)), {x, prepared}, push, grid.x,
                           grid.wrap);
     return;
   }
+  const Grid grid = grid_for(op, (blocks + kWorkgroup - 1) / kWorkgroup);  // a thread per 32-value block
   const std::array<std::uint32_t, 2> spec{kWorkgroup, format == ActivationFormat::q8_1 ? 1u : 0u};
   op.recording.dispatch(op.pipelines.get("quantize_q8", 2, sizeof(QuantizePush), spec), {x, prepared}, push, grid.x,
                         grid.wrap);
