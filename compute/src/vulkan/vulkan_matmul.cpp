@@ -211,8 +211,8 @@ void prepare_activations(OpContext& op, ActivationFormat format, const BufferRan
                           grid.wrap);
     return;
   }
-  const Grid grid = grid_for(op, (blocks + kWorkgroup - 1) / kWorkgroup);  // a thread per 32-value block
-  const std::array<std::uint32_t, 2> spec{kWorkgroup, format == ActivationFormat::q8_1 ? 1u : 0u};
+  const Grid grid = grid_for(op, (blocks + 7) / 8);  // 8 threads per 32-value block, 8 blocks per workgroup
+  const std::array<std::uint32_t, 1> spec{format == ActivationFormat::q8_1 ? 1u : 0u};
   op.recording.dispatch(op.pipelines.get("quantize_q8", 2, sizeof(QuantizePush), spec), {x, prepared}, push, grid.x,
                         grid.wrap);
 }
