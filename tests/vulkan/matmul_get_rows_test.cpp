@@ -50,7 +50,7 @@ TEST_P(VulkanGetRows, AreTheCpuDequantizedRowsScaled) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryWeightType, VulkanGetRows, ::testing::ValuesIn(kWeightTypes),
-                         [](const ::testing::TestParamInfo<TensorType>& info) { return std::string(name(info.param)); });
+                         [](const ::testing::TestParamInfo<TensorType>& tested) { return std::string(name(tested.param)); });
 
 }  // namespace
 }  // namespace loom::compute::vulkan

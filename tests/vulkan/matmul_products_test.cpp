@@ -211,15 +211,15 @@ INSTANTIATE_TEST_SUITE_P(
                       RealFile{"synth11M-f16.gguf", {TensorType::f16}},
                       RealFile{"synthq256-q2_k.gguf", {TensorType::q2_k, TensorType::q3_k, TensorType::q6_k}},
                       RealFile{"synthq256-iq4_xs.gguf", {TensorType::iq4_xs, TensorType::q6_k}}),
-    [](const ::testing::TestParamInfo<RealFile>& info) {
-      std::string name = info.param.file;
+    [](const ::testing::TestParamInfo<RealFile>& tested) {
+      std::string name = tested.param.file;
       name = name.substr(0, name.find('.'));
       for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
       return name;
     });
 
 INSTANTIATE_TEST_SUITE_P(EveryWeightType, VulkanMatmul, ::testing::ValuesIn(kWeightTypes),
-                         [](const ::testing::TestParamInfo<TensorType>& info) { return std::string(name(info.param)); });
+                         [](const ::testing::TestParamInfo<TensorType>& tested) { return std::string(name(tested.param)); });
 
 TEST(VulkanMatmulShapes, RefusesWhatTheShadersCannotTake) {
   LOOM_REQUIRE_VULKAN();
