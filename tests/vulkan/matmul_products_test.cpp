@@ -212,10 +212,10 @@ INSTANTIATE_TEST_SUITE_P(
                       RealFile{"synthq256-q2_k.gguf", {TensorType::q2_k, TensorType::q3_k, TensorType::q6_k}},
                       RealFile{"synthq256-iq4_xs.gguf", {TensorType::iq4_xs, TensorType::q6_k}}),
     [](const ::testing::TestParamInfo<RealFile>& tested) {
-      std::string name = tested.param.file;
-      name = name.substr(0, name.find('.'));
-      for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-      return name;
+      std::string label = tested.param.file;
+      label = label.substr(0, label.find('.'));
+      for (char& c : label) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return label;
     });
 
 INSTANTIATE_TEST_SUITE_P(EveryWeightType, VulkanMatmul, ::testing::ValuesIn(kWeightTypes),
