@@ -1,7 +1,8 @@
 // y[t][r] = W[r] . x[t] for a tile of ROWS weight rows x TOKENS tokens per workgroup: each 32-value group
 // of a weight row is decoded once and met by every token of the tile (prefill reads the weights once per
-// tile, not once per token), the workgroup's threads splitting a row's groups, then summing their partial
-// sums (matmul.comp: subgroupAdd, matmul_shmem.comp: shared memory only).
+// tile, not once per token), each activation quant is extracted once for all the tile's rows, and the
+// workgroup's threads split a row's groups, then add their partial sums (matmul.comp: subgroupAdd,
+// matmul_shmem.comp: shared memory only).
 //
 // Arithmetic per group, as the CPU kernels (compute/src/cpu/vec_dot.cpp) and the reference compute a block:
 // exact integer dots of weight quants with activation quants, times the integer sub-block scales, then one
@@ -37,22 +38,28 @@ float act_float(uint word) { return uintBitsToFloat(act_words[word]); }
 const uint ACT = IS_FLOAT ? ACT_F32 : (WEIGHT_TYPE == TYPE_Q4_1 || WEIGHT_TYPE == TYPE_Q5_1) ? ACT_Q8_1 :
                  IS_K ? ACT_Q8_K : ACT_Q8_0;
 
-// The integer dot of a group's values with 32 activation quants at word `at` (16 + 16: the two halves).
-ivec2 int_dot(QuantGroup g, uint at) {
-  ivec2 sums = ivec2(0);
+// The tile's weight groups: one per row, decoded once per group index and met by every token of the tile.
+QuantGroup tile_groups[MAX_ROWS];
+
+// tile_groups[r].q . token t's 32 activation quants at word `at`, for every row r, as (first 16, last 16):
+// each activation byte is sign-extended once and multiplied into all the tile's rows.
+void tile_int_dots(uint at, out ivec2 dots[MAX_ROWS]) {
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) dots[r] = ivec2(0);
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
     const uint word = act_words[at + k];
-    int s = 0;
-    [[unroll]] for (uint b = 0u; b < 4u; ++b) s += g.q[4u * k + b] * signed_byte_of(word, b);
-    if (k < 4u) sums.x += s; else sums.y += s;
+    [[unroll]] for (uint b = 0u; b < 4u; ++b) {
+      const int a = signed_byte_of(word, b);
+      [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        if (k < 4u) dots[r].x += tile_groups[r].q[4u * k + b] * a; else dots[r].y += tile_groups[r].q[4u * k + b] * a;
+      }
+    }
   }
-  return sums;
 }
 
-// A decoded group (number `group` of its row) against token t's prepared activations.
-float quant_group_dot(QuantGroup g, uint t, uint group) {
+// A decoded group (number `group` of its row) with its integer dots against token t, scaled: the
+// block scales, the sub-block scales and the min terms of the activation format.
+float scaled_group_dot(QuantGroup g, ivec2 dots, uint t, uint group) {
   const QuantLayout layout_ = quant_layout(ACT, p.n, p.cols);
-  const ivec2 dots = int_dot(g, qs_word(p.cols, t, group));
   if (ACT == ACT_Q8_K) {
     const float da = act_float(layout_.scales + t * (p.cols / 256u) + group / 8u);
     const int scaled = TWO_SCALES ? g.sc[0] * dots.x + g.sc[1] * dots.y : g.sc[0] * (dots.x + dots.y);
@@ -91,16 +98,25 @@ void accumulate(uint tile, uint token0) {
   const uint tokens = min(TOKENS, p.n - token0);
   const uint me = gl_LocalInvocationID.x;
   for (uint k = 0u; k < ROWS * TOKENS; ++k) sums[k * WORKGROUP + me] = 0.0;
-  for (uint r = 0u; r < ROWS; ++r) {
-    const uint row = tile * ROWS + r;
-    if (row >= p.rows) break;
-    for (uint group = me; group < groups; group += WORKGROUP) {
-      if (IS_FLOAT) {
+  if (IS_FLOAT) {
+    for (uint r = 0u; r < ROWS; ++r) {
+      const uint row = tile * ROWS + r;
+      if (row >= p.rows) break;
+      for (uint group = me; group < groups; group += WORKGROUP) {
         for (uint t = 0u; t < tokens; ++t) sums[(r * TOKENS + t) * WORKGROUP + me] += float_group_dot(row, token0 + t, group);
-      } else {
-        QuantGroup g;
-        decode_quant_group(row * p.row_bytes, group, g);
-        for (uint t = 0u; t < tokens; ++t) sums[(r * TOKENS + t) * WORKGROUP + me] += quant_group_dot(g, token0 + t, group);
+      }
+    }
+    return;
+  }
+  // A tile past the last row decodes the last row again for the missing ones (never written): no branches.
+  const uint last_row = p.rows - 1u;
+  for (uint group = me; group < groups; group += WORKGROUP) {
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) decode_quant_group(min(tile * ROWS + r, last_row) * p.row_bytes, group, tile_groups[r]);
+    for (uint t = 0u; t < tokens; ++t) {
+      ivec2 dots[MAX_ROWS];
+      tile_int_dots(qs_word(p.cols, token0 + t, group), dots);
+      [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        sums[(r * TOKENS + t) * WORKGROUP + me] += scaled_group_dot(tile_groups[r], dots[r], token0 + t, group);
       }
     }
   }
