@@ -121,9 +121,10 @@ TEST_P(VulkanMatmul, AgreesWithTheCpuBackendToSummationOrder) {
 // products through shared memory alone, for a type of each family.
 TEST(VulkanMatmulSharedMemory, AgreesWithTheCpuBackendToo) {
   LOOM_REQUIRE_VULKAN();
-  for (const TensorType type : {TensorType::f16, TensorType::q4_1, TensorType::q6_k}) {
-    check_products(type, {1, 17}, detail::Reduction::shared_memory);
-  }
+  // Decode and batch tiles between them, a pipeline each (lavapipe compiles every one anew).
+  check_products(TensorType::f16, {1}, detail::Reduction::shared_memory);
+  check_products(TensorType::q4_1, {17}, detail::Reduction::shared_memory);
+  check_products(TensorType::q6_k, {17}, detail::Reduction::shared_memory);
 }
 
 // Three products of one input (q, k, v): the activations prepared once, the first two recorded without a
@@ -173,7 +174,7 @@ TEST(VulkanMatmulShapes, ManyRowsWrapTheGrid) {
 }
 
 // Real rows: the first matrix of each stored type met in ../shared/models' files (their output and
-// embedding matrices bring Q6_K and Q4_K, the Q2_K file Q3_K too), its first 96 rows against 1 and 5 tokens,
+// embedding matrices bring Q6_K and Q4_K, the Q2_K file Q3_K too), its first 96 rows against one token,
 // so the layouts are also those of files our quantizers did not write.
 struct RealFile {
   const char* file;
@@ -196,7 +197,7 @@ TEST_P(VulkanMatmulRealRows, AgreeWithTheCpuBackend) {
     seen.insert(tensor.type);
     const Shape shape{std::min<std::int64_t>(tensor.rows(), 96), tensor.cols()};
     const std::vector<std::byte> stored(tensor.data, tensor.data + tensor.row_bytes() * shape.rows);
-    const double worst = compare_products(tensor.type, stored, shape, {1, 5}, detail::Reduction::automatic);
+    const double worst = compare_products(tensor.type, stored, shape, {1}, detail::Reduction::automatic);
     std::printf("[ worst    ] %s %s (%s, %ld x %ld): %.3g\n", real.file, tensor.name.c_str(),
                 std::string(name(tensor.type)).c_str(), static_cast<long>(shape.rows), static_cast<long>(shape.cols), worst);
   }
