@@ -1,6 +1,9 @@
-// Paged attention, one workgroup per (token, query head): workgroup (h, t) attends token t's query head h to
-// the positions its sequence holds up to the token's own (causal), or the last `window` of them, reading each
-// position's block from the sequence's table. Positions go in tiles of one per invocation: each invocation
+// Paged attention, one workgroup per (token, query head, split): workgroup (h, t, s) attends token t's query
+// head h to the positions its sequence holds up to the token's own (causal), or the last `window` of them,
+// reading each position's block from the sequence's table. With one split it writes the output; with more
+// (a decode step's few tokens over a long context) split s takes only positions [s * chunk, (s + 1) * chunk)
+// and writes its unnormalised sums, its maximum and its denominator to `partials`, which
+// attention_combine.comp merges. Positions go in tiles of one per invocation: each invocation
 // scores its position (a whole dot product over head_dim), the tile's maximum is found by a shared-memory tree,
 // then every invocation rescales its running sums by exp(old max - new max) and adds the tile's weighted
 // values for its own dimensions (the online softmax: one pass, stable for any context length, F32 sums).
@@ -24,6 +27,8 @@ layout(std430, set = 0, binding = 2) readonly buffer Values { float values[]; };
 layout(std430, set = 0, binding = 3) readonly buffer TokenInfo { int token_info[]; };  // position, table start, 0, 0
 layout(std430, set = 0, binding = 4) readonly buffer Tables { int tables[]; };
 layout(std430, set = 0, binding = 5) writeonly buffer Out { float out_values[]; };
+// Per (token, head, split): head_dim sums, then the split's maximum score and its softmax denominator.
+layout(std430, set = 0, binding = 6) writeonly buffer Partials { float partials[]; };
 
 layout(push_constant) uniform Push {
   uint heads;
@@ -32,6 +37,7 @@ layout(push_constant) uniform Push {
   uint window;   // 0: none
   float scale;
   float softcap; // 0: none
+  uint chunk;    // positions per split (with one split: unused)
 } p;
 
 shared float query_s[HEAD_DIM];
@@ -85,7 +91,14 @@ void main() {
   const uint kv_head = head / (p.heads / p.kv_heads);
   const int position = token_info[token * 4];
   const int table_start = token_info[token * 4 + 1];
-  const int first = p.window > 0 ? max(0, position - int(p.window) + 1) : 0;
+  const uint split = gl_WorkGroupID.z;
+  const uint splits = gl_NumWorkGroups.z;
+  int first = p.window > 0 ? max(0, position - int(p.window) + 1) : 0;
+  int last = position;
+  if (splits > 1) {
+    first = max(first, int(split * p.chunk));
+    if (split + 1 < splits) last = min(last, int((split + 1) * p.chunk) - 1);  // the last part takes the rest
+  }
 
   const uint query_base = (token * p.heads + head) * HEAD_DIM;
   for (uint d = tid; d < HEAD_DIM; d += gl_WorkGroupSize.x) {
@@ -100,10 +113,10 @@ void main() {
   float running_max = kLowest;
   float weight_sum = 0.0;  // this invocation's share of the softmax's denominator
   float acc[kMaxDimsPerInvocation] = float[](0.0, 0.0, 0.0, 0.0);
-  for (int tile = first; tile <= position; tile += int(gl_WorkGroupSize.x)) {
+  for (int tile = first; tile <= last; tile += int(gl_WorkGroupSize.x)) {
     const int pos = tile + int(tid);
     float score = kLowest;
-    if (pos <= position) {
+    if (pos <= last) {
       const int block = tables[table_start + pos / int(p.block_size)];
       const uint slot = uint(pos) % p.block_size;
       const uint row = ((uint(block) * p.kv_heads + kv_head) * p.block_size + slot) * HEAD_DIM;
@@ -113,13 +126,13 @@ void main() {
     }
     const float new_max = max(running_max, workgroup_reduce(score, true));
     const float rescale = exp(running_max - new_max);
-    const float weight = pos <= position ? exp(score - new_max) : 0.0;
+    const float weight = pos <= last ? exp(score - new_max) : 0.0;
     weight_s[tid] = weight;
     weight_sum = weight_sum * rescale + weight;
     running_max = new_max;
     barrier();
 
-    const uint count = uint(min(int(gl_WorkGroupSize.x), position - tile + 1));
+    const uint count = uint(min(int(gl_WorkGroupSize.x), last - tile + 1));
     for (uint k = 0; k < kMaxDimsPerInvocation; ++k) {
       const uint d = tid + k * gl_WorkGroupSize.x;
       if (d >= HEAD_DIM) break;
@@ -131,8 +144,21 @@ void main() {
   }
 
   const float denominator = workgroup_reduce(weight_sum, false);
+  if (splits == 1) {
+    for (uint k = 0; k < kMaxDimsPerInvocation; ++k) {
+      const uint d = tid + k * gl_WorkGroupSize.x;
+      if (d < HEAD_DIM) out_values[query_base + d] = acc[k] / denominator;
+    }
+    return;
+  }
+  // An empty split (its positions all before the window or after the token) leaves 0, kLowest, 0: no weight.
+  const uint partial_base = ((token * p.heads + head) * splits + split) * (HEAD_DIM + 2);
   for (uint k = 0; k < kMaxDimsPerInvocation; ++k) {
     const uint d = tid + k * gl_WorkGroupSize.x;
-    if (d < HEAD_DIM) out_values[query_base + d] = acc[k] / denominator;
+    if (d < HEAD_DIM) partials[partial_base + d] = acc[k];
+  }
+  if (tid == 0) {
+    partials[partial_base + HEAD_DIM] = running_max;
+    partials[partial_base + HEAD_DIM + 1] = denominator;
   }
 }
