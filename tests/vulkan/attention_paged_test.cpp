@@ -185,6 +185,24 @@ TEST(VulkanAttention, F16KvHeadDim256OneKvHeadForAll) {
   check_attention({TensorType::f16, 256, 3, 1, 300, 0.0f, 4096, 6});
 }
 
+// A backend sizes the scratch once, for its widest step: that must hold any narrower step's parts, although
+// fewer tokens split into more parts.
+TEST(VulkanAttention, ScratchForTheWidestStepServesEveryNarrowerOne) {
+  const KvLayout layout{TensorType::f16, 16, 8, 128};
+  const AttentionShape widest{64, 32, 1.0f, 0, 0.0f, 4096};
+  const std::uint64_t sized = attention_scratch_bytes(widest, layout);
+  for (std::int64_t n = 1; n <= widest.n; ++n) {
+    AttentionShape step = widest;
+    step.n = n;
+    const std::uint64_t parts = static_cast<std::uint64_t>(n * step.heads * attention_splits(step) * (128 + 2)) * 4;
+    EXPECT_GE(sized, attention_splits(step) > 1 ? parts : 0) << n;
+    EXPECT_LE(attention_scratch_bytes(step, layout), sized) << n;
+  }
+  EXPECT_EQ(attention_splits({1, 32, 1.0f, 0, 0.0f, 4096}), 8);  // 256 workgroups from 32 pairs
+  EXPECT_EQ(attention_splits({8, 32, 1.0f, 0, 0.0f, 4096}), 1);
+  EXPECT_EQ(attention_scratch_bytes({64, 32, 1.0f, 0, 0.0f, 256}, layout), 0u);  // too short a context to split
+}
+
 TEST(VulkanAttention, RejectsShapesTheShaderCannotTake) {
   LOOM_REQUIRE_VULKAN();
   auto& device = testing::test_device();

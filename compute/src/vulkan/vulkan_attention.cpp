@@ -68,9 +68,17 @@ std::int64_t attention_splits(const AttentionShape& shape) {
 }
 
 std::uint64_t attention_scratch_bytes(const AttentionShape& shape, const KvLayout& layout) {
-  const std::int64_t splits = attention_splits(shape);
-  if (splits == 1) return 0;
-  return static_cast<std::uint64_t>(shape.n * shape.heads * splits * (layout.head_dim + 2)) * 4;
+  // Fewer tokens can mean more parts, so the answer is the largest need of 1..n tokens (only steps of fewer
+  // than kTargetWorkgroups pairs split): a buffer sized for a backend's widest step serves all its steps.
+  std::uint64_t most = 0;
+  for (std::int64_t n = 1; n <= shape.n && n * shape.heads < kTargetWorkgroups; ++n) {
+    AttentionShape fewer = shape;
+    fewer.n = n;
+    const std::int64_t splits = attention_splits(fewer);
+    if (splits == 1) continue;
+    most = std::max(most, static_cast<std::uint64_t>(n * shape.heads * splits * (layout.head_dim + 2)) * 4);
+  }
+  return most;
 }
 
 void attention(OpContext& op, const KvLayout& layout, const AttentionShape& shape, const BufferRange& q,

@@ -73,7 +73,8 @@ struct AttentionShape {
 // head_dim: even, at most 512; n and heads at most 65535.
 // Work split: one workgroup per (token, query head), or, when a step has too few of those to fill a device
 // (a decode step of a few sequences), per (token, head, part of max_positions) followed by a pass that merges
-// the parts: `scratch` holds attention_scratch_bytes(shape, layout) bytes for the parts (0 with one part).
+// the parts: `scratch` holds attention_scratch_bytes(shape, layout) bytes for the parts, which is what a
+// shape of shape.n tokens or fewer may need (so size the buffer once, for the widest step); 0 when none splits.
 void attention(OpContext& op, const KvLayout& layout, const AttentionShape& shape, const BufferRange& q,
                const BufferRange& keys, const BufferRange& values, const BufferRange& token_info,
                const BufferRange& tables, const BufferRange& out, const BufferRange& scratch);
