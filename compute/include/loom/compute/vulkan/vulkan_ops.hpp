@@ -25,7 +25,8 @@ void add_bias(OpContext& op, const BufferRange& rows, const BufferRange& bias, s
 void scale(OpContext& op, const BufferRange& x, std::int64_t count, float factor);
 // x = cap * tanh(x / cap) over `count` values (gemma2's soft-capping).
 void soft_cap(OpContext& op, const BufferRange& x, std::int64_t count, float cap);
-// gate = silu(gate) * up (SwiGLU), or gelu_tanh(gate) * up (GeGLU), over `count` values.
+// gate = silu(gate) * up (SwiGLU), or gelu_tanh(gate) * up (GeGLU, F16 in and out as the CPU's gelu_tanh),
+// over `count` values.
 void swiglu(OpContext& op, const BufferRange& gate, const BufferRange& up, std::int64_t count);
 void geglu(OpContext& op, const BufferRange& gate, const BufferRange& up, std::int64_t count);
 
