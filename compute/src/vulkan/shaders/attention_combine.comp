@@ -30,6 +30,6 @@ void main() {
     for (uint s = 0; s < p.splits; ++s) {
       sum += exp(partials[base + s * stride + p.head_dim] - top) * partials[base + s * stride + d];
     }
-    out_values[(token * p.heads + head) * p.head_dim + d] = sum / denominator;
+    out_values[(token * p.heads + head) * p.head_dim + d] = denominator > 0.0 ? sum / denominator : 0.0;
   }
 }

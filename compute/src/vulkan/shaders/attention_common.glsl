@@ -144,10 +144,10 @@ void main() {
   }
 
   const float denominator = workgroup_reduce(weight_sum, false);
-  if (splits == 1) {
+  if (splits == 1) {  // a token that sees no position (none of a real step's) gets zeros, not 0 / 0
     for (uint k = 0; k < kMaxDimsPerInvocation; ++k) {
       const uint d = tid + k * gl_WorkGroupSize.x;
-      if (d < HEAD_DIM) out_values[query_base + d] = acc[k] / denominator;
+      if (d < HEAD_DIM) out_values[query_base + d] = denominator > 0.0 ? acc[k] / denominator : 0.0;
     }
     return;
   }
