@@ -2,7 +2,7 @@
 // prefill chunk of one sequence with decode tokens of three others (one at position 0, one with a context of
 // 1000 positions), every sequence's blocks scattered ({7, 2, 9}, a shuffled run of 63 blocks), every unused
 // slot of the storage filled with noise that a causal or windowed query must not see. Cases: F16 and F32 KV,
-// grouped-query heads, a sliding window, soft-capped scores, a head_dim larger than the workgroup, positions
+// grouped-query heads (1, 2, 3, 4 and 12 query heads per KV head), a sliding window, soft-capped scores, a head_dim larger than the workgroup, positions
 // split into parts (attention_splits()) and not. Then the
 // same recording is submitted again after the host moved a token's position, as a decode step does.
 // Bound: 1e-5 absolute on outputs that are averages of values in [-1, 1] (F32 dot products of up to 256
@@ -177,6 +177,18 @@ TEST(VulkanAttention, F32KvSlidingWindowAndSoftCapSplit) {
 TEST(VulkanAttention, F32KvFourQueryHeadsPerKvHeadUnsplit) {
   LOOM_REQUIRE_VULKAN();
   check_attention({TensorType::f32, 64, 16, 4, 0, 0.0f, 1024, 1});
+}
+
+// Twelve query heads per KV head: two workgroups of six heads each read it.
+TEST(VulkanAttention, F32KvTwelveQueryHeadsPerKvHeadInTwoWorkgroups) {
+  LOOM_REQUIRE_VULKAN();
+  check_attention({TensorType::f32, 64, 12, 1, 0, 0.0f, 1024, 2});
+}
+
+// No grouping: each query head its own KV head.
+TEST(VulkanAttention, F16KvOneQueryHeadPerKvHead) {
+  LOOM_REQUIRE_VULKAN();
+  check_attention({TensorType::f16, 64, 2, 2, 0, 0.0f, 1024, 4});
 }
 
 // head_dim 256: two dimensions per invocation; 6 parts of 768 positions over a 4096 context.

@@ -1,5 +1,6 @@
-// Paged attention on the device (vulkan_ops.hpp): one workgroup per (token, query head), the token's visible
-// positions in tiles of one per invocation with an online softmax (shaders/attention_common.glsl). Every
+// Paged attention on the device (vulkan_ops.hpp): one workgroup per (token, group of query heads that share a
+// KV head), the token's visible positions in tiles of one per invocation with an online softmax, each key and
+// value read once for the group (shaders/attention_common.glsl). Every
 // token reads its position and block table from buffers, so one recording serves prefill chunks and decode
 // steps of any sequences, whatever their positions, as long as the step's shape (n, heads) is the same.
 // A step of few (token, head) pairs (decode) would leave most of a GPU idle while each workgroup walks a long
@@ -25,6 +26,19 @@ using detail::require_bytes;
 // head's dimensions, so head_dim may reach 4 * kAttentionGroupSize.
 constexpr std::uint32_t kAttentionGroupSize = 128;
 constexpr std::int64_t kMaxHeadDim = 4 * kAttentionGroupSize;
+// Query heads per workgroup: the largest divisor of the heads per KV head up to 8 (the invocations keep
+// sums for each), with the group's queries (group * head_dim floats) within 8 KiB of shared memory.
+constexpr std::int64_t kMaxGroupHeads = 8;
+constexpr std::int64_t kMaxGroupQueryFloats = 2048;
+
+std::uint32_t heads_per_workgroup(const AttentionShape& shape, const KvLayout& layout) {
+  const std::int64_t sharing = shape.heads / layout.kv_heads;
+  for (std::int64_t group = std::min(sharing, kMaxGroupHeads); group > 1; --group) {
+    if (sharing % group == 0 && group * layout.head_dim <= kMaxGroupQueryFloats) return static_cast<std::uint32_t>(group);
+  }
+  return 1;
+}
+
 // Splitting aims at this many workgroups, in parts of at least two tiles, at most kMaxSplits of them.
 constexpr std::int64_t kTargetWorkgroups = 256;
 constexpr std::int64_t kMinPartPositions = 2 * kAttentionGroupSize;
@@ -106,12 +120,13 @@ void attention(OpContext& op, const KvLayout& layout, const AttentionShape& shap
                   checked_u32(layout.block_size, "attention block_size"), checked_u32(shape.window, "attention window"),
                   shape.scale, shape.softcap > 0.0f ? shape.softcap : 0.0f,
                   splits > 1 ? checked_u32(part_positions(shape, splits), "attention part") : 0u};
-  const std::array<std::uint32_t, 2> spec{kAttentionGroupSize, static_cast<std::uint32_t>(layout.head_dim)};
+  const std::uint32_t group = heads_per_workgroup(shape, layout);
+  const std::array<std::uint32_t, 3> spec{kAttentionGroupSize, static_cast<std::uint32_t>(layout.head_dim), group};
   const auto& pipeline = op.pipelines.get(layout.type == TensorType::f16 ? "attention_f16" : "attention_f32", 7,
                                           sizeof(Push), spec);
   // With one part the shader writes `out` and never touches its partials binding.
   const BufferRange& partials = splits > 1 ? scratch : out;
-  op.recording.dispatch(pipeline, {q, keys, values, token_info, tables, out, partials}, push, push.heads, n,
+  op.recording.dispatch(pipeline, {q, keys, values, token_info, tables, out, partials}, push, push.heads / group, n,
                         static_cast<std::uint32_t>(splits));
   if (splits == 1) return;
   struct CombinePush {
