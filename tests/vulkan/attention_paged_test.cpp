@@ -136,7 +136,7 @@ void check_attention(const Case& c) {
   const KvLayout layout{c.type, kBlockSize, c.kv_heads, c.head_dim};
   const AttentionShape shape{n,        c.heads, 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
                              c.window, c.softcap, c.max_positions};
-  ASSERT_EQ(attention_splits(shape), c.splits);
+  ASSERT_EQ(attention_splits(shape, layout), c.splits);
   const auto q = random_floats(n * c.heads * c.head_dim, -8.0f, 8.0f, 71);
   const Storage keys = make_storage(c, 72), values = make_storage(c, 73);
   auto q_buffer = buffer_of(q), key_buffer = buffer_of(keys.bytes), value_buffer = buffer_of(values.bytes);
@@ -160,8 +160,8 @@ void check_attention(const Case& c) {
   expect_close(read_back<float>(out_buffer, q.size()), reference(c, shape.scale, q, keys, values, info, tables));
 }
 
-// 17 tokens x 4 heads: few enough that the 1024 positions are split into 4 parts of 256 (the long sequence's
-// 1000 positions span them all; the others' fall in the first).
+// 17 tokens x 2 groups of 2 heads: few enough that the 1024 positions are split into 4 parts of 256 (the long
+// sequence's 1000 positions span them all; the others' fall in the first).
 TEST(VulkanAttention, F16KvGroupedQueryHeadsPrefillAndDecodeInOneStepSplit) {
   LOOM_REQUIRE_VULKAN();
   check_attention({TensorType::f16, 64, 4, 2, 0, 0.0f, 1024, 4});
@@ -173,16 +173,16 @@ TEST(VulkanAttention, F32KvSlidingWindowAndSoftCapSplit) {
   check_attention({TensorType::f32, 64, 4, 2, 24, 2.0f, 1024, 4});
 }
 
-// 17 tokens x 16 heads fill a device: one workgroup per (token, head) walks its whole context.
+// 17 tokens x 16 groups of 4 heads fill a device: one workgroup per (token, group) walks its whole context.
 TEST(VulkanAttention, F32KvFourQueryHeadsPerKvHeadUnsplit) {
   LOOM_REQUIRE_VULKAN();
-  check_attention({TensorType::f32, 64, 16, 4, 0, 0.0f, 1024, 1});
+  check_attention({TensorType::f32, 64, 64, 16, 0, 0.0f, 1024, 1});
 }
 
 // Twelve query heads per KV head: two workgroups of six heads each read it.
 TEST(VulkanAttention, F32KvTwelveQueryHeadsPerKvHeadInTwoWorkgroups) {
   LOOM_REQUIRE_VULKAN();
-  check_attention({TensorType::f32, 64, 12, 1, 0, 0.0f, 1024, 2});
+  check_attention({TensorType::f32, 64, 12, 1, 0, 0.0f, 1024, 4});
 }
 
 // No grouping: each query head its own KV head.
@@ -191,10 +191,10 @@ TEST(VulkanAttention, F16KvOneQueryHeadPerKvHead) {
   check_attention({TensorType::f16, 64, 2, 2, 0, 0.0f, 1024, 4});
 }
 
-// head_dim 256: two dimensions per invocation; 6 parts of 768 positions over a 4096 context.
+// head_dim 256: two dimensions per invocation; 16 parts of 256 positions over a 4096 context.
 TEST(VulkanAttention, F16KvHeadDim256OneKvHeadForAll) {
   LOOM_REQUIRE_VULKAN();
-  check_attention({TensorType::f16, 256, 3, 1, 300, 0.0f, 4096, 6});
+  check_attention({TensorType::f16, 256, 3, 1, 300, 0.0f, 4096, 16});
 }
 
 // A backend sizes the scratch once, for its widest step: that must hold any narrower step's parts, although
@@ -206,12 +206,16 @@ TEST(VulkanAttention, ScratchForTheWidestStepServesEveryNarrowerOne) {
   for (std::int64_t n = 1; n <= widest.n; ++n) {
     AttentionShape step = widest;
     step.n = n;
-    const std::uint64_t parts = static_cast<std::uint64_t>(n * step.heads * attention_splits(step) * (128 + 2)) * 4;
-    EXPECT_GE(sized, attention_splits(step) > 1 ? parts : 0) << n;
+    const std::int64_t splits = attention_splits(step, layout);
+    const std::uint64_t parts = static_cast<std::uint64_t>(n * step.heads * splits * (128 + 2)) * 4;
+    EXPECT_GE(sized, splits > 1 ? parts : 0) << n;
     EXPECT_LE(attention_scratch_bytes(step, layout), sized) << n;
   }
-  EXPECT_EQ(attention_splits({1, 32, 1.0f, 0, 0.0f, 4096}), 8);  // 256 workgroups from 32 pairs
-  EXPECT_EQ(attention_splits({8, 32, 1.0f, 0, 0.0f, 4096}), 1);
+  // 32 heads over 8 KV heads: 8 workgroups of 4 heads a token. One token: 16 parts of 256 positions (the
+  // shortest part); 8 tokens: 4 parts (256 workgroups); 32 tokens fill the 256 unsplit.
+  EXPECT_EQ(attention_splits({1, 32, 1.0f, 0, 0.0f, 4096}, layout), 16);
+  EXPECT_EQ(attention_splits({8, 32, 1.0f, 0, 0.0f, 4096}, layout), 4);
+  EXPECT_EQ(attention_splits({32, 32, 1.0f, 0, 0.0f, 4096}, layout), 1);
   EXPECT_EQ(attention_scratch_bytes({64, 32, 1.0f, 0, 0.0f, 256}, layout), 0u);  // too short a context to split
 }
 

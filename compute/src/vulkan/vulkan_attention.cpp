@@ -32,6 +32,7 @@ constexpr std::int64_t kMaxGroupHeads = 8;
 constexpr std::int64_t kMaxGroupQueryFloats = 2048;
 
 std::uint32_t heads_per_workgroup(const AttentionShape& shape, const KvLayout& layout) {
+  if (layout.kv_heads < 1 || shape.heads % layout.kv_heads != 0) return 1;  // check_shape() refuses those
   const std::int64_t sharing = shape.heads / layout.kv_heads;
   for (std::int64_t group = std::min(sharing, kMaxGroupHeads); group > 1; --group) {
     if (sharing % group == 0 && group * layout.head_dim <= kMaxGroupQueryFloats) return static_cast<std::uint32_t>(group);
@@ -72,23 +73,23 @@ void check_shape(const KvLayout& layout, const AttentionShape& shape) {
 
 }  // namespace
 
-std::int64_t attention_splits(const AttentionShape& shape) {
-  const std::int64_t pairs = shape.n * shape.heads;
-  if (pairs <= 0 || pairs >= kTargetWorkgroups || shape.max_positions < 2 * kMinPartPositions) return 1;
-  const std::int64_t wanted = std::min({ceil_div(kTargetWorkgroups, pairs), shape.max_positions / kMinPartPositions,
-                                        kMaxSplits});
+std::int64_t attention_splits(const AttentionShape& shape, const KvLayout& layout) {
+  const std::int64_t workgroups = shape.n * (shape.heads / heads_per_workgroup(shape, layout));
+  if (workgroups <= 0 || workgroups >= kTargetWorkgroups || shape.max_positions < 2 * kMinPartPositions) return 1;
+  const std::int64_t wanted = std::min({ceil_div(kTargetWorkgroups, workgroups),
+                                        shape.max_positions / kMinPartPositions, kMaxSplits});
   // Whole tiles per part can leave the last parts past max_positions: drop those.
   return ceil_div(shape.max_positions, part_positions(shape, wanted));
 }
 
 std::uint64_t attention_scratch_bytes(const AttentionShape& shape, const KvLayout& layout) {
   // Fewer tokens can mean more parts, so the answer is the largest need of 1..n tokens (only steps of fewer
-  // than kTargetWorkgroups pairs split): a buffer sized for a backend's widest step serves all its steps.
+  // than kTargetWorkgroups workgroups split): a buffer sized for a backend's widest step serves all its steps.
   std::uint64_t most = 0;
-  for (std::int64_t n = 1; n <= shape.n && n * shape.heads < kTargetWorkgroups; ++n) {
+  for (std::int64_t n = 1; n <= shape.n && n < kTargetWorkgroups; ++n) {
     AttentionShape fewer = shape;
     fewer.n = n;
-    const std::int64_t splits = attention_splits(fewer);
+    const std::int64_t splits = attention_splits(fewer, layout);
     if (splits == 1) continue;
     most = std::max(most, static_cast<std::uint64_t>(n * shape.heads * splits * (layout.head_dim + 2)) * 4);
   }
@@ -105,7 +106,7 @@ void attention(OpContext& op, const KvLayout& layout, const AttentionShape& shap
   require_bytes(q, floats(shape.n * row), "attention q");
   require_bytes(out, floats(shape.n * row), "attention out");
   require_bytes(token_info, static_cast<std::uint64_t>(shape.n) * 16, "attention token_info");
-  const std::int64_t splits = attention_splits(shape);
+  const std::int64_t splits = attention_splits(shape, layout);
   require_bytes(scratch, attention_scratch_bytes(shape, layout), "attention scratch");
   struct Push {
     std::uint32_t heads;

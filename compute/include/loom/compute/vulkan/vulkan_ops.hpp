@@ -72,16 +72,17 @@ struct AttentionShape {
 // With an F16 storage the query is rounded to F16 before the dot products, as the CPU backend's (and the
 // reference's) F16 dot product does. Scores, softmax and sums are F32 (an online softmax: any context length).
 // head_dim: even, at most 512; n and heads at most 65535.
-// Work split: one workgroup per (token, query head), or, when a step has too few of those to fill a device
-// (a decode step of a few sequences), per (token, head, part of max_positions) followed by a pass that merges
-// the parts: `scratch` holds attention_scratch_bytes(shape, layout) bytes for the parts, which is what a
-// shape of shape.n tokens or fewer may need (so size the buffer once, for the widest step); 0 when none splits.
+// Work split: one workgroup per (token, group of query heads that share a KV head), or, when a step has too
+// few of those to fill a device (a decode step of a few sequences), per (token, group, part of max_positions)
+// followed by a pass that merges the parts: `scratch` holds attention_scratch_bytes(shape, layout) bytes for
+// the parts, which is what a shape of shape.n tokens or fewer may need (so size the buffer once, for the
+// widest step); 0 when none splits.
 void attention(OpContext& op, const KvLayout& layout, const AttentionShape& shape, const BufferRange& q,
                const BufferRange& keys, const BufferRange& values, const BufferRange& token_info,
                const BufferRange& tables, const BufferRange& out, const BufferRange& scratch);
 std::uint64_t attention_scratch_bytes(const AttentionShape& shape, const KvLayout& layout);
-// The parts attention() splits each (token, head)'s positions into for this shape (1: no split).
-std::int64_t attention_splits(const AttentionShape& shape);
+// The parts attention() splits each token's positions into for this shape (1: no split).
+std::int64_t attention_splits(const AttentionShape& shape, const KvLayout& layout);
 
 // For each of `rows` rows of `vocab` logits, its k largest as (int32 token, float logit) pairs, largest first,
 // the lower token first on ties (-0 and +0 are equal): out holds rows * k * 8 bytes. k <= kMaxTopK,
