@@ -52,6 +52,21 @@ std::int64_t part_positions(const AttentionShape& shape, std::int64_t splits) {
   return ceil_div(ceil_div(shape.max_positions, splits), kAttentionGroupSize) * kAttentionGroupSize;
 }
 
+// The second pass of a split attention: one workgroup per (head, token) merges its parts.
+void record_combine(OpContext& op, const KvLayout& layout, const AttentionShape& shape, std::int64_t splits,
+                    const BufferRange& partials, const BufferRange& out) {
+  struct Push {
+    std::uint32_t heads;
+    std::uint32_t head_dim;
+    std::uint32_t splits;
+  };
+  const Push push{static_cast<std::uint32_t>(shape.heads), static_cast<std::uint32_t>(layout.head_dim),
+                  static_cast<std::uint32_t>(splits)};
+  const std::array<std::uint32_t, 1> spec{64};
+  const auto& pipeline = op.pipelines.get("attention_combine", 2, sizeof(Push), spec);
+  op.recording.dispatch(pipeline, {partials, out}, push, push.heads, static_cast<std::uint32_t>(shape.n));
+}
+
 void check_shape(const KvLayout& layout, const AttentionShape& shape) {
   if (layout.type != TensorType::f16 && layout.type != TensorType::f32) {
     throw std::invalid_argument("vulkan ops: attention takes an F16 or F32 KV storage");
@@ -129,18 +144,7 @@ void attention(OpContext& op, const KvLayout& layout, const AttentionShape& shap
   const BufferRange& partials = splits > 1 ? scratch : out;
   op.recording.dispatch(pipeline, {q, keys, values, token_info, tables, out, partials}, push, push.heads / group, n,
                         static_cast<std::uint32_t>(splits));
-  if (splits == 1) return;
-  struct CombinePush {
-    std::uint32_t heads;
-    std::uint32_t head_dim;
-    std::uint32_t splits;
-  };
-  const std::array<std::uint32_t, 1> combine_spec{64};
-  const auto& combine = op.pipelines.get("attention_combine", 2, sizeof(CombinePush), combine_spec);
-  op.recording.dispatch(combine, {scratch, out},
-                        CombinePush{push.heads, static_cast<std::uint32_t>(layout.head_dim),
-                                    static_cast<std::uint32_t>(splits)},
-                        push.heads, n);
+  if (splits > 1) record_combine(op, layout, shape, splits, scratch, out);
 }
 
 }  // namespace loom::compute::vulkan
