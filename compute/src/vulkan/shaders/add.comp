@@ -1,0 +1,18 @@
+// x += y.
+// One value per invocation, striding by the whole grid (the host caps the grid at 65535 workgroups).
+#version 450
+layout(local_size_x_id = 0) in;
+
+layout(std430, set = 0, binding = 0) buffer X { float x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Y { float y[]; };
+
+layout(push_constant) uniform Push {
+  uint count;
+} p;
+
+void main() {
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint i = gl_GlobalInvocationID.x; i < p.count; i += stride) {
+    x[i] += y[i];
+  }
+}
