@@ -2,7 +2,8 @@
 // prefill chunk of one sequence with decode tokens of three others (one at position 0, one with a context of
 // 1000 positions), every sequence's blocks scattered ({7, 2, 9}, a shuffled run of 63 blocks), every unused
 // slot of the storage filled with noise that a causal or windowed query must not see. Cases: F16 and F32 KV,
-// grouped-query heads, a sliding window, soft-capped scores, a head_dim larger than the workgroup. Then the
+// grouped-query heads (1, 2, 3, 4 and 12 query heads per KV head), a sliding window, soft-capped scores, a head_dim larger than the workgroup, positions
+// split into parts (attention_splits()) and not. Then the
 // same recording is submitted again after the host moved a token's position, as a decode step does.
 // Bound: 1e-5 absolute on outputs that are averages of values in [-1, 1] (F32 dot products of up to 256
 // terms and the device's exp; lavapipe: 1.5e-6 at most). The F16 cases round the query to F16 as the op is
@@ -35,6 +36,8 @@ struct Case {
   std::int64_t kv_heads = 2;
   std::int64_t window = 0;
   float softcap = 0.0f;
+  std::int64_t max_positions = 1024;
+  std::int64_t splits = 1;  // what attention_splits() gives for the step's shape: the test runs that path
 };
 
 struct Sequence {
@@ -131,7 +134,9 @@ void check_attention(const Case& c) {
   }
   const std::int64_t n = static_cast<std::int64_t>(info.size() / 4);
   const KvLayout layout{c.type, kBlockSize, c.kv_heads, c.head_dim};
-  const AttentionShape shape{n, c.heads, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.window, c.softcap, 4096};
+  const AttentionShape shape{n,        c.heads, 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+                             c.window, c.softcap, c.max_positions};
+  ASSERT_EQ(attention_splits(shape, layout), c.splits);
   const auto q = random_floats(n * c.heads * c.head_dim, -8.0f, 8.0f, 71);
   const Storage keys = make_storage(c, 72), values = make_storage(c, 73);
   auto q_buffer = buffer_of(q), key_buffer = buffer_of(keys.bytes), value_buffer = buffer_of(values.bytes);
@@ -155,19 +160,63 @@ void check_attention(const Case& c) {
   expect_close(read_back<float>(out_buffer, q.size()), reference(c, shape.scale, q, keys, values, info, tables));
 }
 
-TEST(VulkanAttention, F16KvGroupedQueryHeadsPrefillAndDecodeInOneStep) {
+// 17 tokens x 2 groups of 2 heads: few enough that the 1024 positions are split into 4 parts of 256 (the long
+// sequence's 1000 positions span them all; the others' fall in the first).
+TEST(VulkanAttention, F16KvGroupedQueryHeadsPrefillAndDecodeInOneStepSplit) {
   LOOM_REQUIRE_VULKAN();
-  check_attention({TensorType::f16, 64, 4, 2, 0, 0.0f});
+  check_attention({TensorType::f16, 64, 4, 2, 0, 0.0f, 1024, 4});
 }
 
-TEST(VulkanAttention, F32KvSlidingWindowAndSoftCap) {
+// With a window of 24 most parts are empty for most tokens.
+TEST(VulkanAttention, F32KvSlidingWindowAndSoftCapSplit) {
   LOOM_REQUIRE_VULKAN();
-  check_attention({TensorType::f32, 64, 4, 2, 24, 2.0f});
+  check_attention({TensorType::f32, 64, 4, 2, 24, 2.0f, 1024, 4});
 }
 
+// 17 tokens x 16 groups of 4 heads fill a device: one workgroup per (token, group) walks its whole context.
+TEST(VulkanAttention, F32KvFourQueryHeadsPerKvHeadUnsplit) {
+  LOOM_REQUIRE_VULKAN();
+  check_attention({TensorType::f32, 64, 64, 16, 0, 0.0f, 1024, 1});
+}
+
+// Twelve query heads per KV head: two workgroups of six heads each read it.
+TEST(VulkanAttention, F32KvTwelveQueryHeadsPerKvHeadInTwoWorkgroups) {
+  LOOM_REQUIRE_VULKAN();
+  check_attention({TensorType::f32, 64, 12, 1, 0, 0.0f, 1024, 4});
+}
+
+// No grouping: each query head its own KV head.
+TEST(VulkanAttention, F16KvOneQueryHeadPerKvHead) {
+  LOOM_REQUIRE_VULKAN();
+  check_attention({TensorType::f16, 64, 2, 2, 0, 0.0f, 1024, 4});
+}
+
+// head_dim 256: two dimensions per invocation; 16 parts of 256 positions over a 4096 context.
 TEST(VulkanAttention, F16KvHeadDim256OneKvHeadForAll) {
   LOOM_REQUIRE_VULKAN();
-  check_attention({TensorType::f16, 256, 3, 1, 300, 0.0f});
+  check_attention({TensorType::f16, 256, 3, 1, 300, 0.0f, 4096, 16});
+}
+
+// A backend sizes the scratch once, for its widest step: that must hold any narrower step's parts, although
+// fewer tokens split into more parts.
+TEST(VulkanAttention, ScratchForTheWidestStepServesEveryNarrowerOne) {
+  const KvLayout layout{TensorType::f16, 16, 8, 128};
+  const AttentionShape widest{64, 32, 1.0f, 0, 0.0f, 4096};
+  const std::uint64_t sized = attention_scratch_bytes(widest, layout);
+  for (std::int64_t n = 1; n <= widest.n; ++n) {
+    AttentionShape step = widest;
+    step.n = n;
+    const std::int64_t splits = attention_splits(step, layout);
+    const std::uint64_t parts = static_cast<std::uint64_t>(n * step.heads * splits * (128 + 2)) * 4;
+    EXPECT_GE(sized, splits > 1 ? parts : 0) << n;
+    EXPECT_LE(attention_scratch_bytes(step, layout), sized) << n;
+  }
+  // 32 heads over 8 KV heads: 8 workgroups of 4 heads a token. One token: 16 parts of 256 positions (the
+  // shortest part); 8 tokens: 4 parts (256 workgroups); 32 tokens fill the 256 unsplit.
+  EXPECT_EQ(attention_splits({1, 32, 1.0f, 0, 0.0f, 4096}, layout), 16);
+  EXPECT_EQ(attention_splits({8, 32, 1.0f, 0, 0.0f, 4096}, layout), 4);
+  EXPECT_EQ(attention_splits({32, 32, 1.0f, 0, 0.0f, 4096}, layout), 1);
+  EXPECT_EQ(attention_scratch_bytes({64, 32, 1.0f, 0, 0.0f, 256}, layout), 0u);  // too short a context to split
 }
 
 TEST(VulkanAttention, RejectsShapesTheShaderCannotTake) {

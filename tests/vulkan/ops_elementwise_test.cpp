@@ -3,9 +3,9 @@
 // add, add_bias, scale and gather_rows are one float operation per value (or none), so exact; store_kv is exact
 // too (F16: the CPU's round-to-nearest-even bits). The others carry the shader's float roundings and the
 // device's exp/tanh/sqrt: rms_norm 2e-6 relative (lavapipe: 1.7e-7); swiglu 1e-5 relative, as Vulkan lets exp
-// err by 3 + 2|x| ulp and gates reach |x| = 30 (lavapipe: 5e-7); tanh's error is absolute, so geglu 1e-5
-// relative + 1e-6 (lavapipe: 1.9e-6 absolute) and soft_cap 1e-6 relative + 1e-5 with a cap of 30 (lavapipe:
-// 5e-6); rope 2 ulp of the pair's magnitude.
+// err by 3 + 2|x| ulp and gates reach |x| = 30 (lavapipe: 5e-7); geglu is the CPU's gelu_tanh (F16 in and
+// out) up to one F16 step where the device's tanh rounds across a boundary; soft_cap 1e-6 relative + 1e-5 with
+// a cap of 30, tanh's error being absolute (lavapipe: 5e-6); rope 2 ulp of the pair's magnitude.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "loom/compute/cpu/activations.hpp"
 #include "loom/compute/model/half.hpp"
 #include "loom/compute/vulkan/vulkan_ops.hpp"
 #include "ops_test_support.hpp"
@@ -100,15 +101,28 @@ TEST(VulkanOps, SoftCapSwigluAndGegluFollowTheirFormulas) {
     geglu(op, gelu_gate.range(), up_buffer.range(), count);
     soft_cap(op, capped.range(), count, cap);
   });
-  std::vector<double> want_silu(count), want_gelu(count), want_capped(count);
+  std::vector<double> want_silu(count), want_capped(count);
   for (std::size_t i = 0; i < count; ++i) {
     const double g = gate[i];
     want_silu[i] = g / (1.0 + std::exp(-g)) * up[i];
-    want_gelu[i] = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * g * (1.0 + 0.044715 * g * g))) * up[i];
     want_capped[i] = cap * std::tanh(logits[i] / static_cast<double>(cap));
   }
   expect_near_relative(read_back<float>(silu_gate, count), want_silu, 1e-5, 1e-30);
-  expect_near_relative(read_back<float>(gelu_gate, count), want_gelu, 1e-5, 1e-6);
+  // GeGLU's definition is the CPU's gelu_tanh (F16 in, F16 out): equal, or one F16 step (2^-10 relative)
+  // apart where the device's tanh lands across a rounding boundary (6 of ~4,000 gates in (-3, 10) on
+  // lavapipe; at most 1% allowed). Below -3, 1 + tanh cancels, on the CPU too, and tanh's absolute error
+  // (~1e-7, times |x| < 10) moves the tiny results there by a few F16 subnormal steps: bound 1e-6 absolute.
+  const auto got_gelu = read_back<float>(gelu_gate, count);
+  std::size_t checked = 0, different = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const float gelu = gelu_tanh(gate[i]);
+    if (gate[i] > -3.0f && gate[i] < 10.0f) {
+      ++checked;
+      different += got_gelu[i] == gelu * up[i] ? 0 : 1;
+    }
+    ASSERT_NEAR(got_gelu[i], gelu * up[i], std::fabs(up[i]) * (std::ldexp(std::fabs(gelu), -10) + 1e-6)) << gate[i];
+  }
+  EXPECT_LE(different, checked / 100) << "of " << checked;
   expect_near_relative(read_back<float>(capped, count), want_capped, 1e-6, 1e-5);
 }
 

@@ -40,7 +40,8 @@ std::vector<Candidate> host_top_k(const float* row, std::int64_t vocab, std::int
 
 std::vector<float> test_rows() {
   // Row 0: noise with its largest value at three tokens and the next one at two; row 1: all zeros of both
-  // signs; row 2: noise with infinities of both signs and a block of equal values around the 64th place.
+  // signs; row 2: noise with infinities of both signs and 100 equal values from about the 5th place to past
+  // the 64th (so the 64 end inside a tie).
   auto logits = random_floats(3 * kVocab, -20.0f, 20.0f, 81);
   float* row0 = logits.data();
   for (const std::int64_t t : {149999, 100, 75000}) row0[t] = 31.5f;
@@ -50,7 +51,7 @@ std::vector<float> test_rows() {
   float* row2 = logits.data() + 2 * kVocab;
   row2[7] = std::numeric_limits<float>::infinity();
   row2[8] = -std::numeric_limits<float>::infinity();
-  for (std::int64_t t = 1000; t < 1100; t += 2) row2[t] = 19.999f;  // 50 ties among the top 64's neighbours
+  for (std::int64_t t = 1000; t < 1200; t += 2) row2[t] = 19.999f;  // 100 ties across the 64th place
   return logits;
 }
 

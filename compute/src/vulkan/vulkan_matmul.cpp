@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "vulkan_matmul_detail.hpp"
+
 namespace loom::compute::vulkan {
 namespace {
 
@@ -184,6 +186,7 @@ std::uint64_t prepared_bytes(ActivationFormat format, std::int64_t n, std::int64
 
 void prepare_activations(OpContext& op, ActivationFormat format, const BufferRange& x, const BufferRange& prepared,
                          std::int64_t n, std::int64_t cols) {
+  if (n == 0) return;
   const std::uint64_t count = values(n, cols);
   if (format == ActivationFormat::f32) return;
   if (cols % block_values(format) != 0) {
@@ -202,20 +205,26 @@ void prepare_activations(OpContext& op, ActivationFormat format, const BufferRan
   }
   const QuantizePush push{to_u32(static_cast<std::uint64_t>(n), "n"), to_u32(static_cast<std::uint64_t>(cols), "cols")};
   const std::uint64_t blocks = count / static_cast<std::uint64_t>(block_values(format));
-  const Grid grid = grid_for(op, (blocks + kWorkgroup - 1) / kWorkgroup);
-  if (format == ActivationFormat::q8_k) {
-    const std::array<std::uint32_t, 1> spec{kWorkgroup};
-    op.recording.dispatch(op.pipelines.get("quantize_q8_k", 2, sizeof(QuantizePush), spec), {x, prepared}, push, grid.x,
+  if (format == ActivationFormat::q8_k) {  // a workgroup per 256-value block
+    const Grid grid = grid_for(op, blocks);
+    op.recording.dispatch(op.pipelines.get("quantize_q8_k", 2, sizeof(QuantizePush)), {x, prepared}, push, grid.x,
                           grid.wrap);
     return;
   }
-  const std::array<std::uint32_t, 2> spec{kWorkgroup, format == ActivationFormat::q8_1 ? 1u : 0u};
+  const Grid grid = grid_for(op, (blocks + 7) / 8);  // 8 threads per 32-value block, 8 blocks per workgroup
+  const std::array<std::uint32_t, 1> spec{format == ActivationFormat::q8_1 ? 1u : 0u};
   op.recording.dispatch(op.pipelines.get("quantize_q8", 2, sizeof(QuantizePush), spec), {x, prepared}, push, grid.x,
                         grid.wrap);
 }
 
 void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
-                     std::int64_t n) {
+                     std::int64_t n, Barrier barrier) {
+  detail::matmul_prepared(op, w, prepared, y, n, detail::Reduction::automatic, barrier);
+}
+
+void detail::matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
+                             std::int64_t n, Reduction reduction, Barrier barrier) {
+  if (n == 0) return;
   const std::uint32_t bytes_per_row = check_tensor(w, "matmul");
   const ActivationFormat format = activation_format(w.type);
   const std::uint64_t count = values(n, w.cols);
@@ -226,7 +235,13 @@ void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& pr
   to_u32(values(n, w.rows), "the output count");
 
   const std::uint32_t tokens_per_tile = n == 1 ? 1 : kTokensPerTile;
-  const bool subgroups = op.pipelines.context().description().subgroup_arithmetic;
+  // matmul.comp keeps one partial sum per subgroup for at most 16 subgroups: subgroups of 4 threads or more.
+  const DeviceDescription& device = op.pipelines.context().description();
+  const bool subgroups_usable = device.subgroup_arithmetic && device.subgroup_size >= kWorkgroup / 16;
+  const bool subgroups = reduction == Reduction::automatic ? subgroups_usable : reduction == Reduction::subgroup;
+  if (subgroups && !subgroups_usable) {
+    throw std::invalid_argument("vulkan matmul: this device has no subgroup arithmetic on subgroups of 4 or more");
+  }
   const std::array<std::uint32_t, 4> spec{kWorkgroup, static_cast<std::uint32_t>(w.type), kRowsPerTile, tokens_per_tile};
   const auto& pipeline = op.pipelines.get(subgroups ? "matmul" : "matmul_shmem", 3, sizeof(MatmulPush), spec);
   const std::uint64_t tiles = (static_cast<std::uint64_t>(w.rows) + kRowsPerTile - 1) / kRowsPerTile;
@@ -235,19 +250,21 @@ void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& pr
                         static_cast<std::uint32_t>(n), bytes_per_row, grid.x};
   const std::uint32_t token_tiles = to_u32((static_cast<std::uint64_t>(n) + tokens_per_tile - 1) / tokens_per_tile,
                                            "the token tiles");
-  op.recording.dispatch(pipeline, {w.data, prepared, y}, push, grid.x, token_tiles, grid.wrap);
+  op.recording.dispatch(pipeline, {w.data, prepared, y}, push, grid.x, token_tiles, grid.wrap, barrier);
 }
 
 void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const BufferRange& y, std::int64_t n,
-            const BufferRange& scratch) {
+            const BufferRange& scratch, Barrier barrier) {
+  if (n == 0) return;
   const ActivationFormat format = activation_format(w.type);
-  if (format == ActivationFormat::f32) return matmul_prepared(op, w, x, y, n);
+  if (format == ActivationFormat::f32) return matmul_prepared(op, w, x, y, n, barrier);
   prepare_activations(op, format, x, scratch, n, w.cols);
-  matmul_prepared(op, w, scratch, y, n);
+  matmul_prepared(op, w, scratch, y, n, barrier);
 }
 
 void get_rows(OpContext& op, const DeviceTensor& table, const BufferRange& tokens, const BufferRange& out,
               std::int64_t n, float scale) {
+  if (n == 0) return;
   const std::uint32_t bytes_per_row = check_tensor(table, "get_rows");
   require_bytes(tokens, 4 * static_cast<std::uint64_t>(std::max<std::int64_t>(n, 0)), "the token ids");
   require_bytes(out, 4 * values(n, table.cols), "the output");

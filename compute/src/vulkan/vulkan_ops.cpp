@@ -15,8 +15,6 @@ using detail::elementwise_groups;
 using detail::floats;
 using detail::require_bytes;
 
-constexpr std::array<std::uint32_t, 1> kElementwiseSpec{detail::kElementwiseGroupSize};
-
 struct CountPush {
   std::uint32_t count;
 };
@@ -32,9 +30,9 @@ struct CountWidthPush {
 template <class Push>
 void record_elementwise(OpContext& op, const char* shader, std::initializer_list<BufferRange> buffers,
                         const Push& push, std::uint64_t count) {
-  const auto& pipeline = op.pipelines.get(shader, static_cast<std::uint32_t>(buffers.size()), sizeof(Push),
-                                          kElementwiseSpec);
-  op.recording.dispatch(pipeline, buffers, push, elementwise_groups(count));
+  const std::array<std::uint32_t, 1> spec{detail::group_size(op, detail::kElementwiseGroupSize)};
+  const auto& pipeline = op.pipelines.get(shader, static_cast<std::uint32_t>(buffers.size()), sizeof(Push), spec);
+  op.recording.dispatch(pipeline, buffers, push, elementwise_groups(count, spec[0]));
 }
 
 // x (and y when given) hold `count` floats; the count fits the shaders' uint.
@@ -63,7 +61,7 @@ void rms_norm(OpContext& op, const BufferRange& x, const BufferRange& weight, co
   require_bytes(weight, floats(width), "rms_norm weight");
   if (row_count == 0 || row_width == 0) return;
   // Wide rows (the model's dim) take 256 invocations; a head's q/k norm (64..256 values) takes 64.
-  const std::array<std::uint32_t, 1> spec{row_width >= 512 ? 256u : 64u};
+  const std::array<std::uint32_t, 1> spec{detail::group_size(op, row_width >= 512 ? 256u : 64u)};
   struct Push {
     std::uint32_t rows;
     std::uint32_t width;

@@ -10,6 +10,7 @@
 
 #include "loom/compute/vulkan/vulkan_buffer.hpp"
 #include "loom/compute/vulkan/vulkan_commands.hpp"
+#include "loom/compute/vulkan/vulkan_matmul.hpp"
 
 namespace loom::compute::vulkan::detail {
 
@@ -17,6 +18,14 @@ namespace loom::compute::vulkan::detail {
 // every device (the spec's minimum of maxComputeWorkGroupCount): those shaders stride by the whole grid.
 inline constexpr std::uint32_t kElementwiseGroupSize = 256;
 inline constexpr std::uint32_t kMaxGroups = 65535;
+
+// `wanted` (a power of two) or, on a device that allows fewer invocations per workgroup (the spec's minimum is
+// 128), the largest power of two it allows.
+inline std::uint32_t group_size(const OpContext& op, std::uint32_t wanted) {
+  const std::uint32_t limit = op.pipelines.context().description().max_workgroup_invocations;
+  while (limit != 0 && wanted > limit && wanted > 1) wanted /= 2;
+  return wanted;
+}
 
 // value as the shaders' uint, or std::invalid_argument naming `what` when it is negative or too large.
 inline std::uint32_t checked_u32(std::int64_t value, const char* what) {
@@ -36,10 +45,10 @@ inline void require_bytes(const BufferRange& range, std::uint64_t bytes, const c
 
 inline std::uint64_t floats(std::int64_t count) { return static_cast<std::uint64_t>(count) * 4; }
 
-// Workgroups of an element-wise shader over `count` items: enough for one item per invocation, at most
-// kMaxGroups (the shader loops over the rest).
-inline std::uint32_t elementwise_groups(std::uint64_t count) {
-  const std::uint32_t groups = groups_for(count, kElementwiseGroupSize);
+// Workgroups of `size` invocations over `count` items: enough for one item per invocation, at most kMaxGroups
+// (the element-wise shaders loop over the rest).
+inline std::uint32_t elementwise_groups(std::uint64_t count, std::uint32_t size) {
+  const std::uint32_t groups = groups_for(count, size);
   return groups == 0 ? 1 : (groups < kMaxGroups ? groups : kMaxGroups);
 }
 

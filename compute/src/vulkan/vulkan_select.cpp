@@ -29,7 +29,7 @@ void top_k(OpContext& op, const BufferRange& logits, std::int64_t rows, std::int
     std::uint32_t vocab;
     std::uint32_t k;
   };
-  constexpr std::array<std::uint32_t, 1> spec{256};
+  const std::array<std::uint32_t, 1> spec{detail::group_size(op, 256)};
   const auto& pipeline = op.pipelines.get("top_k", 2, sizeof(Push), spec);
   op.recording.dispatch(pipeline, {logits, out},
                         Push{static_cast<std::uint32_t>(vocab), static_cast<std::uint32_t>(k)}, row_count);

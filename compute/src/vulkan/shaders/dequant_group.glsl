@@ -43,6 +43,8 @@ uint w_u32(uint byte_offset) {
 }
 float w_half(uint byte_offset) { return half_bits_to_float(w_u16(byte_offset)); }
 int byte_of(uint word, uint k) { return int((word >> (8u * k)) & 0xFFu); }
+// Byte k of a word as a signed int8 (shifts by constants: cheaper to compile than bitfieldExtract).
+int signed_byte_of(uint word, uint k) { return int(word << (24u - 8u * k)) >> 24; }
 
 // One quantized group: value i = q[i] with the integer scale sc[i / 16] and the float multiplier d, less the
 // offset term (mn[i / 16] against dm). x_i = d * sc * q_i - dm * mn, except Q4_1/Q5_1: x_i = d * q_i + dm.
@@ -75,7 +77,7 @@ void decode_small(uint base, inout QuantGroup g) {
   if (WEIGHT_TYPE == TYPE_Q8_0) {
     [[unroll]] for (uint k = 0u; k < 8u; ++k) {
       const uint word = w_u32(base + 2u + 4u * k);
-      [[unroll]] for (uint b = 0u; b < 4u; ++b) g.q[4u * k + b] = bitfieldExtract(int(word), int(8u * b), 8);
+      [[unroll]] for (uint b = 0u; b < 4u; ++b) g.q[4u * k + b] = signed_byte_of(word, b);
     }
   } else if (WEIGHT_TYPE == TYPE_Q4_0) {
     nibbles(base + 2u, g.q);
@@ -146,8 +148,8 @@ void decode_k(uint base, uint j, inout QuantGroup g) {
       }
     }
     const uint sub = 8u * half_ + 2u * c;
-    g.sc[0] = bitfieldExtract(int(w_u8(base + 192u + sub)), 0, 8);
-    g.sc[1] = bitfieldExtract(int(w_u8(base + 193u + sub)), 0, 8);
+    g.sc[0] = signed_byte_of(w_u8(base + 192u + sub), 0u);
+    g.sc[1] = signed_byte_of(w_u8(base + 193u + sub), 0u);
   } else if (WEIGHT_TYPE == TYPE_Q2_K) {
     g.d = w_half(base + 80u);
     g.dm = w_half(base + 82u);

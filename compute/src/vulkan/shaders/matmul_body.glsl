@@ -1,7 +1,8 @@
 // y[t][r] = W[r] . x[t] for a tile of ROWS weight rows x TOKENS tokens per workgroup: each 32-value group
 // of a weight row is decoded once and met by every token of the tile (prefill reads the weights once per
-// tile, not once per token), the workgroup's threads splitting a row's groups, then summing their partial
-// sums (matmul.comp: subgroupAdd, matmul_shmem.comp: shared memory only).
+// tile, not once per token), each activation quant is extracted once for all the tile's rows, and the
+// workgroup's threads split a row's groups, then add their partial sums (matmul.comp: subgroupAdd,
+// matmul_shmem.comp: shared memory only).
 //
 // Arithmetic per group, as the CPU kernels (compute/src/cpu/vec_dot.cpp) and the reference compute a block:
 // exact integer dots of weight quants with activation quants, times the integer sub-block scales, then one
@@ -37,22 +38,28 @@ float act_float(uint word) { return uintBitsToFloat(act_words[word]); }
 const uint ACT = IS_FLOAT ? ACT_F32 : (WEIGHT_TYPE == TYPE_Q4_1 || WEIGHT_TYPE == TYPE_Q5_1) ? ACT_Q8_1 :
                  IS_K ? ACT_Q8_K : ACT_Q8_0;
 
-// The integer dot of a group's values with 32 activation quants at word `at` (16 + 16: the two halves).
-ivec2 int_dot(QuantGroup g, uint at) {
-  ivec2 sums = ivec2(0);
+// The tile's weight groups: one per row, decoded once per group index and met by every token of the tile.
+QuantGroup tile_groups[MAX_ROWS];
+
+// tile_groups[r].q . token t's 32 activation quants at word `at`, for every row r, as (first 16, last 16):
+// each activation byte is sign-extended once and multiplied into all the tile's rows.
+void tile_int_dots(uint at, out ivec2 dots[MAX_ROWS]) {
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) dots[r] = ivec2(0);
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-    const int word = int(act_words[at + k]);
-    int s = 0;
-    [[unroll]] for (uint b = 0u; b < 4u; ++b) s += g.q[4u * k + b] * bitfieldExtract(word, int(8u * b), 8);
-    if (k < 4u) sums.x += s; else sums.y += s;
+    const uint word = act_words[at + k];
+    [[unroll]] for (uint b = 0u; b < 4u; ++b) {
+      const int a = signed_byte_of(word, b);
+      [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        if (k < 4u) dots[r].x += tile_groups[r].q[4u * k + b] * a; else dots[r].y += tile_groups[r].q[4u * k + b] * a;
+      }
+    }
   }
-  return sums;
 }
 
-// Group `group` of weight row g against token t's prepared activations.
-float quant_group_dot(QuantGroup g, uint t, uint group) {
+// A decoded group (number `group` of its row) with its integer dots against token t, scaled: the
+// block scales, the sub-block scales and the min terms of the activation format.
+float scaled_group_dot(QuantGroup g, ivec2 dots, uint t, uint group) {
   const QuantLayout layout_ = quant_layout(ACT, p.n, p.cols);
-  const ivec2 dots = int_dot(g, qs_word(p.cols, t, group));
   if (ACT == ACT_Q8_K) {
     const float da = act_float(layout_.scales + t * (p.cols / 256u) + group / 8u);
     const int scaled = TWO_SCALES ? g.sc[0] * dots.x + g.sc[1] * dots.y : g.sc[0] * (dots.x + dots.y);
@@ -68,7 +75,21 @@ float quant_group_dot(QuantGroup g, uint t, uint group) {
   return r;
 }
 
-// Floats: group `group` of row `row` (F32, F16 or BF16 values) against token t's F32 activations.
+// Float weights (F32, F16, BF16): the tile's rows' 32 values of a group, converted once per group index
+// (zeros past the row's end), met by each token's F32 activations.
+float tile_floats[MAX_ROWS][32];
+
+void decode_float_groups(uint tile, uint group) {
+  const uint first = 32u * group;
+  const uint count = min(32u, p.cols - first);
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+    const uint row_start = min(tile * ROWS + r, p.rows - 1u) * p.cols;
+    [[unroll]] for (uint i = 0u; i < 32u; ++i) tile_floats[r][i] = i < count ? float_weight(row_start, first + i) : 0.0;
+  }
+}
+
+// Decode (one token): each row's group against the token straight from the weights (no register tile to
+// fill: measurably faster on lavapipe at n = 1, and the same reads).
 float float_group_dot(uint row, uint t, uint group) {
   const uint first = 32u * group;
   const uint count = min(32u, p.cols - first);
@@ -78,73 +99,100 @@ float float_group_dot(uint row, uint t, uint group) {
   return sum;
 }
 
-float acc[MAX_ROWS * MAX_TOKENS];
+void float_tile_dots(uint t, uint group, out float dots[MAX_ROWS]) {
+  const uint first = 32u * group;
+  const uint count = min(32u, p.cols - first);
+  const uint at = t * p.cols + first;
+  [[unroll]] for (uint r = 0u; r < ROWS; ++r) dots[r] = 0.0;
+  [[unroll]] for (uint i = 0u; i < 32u; ++i) {
+    const float a = i < count ? uintBitsToFloat(act_words[at + i]) : 0.0;
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) dots[r] += tile_floats[r][i] * a;
+  }
+}
+
+// Each thread's running sums, one per (row, token) of the tile, in shared memory rather than registers: the
+// token loop then stays a loop (a tile of 8 tokens unrolled made the shader 8 times as large, and its
+// compilation on lavapipe the slowest part of a test), and a sum's read-modify-write per 32-value group is
+// small beside the group's 32 multiply-adds. Sum k of thread i sits at [k * WORKGROUP + i]: consecutive
+// threads, consecutive banks. Sized for 64 threads x 4 rows x 8 tokens (8 KiB).
+const uint WORKGROUP = gl_WorkGroupSize.x;
+shared float sums[64u * MAX_ROWS * MAX_TOKENS];
 
 void accumulate(uint tile, uint token0) {
   const uint groups = IS_FLOAT ? (p.cols + 31u) / 32u : p.cols / 32u;
   const uint tokens = min(TOKENS, p.n - token0);
-  [[unroll]] for (uint k = 0u; k < MAX_ROWS * MAX_TOKENS; ++k) acc[k] = 0.0;
-  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-    const uint row = tile * ROWS + r;
-    if (row >= p.rows) break;
-    for (uint group = gl_LocalInvocationID.x; group < groups; group += gl_WorkGroupSize.x) {
-      if (IS_FLOAT) {
-        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) {
-          if (t < tokens) acc[r * MAX_TOKENS + t] += float_group_dot(row, token0 + t, group);
-        }
-      } else {
-        QuantGroup g;
-        decode_quant_group(row * p.row_bytes, group, g);
-        [[unroll]] for (uint t = 0u; t < TOKENS; ++t) {
-          if (t < tokens) acc[r * MAX_TOKENS + t] += quant_group_dot(g, token0 + t, group);
-        }
+  const uint me = gl_LocalInvocationID.x;
+  for (uint k = 0u; k < ROWS * TOKENS; ++k) sums[k * WORKGROUP + me] = 0.0;
+  if (IS_FLOAT && TOKENS == 1u) {
+    for (uint r = 0u; r < ROWS; ++r) {
+      const uint row = tile * ROWS + r;
+      if (row >= p.rows) break;
+      for (uint group = me; group < groups; group += WORKGROUP) sums[r * WORKGROUP + me] += float_group_dot(row, token0, group);
+    }
+    return;
+  }
+  if (IS_FLOAT) {
+    for (uint group = me; group < groups; group += WORKGROUP) {
+      decode_float_groups(tile, group);
+      for (uint t = 0u; t < tokens; ++t) {
+        float dots[MAX_ROWS];
+        float_tile_dots(token0 + t, group, dots);
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) sums[(r * TOKENS + t) * WORKGROUP + me] += dots[r];
+      }
+    }
+    return;
+  }
+  // A tile past the last row decodes the last row again for the missing ones (never written): no branches.
+  const uint last_row = p.rows - 1u;
+  for (uint group = me; group < groups; group += WORKGROUP) {
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) decode_quant_group(min(tile * ROWS + r, last_row) * p.row_bytes, group, tile_groups[r]);
+    for (uint t = 0u; t < tokens; ++t) {
+      ivec2 dots[MAX_ROWS];
+      tile_int_dots(qs_word(p.cols, token0 + t, group), dots);
+      [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        sums[(r * TOKENS + t) * WORKGROUP + me] += scaled_group_dot(tile_groups[r], dots[r], token0 + t, group);
       }
     }
   }
 }
 
-void write_result(uint tile, uint token0, uint r, uint t, float value) {
-  const uint row = tile * ROWS + r;
-  if (row < p.rows && token0 + t < p.n) y[(token0 + t) * p.rows + row] = value;
+void write_result(uint tile, uint token0, uint k, float value) {
+  const uint row = tile * ROWS + k / TOKENS, t = token0 + k % TOKENS;
+  if (row < p.rows && t < p.n) y[t * p.rows + row] = value;
 }
 
 #ifdef MATMUL_SUBGROUP
-// Per subgroup one partial sum per output, then the first thread of the workgroup adds the subgroups'.
-shared float partial[64u * MAX_ROWS * MAX_TOKENS];
+// Each subgroup adds its threads' sums (subgroupAdd), then one thread per output adds the subgroups'.
+// Subgroups of at least 4 threads (the host checks), so at most 16 per workgroup.
+shared float subgroup_sums[16u * MAX_ROWS * MAX_TOKENS];
 
 void reduce_and_write(uint tile, uint token0) {
-  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-    [[unroll]] for (uint t = 0u; t < TOKENS; ++t) {
-      const float s = subgroupAdd(acc[r * MAX_TOKENS + t]);
-      if (subgroupElect()) partial[gl_SubgroupID * ROWS * TOKENS + r * TOKENS + t] = s;
-    }
+  const uint outputs = ROWS * TOKENS;
+  barrier();
+  for (uint k = 0u; k < outputs; ++k) {
+    const float s = subgroupAdd(sums[k * WORKGROUP + gl_LocalInvocationID.x]);
+    if (subgroupElect()) subgroup_sums[gl_SubgroupID * outputs + k] = s;
   }
   barrier();
-  const uint outputs = ROWS * TOKENS;
-  for (uint k = gl_LocalInvocationID.x; k < outputs; k += gl_WorkGroupSize.x) {
+  for (uint k = gl_LocalInvocationID.x; k < outputs; k += WORKGROUP) {
     float sum = 0.0;
-    for (uint s = 0u; s < gl_NumSubgroups; ++s) sum += partial[s * outputs + k];
-    write_result(tile, token0, k / TOKENS, k % TOKENS, sum);
+    for (uint s = 0u; s < gl_NumSubgroups; ++s) sum += subgroup_sums[s * outputs + k];
+    write_result(tile, token0, k, sum);
   }
 }
 #else
-// A tree over shared memory (workgroup sizes are powers of two, at most 64 threads x 32 outputs).
-shared float partial[64u * MAX_ROWS * MAX_TOKENS];
-
+// A tree over the threads in shared memory (the workgroup size is a power of two).
 void reduce_and_write(uint tile, uint token0) {
   const uint outputs = ROWS * TOKENS;
   const uint me = gl_LocalInvocationID.x;
-  [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-    [[unroll]] for (uint t = 0u; t < TOKENS; ++t) partial[me * outputs + r * TOKENS + t] = acc[r * MAX_TOKENS + t];
-  }
   barrier();
-  for (uint stride = gl_WorkGroupSize.x / 2u; stride > 0u; stride /= 2u) {
+  for (uint stride = WORKGROUP / 2u; stride > 0u; stride /= 2u) {
     if (me < stride) {
-      for (uint k = 0u; k < outputs; ++k) partial[me * outputs + k] += partial[(me + stride) * outputs + k];
+      for (uint k = 0u; k < outputs; ++k) sums[k * WORKGROUP + me] += sums[k * WORKGROUP + me + stride];
     }
     barrier();
   }
-  for (uint k = me; k < outputs; k += gl_WorkGroupSize.x) write_result(tile, token0, k / TOKENS, k % TOKENS, partial[k]);
+  for (uint k = me; k < outputs; k += WORKGROUP) write_result(tile, token0, k, sums[k * WORKGROUP]);
 }
 #endif
 

@@ -26,10 +26,9 @@ float division_remainder(float a, float b, float q) {
   return abs(r);
 }
 
-// a / b rounded to nearest even, for the finite, normal operands of the quantizers: the candidates within
-// two ulps of the device's quotient, the one with the least remainder.
-float divide_rounded(float a, float b) {
-  const float q0 = a / b;
+// a / b rounded to nearest even, for the finite, normal operands of the quantizers, from a quotient q0 at
+// most two ulps off: of the candidates within two ulps of it, the one with the least remainder.
+float divide_rounded_from(float a, float b, float q0) {
   if (q0 == 0.0 || isinf(q0) || isnan(q0)) return q0;
   float best = q0;
   float best_remainder = division_remainder(a, b, q0);
@@ -45,6 +44,8 @@ float divide_rounded(float a, float b) {
   }
   return best;
 }
+
+float divide_rounded(float a, float b) { return divide_rounded_from(a, b, a / b); }
 
 // The linear index of this thread over a grid that may wrap into y (more than 65535 workgroups along x).
 uint thread_index() { return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x; }

@@ -21,7 +21,11 @@ layout(push_constant) uniform Push {
 const uint kMaxK = 64;
 const uint kTokenMask = 0xFFFFFFu;
 
-shared uint histogram[256];
+// Eight copies of the histogram, an invocation counting into copy tid % 8: logits crowd into a few of the
+// first byte's bins, and copies spread those atomics over 8 addresses (257 apart: different banks).
+const uint kCopies = 8;
+const uint kCopyStride = 257;
+shared uint histogram[kCopies * kCopyStride];
 shared uint prefix_s[2];  // the key's chosen bytes so far: high word (logit), low word (token)
 shared uint mask_s[2];
 shared uint needed_s;     // elements still needed among those that match the prefix
@@ -59,15 +63,20 @@ void main() {
   for (uint level = 0; level < 7 && !done_s; ++level) {
     const uint word = level < 4 ? 0u : 1u;
     const uint shift = level < 4 ? 24u - 8u * level : 16u - 8u * (level - 4u);
-    for (uint b = tid; b < 256; b += gl_WorkGroupSize.x) histogram[b] = 0u;
+    for (uint b = tid; b < kCopies * kCopyStride; b += gl_WorkGroupSize.x) histogram[b] = 0u;
     barrier();
     const uint prefix_high = prefix_s[0], prefix_low = prefix_s[1];
     const uint mask_high = mask_s[0], mask_low = mask_s[1];
+    const uint copy = (tid % kCopies) * kCopyStride;
     for (uint i = tid; i < p.vocab; i += gl_WorkGroupSize.x) {
       const uint key_high = sortable(logits[base + i]);
       const uint key_low = kTokenMask - i;
       if ((key_high & mask_high) != prefix_high || (key_low & mask_low) != prefix_low) continue;
-      atomicAdd(histogram[((word == 0u ? key_high : key_low) >> shift) & 0xFFu], 1u);
+      atomicAdd(histogram[copy + (((word == 0u ? key_high : key_low) >> shift) & 0xFFu)], 1u);
+    }
+    barrier();
+    for (uint b = tid; b < 256; b += gl_WorkGroupSize.x) {
+      for (uint c = 1; c < kCopies; ++c) histogram[b] += histogram[c * kCopyStride + b];
     }
     barrier();
     if (tid == 0) {

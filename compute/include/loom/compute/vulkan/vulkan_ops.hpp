@@ -25,7 +25,8 @@ void add_bias(OpContext& op, const BufferRange& rows, const BufferRange& bias, s
 void scale(OpContext& op, const BufferRange& x, std::int64_t count, float factor);
 // x = cap * tanh(x / cap) over `count` values (gemma2's soft-capping).
 void soft_cap(OpContext& op, const BufferRange& x, std::int64_t count, float cap);
-// gate = silu(gate) * up (SwiGLU), or gelu_tanh(gate) * up (GeGLU), over `count` values.
+// gate = silu(gate) * up (SwiGLU), or gelu_tanh(gate) * up (GeGLU, F16 in and out as the CPU's gelu_tanh),
+// over `count` values.
 void swiglu(OpContext& op, const BufferRange& gate, const BufferRange& up, std::int64_t count);
 void geglu(OpContext& op, const BufferRange& gate, const BufferRange& up, std::int64_t count);
 
@@ -70,12 +71,18 @@ struct AttentionShape {
 // q, out: n rows of heads * head_dim F32. tables: int32 block ids of every sequence of the step, concatenated.
 // With an F16 storage the query is rounded to F16 before the dot products, as the CPU backend's (and the
 // reference's) F16 dot product does. Scores, softmax and sums are F32 (an online softmax: any context length).
-// `scratch` holds attention_scratch_bytes(shape, layout) bytes (0 for now: one pass, nothing to combine).
 // head_dim: even, at most 512; n and heads at most 65535.
+// Work split: one workgroup per (token, group of query heads that share a KV head), or, when a step has too
+// few of those to fill a device (a decode step of a few sequences), per (token, group, part of max_positions)
+// followed by a pass that merges the parts: `scratch` holds attention_scratch_bytes(shape, layout) bytes for
+// the parts, which is what a shape of shape.n tokens or fewer may need (so size the buffer once, for the
+// widest step); 0 when none splits.
 void attention(OpContext& op, const KvLayout& layout, const AttentionShape& shape, const BufferRange& q,
                const BufferRange& keys, const BufferRange& values, const BufferRange& token_info,
                const BufferRange& tables, const BufferRange& out, const BufferRange& scratch);
 std::uint64_t attention_scratch_bytes(const AttentionShape& shape, const KvLayout& layout);
+// The parts attention() splits each token's positions into for this shape (1: no split).
+std::int64_t attention_splits(const AttentionShape& shape, const KvLayout& layout);
 
 // For each of `rows` rows of `vocab` logits, its k largest as (int32 token, float logit) pairs, largest first,
 // the lower token first on ties (-0 and +0 are equal): out holds rows * k * 8 bytes. k <= kMaxTopK,
