@@ -25,6 +25,8 @@ namespace {
 
 constexpr std::size_t kRecordingsKept = 8;  // batch shapes whose forward pass stays recorded
 
+struct DevicePlan;
+
 std::string gib(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
@@ -62,6 +64,7 @@ struct VulkanBackend::State {
   std::vector<float> hidden;
 
   CommandRecording& recording_for(const StepShape& shape);
+  void allocate(const DevicePlan& plan, const std::stop_token& stop);
   // Grows the block tables' buffer to hold `entries` (the recordings, which bind the old one, are dropped).
   void ensure_table_entries(std::int64_t entries) {
     if (entries <= buffers.max_table_entries) return;
@@ -114,6 +117,65 @@ void VulkanBackend::State::copy_blocks(const std::vector<BlockCopy>& block_copie
   copies->submit_and_wait();
 }
 
+namespace {
+
+// The KV storage the options ask for on this device, and what it and the weights take.
+struct DevicePlan {
+  LoadOptions sized;  // with kv_auto's budget filled in from the device's memory
+  std::int64_t blocks = 0;
+  std::uint64_t weight_bytes = 0;
+  std::uint64_t kv_bytes = 0;
+  std::int64_t table_entries = 0;  // the block tables' first capacity (grown on demand)
+};
+
+DevicePlan plan_device(const LoadOptions& options, const ModelConfig& config, const ModelWeights& weights,
+                       const DeviceDescription& device, std::string& kv_sizing) {
+  DevicePlan plan;
+  plan.weight_bytes = weight_bytes(weights);
+  plan.sized = with_kv_sized_from_memory(
+      options, config, KvMemoryPlace{.available_bytes = device.device_local_bytes, .weight_bytes = plan.weight_bytes},
+      kv_sizing);
+  const KvCacheOptions& kv = plan.sized.kv;
+  plan.blocks = kv_block_count(plan.sized, config);
+  plan.kv_bytes = kv_bytes(config, kv.type, kv.block_size, plan.blocks);
+  // A full context's table for every sequence of a step would be up to max_batch * context / block_size entries
+  // (GiBs at the largest options): start with what 16 contexts take.
+  const std::int64_t per_context = (config.context_length + kv.block_size - 1) / kv.block_size;
+  plan.table_entries = std::min(options.max_batch_tokens, std::int64_t{16}) * per_context;
+  return plan;
+}
+
+std::runtime_error too_little_memory(const DeviceDescription& device, const DevicePlan& plan,
+                                     std::uint64_t device_bytes, const std::string& detail) {
+  return std::runtime_error("the device " + device.name + " has too little memory for this model: its weights need " +
+                            gib(plan.weight_bytes) + " and the KV storage " + gib(plan.kv_bytes) + " (" +
+                            gib(plan.weight_bytes + plan.kv_bytes) +
+                            " together, with the step's buffers besides); the device has " + gib(device_bytes) +
+                            detail + ". Give a smaller KV budget (--kv-cache-mb), or use --device cpu");
+}
+
+}  // namespace
+
+// Weights, KV storage and the step's buffers on the device; a device without the memory for them is refused
+// before anything is allocated where its heap says so, else when an allocation fails.
+void VulkanBackend::State::allocate(const DevicePlan& plan, const std::stop_token& stop) {
+  const DeviceDescription& device = context->description();
+  logger().info("loading on {} ({} device-local): weights {}, KV storage {} ({} blocks of {} tokens)", device.name,
+                gib(device.device_local_bytes), gib(plan.weight_bytes), gib(plan.kv_bytes), plan.blocks,
+                plan.sized.kv.block_size);
+  if (device.device_local_bytes > 0 && plan.weight_bytes + plan.kv_bytes > device.device_local_bytes) {
+    throw too_little_memory(device, plan, device.device_local_bytes, "");
+  }
+  try {
+    Uploader uploader(*context);
+    weights = upload_weights(*context, uploader, loaded->weights(), stop);
+    kv = allocate_kv(*context, config, plan.sized.kv.type, plan.sized.kv.block_size, plan.blocks);
+    buffers = allocate_step_buffers(*context, config, weights, kv.layout, max_batch, plan.table_entries);
+  } catch (const DeviceMemoryError& e) {
+    throw too_little_memory(device, plan, e.heap_bytes(), std::string(" (") + e.what() + ")");
+  }
+}
+
 std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options, std::int64_t context_length) {
   check_load_options(options);
   const std::optional<int> index = parse_device_spec(options.device);
@@ -131,41 +193,15 @@ std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options, s
   throw_if_stopped(options.stop, "the vocabulary was read");
   state->context = VulkanContext::open(index);
   state->pipelines = std::make_unique<PipelineCache>(*state->context);
-  const DeviceDescription& device = state->context->description();
-  const std::uint64_t weights = weight_bytes(state->loaded->weights());
-  const LoadOptions sized = with_kv_sized_from_memory(
-      options, config, KvMemoryPlace{.available_bytes = device.device_local_bytes, .weight_bytes = weights},
-      state->kv_sizing);
-  const std::int64_t blocks = kv_block_count(sized, config);
-  const std::uint64_t kv = kv_bytes(config, sized.kv.type, sized.kv.block_size, blocks);
-  logger().info("loading {} on {} ({} device-local): weights {}, KV storage {} ({} blocks of {} tokens)",
-               options.model_path, device.name, gib(device.device_local_bytes), gib(weights), gib(kv), blocks,
-               sized.kv.block_size);
   state->max_batch = options.max_batch_tokens;
-  // Room for the block tables of a step: a full context's for every sequence would be up to max_batch * context
-  // / block_size entries (GiBs at the largest options); start with what a few contexts take, grow on demand.
-  const std::int64_t per_context = (config.context_length + sized.kv.block_size - 1) / sized.kv.block_size;
-  const std::int64_t table_entries = std::min(state->max_batch, std::int64_t{16}) * per_context;
-  const auto too_little = [&](std::uint64_t device_bytes, const std::string& detail) {
-    return std::runtime_error("the device " + device.name + " has too little memory for this model: its weights need " +
-                              gib(weights) + " and the KV storage " + gib(kv) + " (" + gib(weights + kv) +
-                              " together, with the step's buffers besides); the device has " + gib(device_bytes) +
-                              detail + ". Give a smaller KV budget (--kv-cache-mb), or use --device cpu");
-  };
-  if (device.device_local_bytes > 0 && weights + kv > device.device_local_bytes) throw too_little(device.device_local_bytes, "");
-  try {
-    Uploader uploader(*state->context);
-    state->weights = upload_weights(*state->context, uploader, state->loaded->weights(), options.stop);
-    state->kv = allocate_kv(*state->context, config, sized.kv.type, sized.kv.block_size, blocks);
-    state->buffers = allocate_step_buffers(*state->context, config, state->weights, state->kv.layout, state->max_batch,
-                                           table_entries);
-  } catch (const DeviceMemoryError& e) {
-    throw too_little(e.heap_bytes(), std::string(" (") + e.what() + ")");
-  }
+  const DevicePlan plan =
+      plan_device(options, config, state->loaded->weights(), state->context->description(), state->kv_sizing);
+  state->allocate(plan, options.stop);
   state->rotation = std::make_unique<RotationTable>(config, state->loaded->weights());
-  state->sampling = std::make_unique<StepSampling>(
-      config, state->tokenizer,
-      StepSampling::Limits{.blocks = blocks, .block_size = sized.kv.block_size, .max_batch_tokens = state->max_batch});
+  state->sampling = std::make_unique<StepSampling>(config, state->tokenizer,
+                                                   StepSampling::Limits{.blocks = plan.blocks,
+                                                                        .block_size = plan.sized.kv.block_size,
+                                                                        .max_batch_tokens = state->max_batch});
   if (const GgufFile* gguf = state->loaded->gguf()) {
     if (auto source = gguf->find_string("tokenizer.chat_template")) state->chat_template_source = std::string(*source);
   }
