@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "loom/compute/devices.hpp"
 #include "run_process.hpp"
@@ -55,6 +58,34 @@ TEST(DeviceOption, GenerateOnVulkanGivesTheCpusGreedyText) {
   EXPECT_GT(vulkan.out.size(), 80u) << vulkan.out;
   EXPECT_EQ(vulkan.out, cpu.out);
   EXPECT_TRUE(has(vulkan.err, "generated 40 tokens")) << vulkan.err;
+}
+
+// `loom logits --device vulkan`: the same greedy continuation as on the CPU, each top logit within the F32
+// reference tolerance (aidreams260K is F32).
+TEST(DeviceOption, LogitsOnVulkanFollowTheCpus) {
+  REQUIRE_VULKAN_DEVICE();
+  const std::string model = shared_path("models/aidreams260K.gguf");
+  REQUIRE_SHARED_FILE(model);
+  const std::vector<std::string> common{"logits", "--model", model, "--tokens", "1,429,491,433", "--greedy", "6",
+                                        "--top", "3", "--threads", "1", "--device"};
+  auto on_cpu = common, on_vulkan = common;
+  on_cpu.push_back("cpu");
+  on_vulkan.push_back("vulkan");
+  const auto cpu = run_loom(on_cpu);
+  const auto vulkan = run_loom(on_vulkan);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  ASSERT_EQ(vulkan.exit_code, 0) << vulkan.err;
+  const auto a = nlohmann::json::parse(cpu.out), b = nlohmann::json::parse(vulkan.out);
+  EXPECT_EQ(b.at("continue"), a.at("continue"));
+  for (const char* part : {"prompt_top", "continue_top"}) {
+    ASSERT_EQ(b.at(part).size(), a.at(part).size());
+    for (std::size_t i = 0; i < a.at(part).size(); ++i) {
+      for (std::size_t k = 0; k < a.at(part)[i].size(); ++k) {
+        EXPECT_EQ(b.at(part)[i][k][0], a.at(part)[i][k][0]) << part << " " << i;
+        EXPECT_NEAR(b.at(part)[i][k][1].get<double>(), a.at(part)[i][k][1].get<double>(), 5e-3) << part << " " << i;
+      }
+    }
+  }
 }
 
 TEST(DeviceOption, AnUnknownDeviceIsAUsageErrorAndAMissingOneSaysWhatExists) {
