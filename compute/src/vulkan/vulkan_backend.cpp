@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <list>
 #include <stdexcept>
 #include <string>
@@ -62,6 +63,18 @@ struct VulkanBackend::State {
   std::vector<std::int64_t> positions;
   std::vector<StepSampling::LogitRow> rows;
   std::vector<float> hidden;
+  std::deque<std::vector<float>> rows_read;  // whole rows read back on the rare path (read_logits_row)
+  std::unique_ptr<Uploader> reader;
+
+  // Row `row` of the step's logits, read from the device (best-token rows are not read back otherwise).
+  std::span<const float> read_logits_row(std::int64_t row) {
+    const auto bytes = static_cast<std::uint64_t>(config.vocab_size) * sizeof(float);
+    if (!reader) reader = std::make_unique<Uploader>(*context, bytes);
+    std::vector<float>& values = rows_read.emplace_back(static_cast<std::size_t>(config.vocab_size));
+    reader->download(buffers.logits.range(static_cast<VkDeviceSize>(row) * bytes, bytes),
+                     std::as_writable_bytes(std::span<float>(values)));
+    return values;
+  }
 
   CommandRecording& recording_for(const StepShape& shape);
   void allocate(const DevicePlan& plan, const std::stop_token& stop);
@@ -309,6 +322,7 @@ StepResult VulkanBackend::run(const StepBatch& batch) {
   const auto* logits = static_cast<const float*>(s.buffers.logits_out.mapped());
   const auto* best = static_cast<const std::byte*>(s.buffers.candidates_out.mapped());
   s.rows.clear();
+  s.rows_read.clear();
   for (const std::int64_t row : row_of) {
     if (row < shape.full_rows) {
       s.rows.push_back(StepSampling::LogitRow{.logits = std::span<const float>(logits + static_cast<std::size_t>(row) * vocab, vocab)});
@@ -318,8 +332,13 @@ StepResult VulkanBackend::run(const StepBatch& batch) {
     float logit = 0.0f;
     std::memcpy(&token, best + row * 8, 4);
     std::memcpy(&logit, best + row * 8 + 4, 4);
-    const bool pickable = !std::isnan(logit) && logit != -INFINITY;  // what greedy sampling may pick
-    s.rows.push_back(StepSampling::LogitRow{.best = pickable ? token : -1});
+    if (!std::isnan(logit) && logit != -INFINITY) {  // what greedy sampling may pick
+      s.rows.push_back(StepSampling::LogitRow{.best = token});
+      continue;
+    }
+    // No finite best (NaN or -inf logits): the whole row, read from the device, lets the sampler decide as the
+    // CPU's would (it skips NaN; it fails the sequence when nothing is left).
+    s.rows.push_back(StepSampling::LogitRow{.logits = s.read_logits_row(row)});
   }
   s.hidden.clear();
   if (shape.hidden) {
