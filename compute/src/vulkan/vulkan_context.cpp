@@ -147,6 +147,7 @@ DeviceDescription describe(VkPhysicalDevice device, int index) {
   Features features;
   query_features(device, features);
   d.shader_float16 = features.v12.shaderFloat16 == VK_TRUE;
+  d.shader_float64 = features.core.features.shaderFloat64 == VK_TRUE;
   d.shader_int8 = features.v12.shaderInt8 == VK_TRUE;
   d.push_descriptors = has_extension(device, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 

@@ -54,6 +54,7 @@ struct DeviceDescription {
   std::uint32_t subgroup_size = 0;       // 0: unknown
   bool subgroup_arithmetic = false;      // subgroupAdd & co. in compute shaders
   bool shader_float16 = false;
+  bool shader_float64 = false;          // double in shaders (the pinned attention's softmax sum)
   bool shader_int8 = false;
   bool push_descriptors = false;         // VK_KHR_push_descriptor (required)
   std::string unusable;                  // non-empty: why open() refuses this device
