@@ -83,6 +83,7 @@ struct ParityCase {
   float bound;                   // asserted, on the reference's top-10 values and on every logit against the CPU
   std::int64_t context = 0;      // > 0: run at this context (synth-phi3lr: below its LongRoPE original context)
   std::size_t greedy_steps = 4;  // of the reference's greedy tokens, fed one at a time (lavapipe is slow)
+  LaneWidth made_on = LaneWidth::avx2;  // whose attention orders made the reference (reference_parity_test.cpp)
 };
 
 // Bounds: F32/F16 files measure at most 0.0111 (synth-gemma2-f16 against the CPU), the quantized ones 0.242
@@ -98,12 +99,14 @@ TEST_P(VulkanReferenceParity, LogitsMatchTheReferenceAndTheCpu) {
   const std::string stem = c.model.substr(0, c.model.find(".gguf"));
   const Reference ref = read_reference(stem + ".once.json");
   const auto backend = VulkanBackend::load(shared_model_options(c.model, 256), c.context);
+  backend->set_reference_lanes(c.made_on);
 
   auto loaded = LoadedModel::open(compute::testing::shared_path("models/" + c.model));
   ModelConfig config = loaded->config();
   if (c.context > 0) config.context_length = c.context;
   ThreadPool pool(2);
   LlamaModel cpu(config, loaded->weights(), pool, 64);
+  cpu.set_reference_lanes(c.made_on);
   auto cache = cpu.make_cache(256);
   const std::int64_t vocab = config.vocab_size;
 
@@ -133,12 +136,12 @@ TEST_P(VulkanReferenceParity, LogitsMatchTheReferenceAndTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, VulkanReferenceParity,
-                         ::testing::Values(ParityCase{"aidreams260K.gguf", 5e-3f, kFloatBound, 0, 32},
-                                           ParityCase{"synth11M-f16.gguf", 5e-3f, kFloatBound, 0, 2},
-                                           ParityCase{"synth11M-q8_0.gguf", 2e-2f, kQuantizedBound, 0, 2},
-                                           ParityCase{"synth11M-q4_0.gguf", 5e-2f, kQuantizedBound, 0, 2},
-                                           ParityCase{"synth11M-q4_k_m.gguf", 5e-2f, kQuantizedBound, 0, 2},
-                                           ParityCase{"synth11M-q6_k.gguf", 5e-2f, kQuantizedBound, 0, 2},
+                         ::testing::Values(ParityCase{"aidreams260K.gguf", 5e-3f, kFloatBound, 0, 32, LaneWidth::avx512},
+                                           ParityCase{"synth11M-f16.gguf", 5e-3f, kFloatBound, 0, 2, LaneWidth::avx512},
+                                           ParityCase{"synth11M-q8_0.gguf", 2e-2f, kQuantizedBound, 0, 2, LaneWidth::avx512},
+                                           ParityCase{"synth11M-q4_0.gguf", 5e-2f, kQuantizedBound, 0, 2, LaneWidth::avx512},
+                                           ParityCase{"synth11M-q4_k_m.gguf", 5e-2f, kQuantizedBound, 0, 2, LaneWidth::avx512},
+                                           ParityCase{"synth11M-q6_k.gguf", 5e-2f, kQuantizedBound, 0, 2, LaneWidth::avx512},
                                            ParityCase{"synth-gemma-f16.gguf", 5e-3f, kFloatBound},
                                            ParityCase{"synth-gemma-q8_0.gguf", 2e-2f, kQuantizedBound},
                                            ParityCase{"synth-gemma2-f16.gguf", 5e-3f, kFloatBound},

@@ -184,6 +184,11 @@ void VulkanBackend::State::allocate(const DevicePlan& plan, const std::stop_toke
     weights = upload_weights(*context, uploader, loaded->weights(), stop);
     kv = allocate_kv(*context, config, plan.sized.kv.type, plan.sized.kv.block_size, plan.blocks);
     buffers = allocate_step_buffers(*context, config, weights, kv.layout, max_batch, plan.table_entries);
+    if (config.ffn_activation == FfnActivation::gelu_tanh) {
+      const std::vector<std::uint32_t> table = gelu_table_words();
+      buffers.gelu_table = Buffer(*context, table.size() * sizeof(std::uint32_t), MemoryKind::device_local, "GELU table");
+      uploader.upload(buffers.gelu_table.range(), std::as_bytes(std::span<const std::uint32_t>(table)));
+    }
   } catch (const DeviceMemoryError& e) {
     throw too_little_memory(device, plan, e.heap_bytes(), std::string(" (") + e.what() + ")");
   }
@@ -243,7 +248,7 @@ std::int64_t table_entries(std::span<const SequenceView> sequences, std::int64_t
 // The step's inputs in the host-visible buffers: token ids, positions (for the rotary table), each token's KV
 // slot and attention info (its position, where its sequence's block table starts in `tables`).
 void write_inputs(std::span<const SequenceView> sequences, const StepBuffers& b, std::int64_t block_size,
-                  std::vector<std::int64_t>& positions) {
+                  std::int64_t context_length, std::vector<std::int64_t>& positions) {
   auto* tokens = static_cast<std::int32_t*>(b.tokens.mapped());
   auto* slots = static_cast<std::int32_t*>(b.slots.mapped());
   auto* info = static_cast<std::int32_t*>(b.token_info.mapped());
@@ -265,8 +270,9 @@ void write_inputs(std::span<const SequenceView> sequences, const StepBuffers& b,
       slots[t] = static_cast<std::int32_t>(s.table[static_cast<std::size_t>(p / block_size)] * block_size + p % block_size);
       info[4 * t] = static_cast<std::int32_t>(p);
       info[4 * t + 1] = static_cast<std::int32_t>(entries);
-      info[4 * t + 2] = 0;
-      info[4 * t + 3] = 0;
+      // The pinned attention's reference span and order, as LlamaModel::attention sets them.
+      info[4 * t + 2] = static_cast<std::int32_t>(reference_span(end, context_length));
+      info[4 * t + 3] = s.tokens.size() > 1 ? 1 : 0;
       positions.push_back(p);
     }
     entries += used;
@@ -309,7 +315,7 @@ StepResult VulkanBackend::run(const StepBatch& batch) {
     views.push_back(SequenceView{batch.sequences[i].tokens, batch.sequences[i].start, held[i]->table});
   }
   s.ensure_table_entries(table_entries(views, s.kv.layout.block_size));
-  write_inputs(views, s.buffers, s.kv.layout.block_size, s.positions);
+  write_inputs(views, s.buffers, s.kv.layout.block_size, s.config.context_length, s.positions);
   s.write_rotation();
   StepShape shape{.tokens = static_cast<std::int64_t>(s.positions.size())};
   const std::vector<std::int64_t> row_of = write_logit_rows(batch, *s.sampling, s.buffers, shape.full_rows);
@@ -368,7 +374,7 @@ std::vector<float> VulkanBackend::logits(std::span<const std::int32_t> tokens, s
   }
   const SequenceView view{tokens, start, table};
   s.ensure_table_entries(table_entries({&view, 1}, block_size));
-  write_inputs({&view, 1}, s.buffers, block_size, s.positions);
+  write_inputs({&view, 1}, s.buffers, block_size, s.config.context_length, s.positions);
   s.write_rotation();
   auto* rows = static_cast<std::int32_t*>(s.buffers.logit_rows.mapped());
   for (std::int64_t i = 0; i < n; ++i) rows[i] = static_cast<std::int32_t>(i);
@@ -402,6 +408,25 @@ std::shared_ptr<const Tokenizer> VulkanBackend::tokenizer() const { return state
 void VulkanBackend::release(SequenceId sequence) { state_->sampling->release(sequence); }
 const DeviceDescription& VulkanBackend::device() const noexcept { return state_->context->description(); }
 std::uint64_t VulkanBackend::recordings_made() const noexcept { return state_->recordings_made; }
+
+LaneWidth VulkanBackend::reference_lanes() const noexcept { return state_->buffers.lanes; }
+
+void VulkanBackend::set_reference_lanes(LaneWidth lanes) {
+  if (lanes == state_->buffers.lanes) return;
+  state_->buffers.lanes = lanes;
+  state_->recorded.clear();  // recorded with the other orders
+}
+
+bool VulkanBackend::pinned_arithmetic() const noexcept { return state_->buffers.pinned; }
+
+void VulkanBackend::set_pinned_arithmetic(bool pinned) {
+  if (pinned && !pinned_supported(*state_->context)) {
+    throw std::invalid_argument("the pinned arithmetic needs a device with shaderFloat64");
+  }
+  if (pinned == state_->buffers.pinned) return;
+  state_->buffers.pinned = pinned;
+  state_->recorded.clear();
+}
 std::uint64_t VulkanBackend::positions_computed() const noexcept { return state_->positions_computed; }
 
 }  // namespace loom::compute::vulkan

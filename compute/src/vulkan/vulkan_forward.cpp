@@ -33,25 +33,37 @@ void products(OpContext& op, std::initializer_list<std::pair<const DeviceTensor*
   for (const auto& [w, y] : outputs) matmul(op, *w, x, y, n, prepared.range());
 }
 
+// rms_norm and rope, in the CPU's arithmetic where the step buffers say so (vulkan_pinned.hpp).
+void norm(OpContext& op, const StepBuffers& b, const BufferRange& x, const BufferRange& weight, const BufferRange& out,
+          std::int64_t rows, std::int64_t width, float epsilon) {
+  if (b.pinned) return rms_norm_pinned(op, x, weight, out, rows, width, epsilon);
+  rms_norm(op, x, weight, out, rows, width, epsilon);
+}
+void rotate(OpContext& op, const StepBuffers& b, const BufferRange& vectors, const BufferRange& rotation, std::int64_t n,
+            std::int64_t heads, std::int64_t head_dim, bool adjacent) {
+  if (b.pinned) return rope_pinned(op, vectors, rotation, n, heads, head_dim, adjacent);
+  rope(op, vectors, rotation, n, heads, head_dim, adjacent);
+}
+
 void record_layer(OpContext& op, const ModelConfig& c, std::int64_t layer, const DeviceLayer& w, const KvStorage& kv,
                   const StepBuffers& b, bool rotation_swa, std::int64_t n) {
   const BufferRange x = rows(b.x, n, c.dim), xn = rows(b.xn, n, c.dim);
   const BufferRange q = rows(b.q, n, c.q_dim()), k = rows(b.k, n, c.kv_dim()), v = rows(b.v, n, c.kv_dim());
-  rms_norm(op, x, w.attn_norm, xn, n, c.dim, c.rms_epsilon);
+  norm(op, b, x, w.attn_norm, xn, n, c.dim, c.rms_epsilon);
   products(op, {{&w.wq, q}, {&w.wk, k}, {&w.wv, v}}, xn, b.prepared, n);
   if (w.bq) add_bias(op, q, *w.bq, n, c.q_dim());
   if (w.bk) add_bias(op, k, *w.bk, n, c.kv_dim());
   if (w.bv) add_bias(op, v, *w.bv, n, c.kv_dim());
   if (c.qk_norm) {
-    rms_norm(op, q, *w.q_norm, q, n * c.heads, c.head_dim, c.rms_epsilon);
-    rms_norm(op, k, *w.k_norm, k, n * c.kv_heads, c.head_dim, c.rms_epsilon);
+    norm(op, b, q, *w.q_norm, q, n * c.heads, c.head_dim, c.rms_epsilon);
+    norm(op, b, k, *w.k_norm, k, n * c.kv_heads, c.head_dim, c.rms_epsilon);
   }
   // Sliding-window layers may rotate with their own base (gemma3's local layers).
   const Buffer& rotation_table = rotation_swa && c.window(layer) > 0 ? b.rotation_swa : b.rotation;
   const BufferRange rotation = rotation_table.range(0, static_cast<VkDeviceSize>(n * c.head_dim) * kFloat);
   const bool adjacent = c.rope_style == RopeStyle::adjacent_pairs;
-  rope(op, q, rotation, n, c.heads, c.head_dim, adjacent);
-  rope(op, k, rotation, n, c.kv_heads, c.head_dim, adjacent);
+  rotate(op, b, q, rotation, n, c.heads, c.head_dim, adjacent);
+  rotate(op, b, k, rotation, n, c.kv_heads, c.head_dim, adjacent);
   if (c.query_scale > 0.0f) scale(op, q, n * c.q_dim(), c.query_scale);  // gemma scales the query, not the scores
   const auto l = static_cast<std::size_t>(layer);
   store_kv(op, kv.layout, k, v, b.slots.range(0, static_cast<VkDeviceSize>(n) * 4), kv.keys[l].range(),
@@ -63,23 +75,30 @@ void record_layer(OpContext& op, const ModelConfig& c, std::int64_t layer, const
                              .softcap = c.attn_softcap,
                              .max_positions = c.context_length};
   const BufferRange attn = rows(b.attn, n, c.q_dim());
-  attention(op, kv.layout, shape, q, kv.keys[l].range(), kv.values[l].range(),
-            b.token_info.range(0, static_cast<VkDeviceSize>(n) * 16), b.tables.range(), attn,
-            b.attention_scratch.range());  // sized for the widest step: every narrower one fits
+  const BufferRange token_info = b.token_info.range(0, static_cast<VkDeviceSize>(n) * 16);
+  if (b.pinned) {  // the CPU's arithmetic (vulkan_pinned.hpp); scratch sized for the widest step
+    attention_pinned(op, kv.layout, shape, b.lanes, q, kv.keys[l].range(), kv.values[l].range(), token_info,
+                     b.tables.range(), attn, b.attention_scratch.range());
+  } else {
+    attention(op, kv.layout, shape, q, kv.keys[l].range(), kv.values[l].range(), token_info, b.tables.range(), attn,
+              b.attention_scratch.range());
+  }
   matmul(op, w.wo, attn, xn, n, b.prepared.range());
-  if (w.post_attn_norm) rms_norm(op, xn, *w.post_attn_norm, xn, n, c.dim, c.rms_epsilon);
+  if (w.post_attn_norm) norm(op, b, xn, *w.post_attn_norm, xn, n, c.dim, c.rms_epsilon);
   add(op, x, xn, n * c.dim);
 
-  rms_norm(op, x, w.ffn_norm, xn, n, c.dim, c.rms_epsilon);
+  norm(op, b, x, w.ffn_norm, xn, n, c.dim, c.rms_epsilon);
   const BufferRange gate = rows(b.gate, n, c.ffn_dim), up = rows(b.up, n, c.ffn_dim);
   products(op, {{&w.gate, gate}, {&w.up, up}}, xn, b.prepared, n);
   if (c.ffn_activation == FfnActivation::gelu_tanh) {
-    geglu(op, gate, up, n * c.ffn_dim);
+    geglu_table(op, gate, up, n * c.ffn_dim, b.gelu_table.range());
+  } else if (b.pinned) {
+    swiglu_pinned(op, gate, up, n, c.ffn_dim, b.lanes);
   } else {
     swiglu(op, gate, up, n * c.ffn_dim);
   }
   matmul(op, w.down, gate, xn, n, b.prepared.range());
-  if (w.post_ffn_norm) rms_norm(op, xn, *w.post_ffn_norm, xn, n, c.dim, c.rms_epsilon);
+  if (w.post_ffn_norm) norm(op, b, xn, *w.post_ffn_norm, xn, n, c.dim, c.rms_epsilon);
   add(op, x, xn, n * c.dim);
 }
 
@@ -91,7 +110,7 @@ void record_logits(OpContext& op, const ModelConfig& c, const DeviceWeights& w, 
   const BufferRange gathered = rows(b.xn, m, c.dim);
   gather_rows(op, rows(b.x, shape.tokens, c.dim), b.logit_rows.range(0, static_cast<VkDeviceSize>(m) * 4), gathered, m,
               c.dim);
-  rms_norm(op, gathered, w.output_norm, gathered, m, c.dim, c.rms_epsilon);
+  norm(op, b, gathered, w.output_norm, gathered, m, c.dim, c.rms_epsilon);
   const BufferRange logits = rows(b.logits, m, c.vocab_size);
   matmul(op, w.output, gathered, logits, m, b.prepared.range());
   if (c.final_softcap > 0.0f) soft_cap(op, logits, m * c.vocab_size, c.final_softcap);
@@ -112,7 +131,7 @@ void record_forward(OpContext& op, const ModelConfig& c, const DeviceWeights& w,
   for (std::int64_t layer = 0; layer < c.layers; ++layer) {
     record_layer(op, c, layer, w.layers[static_cast<std::size_t>(layer)], kv, b, rotation_swa, n);
   }
-  if (shape.hidden) rms_norm(op, rows(b.x, n, c.dim), w.output_norm, rows(b.hidden_out, n, c.dim), n, c.dim, c.rms_epsilon);
+  if (shape.hidden) norm(op, b, rows(b.x, n, c.dim), w.output_norm, rows(b.hidden_out, n, c.dim), n, c.dim, c.rms_epsilon);
   if (shape.logit_rows > 0) record_logits(op, c, w, b, shape);
 }
 

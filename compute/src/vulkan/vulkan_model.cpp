@@ -186,7 +186,10 @@ StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& c, 
       .gate = device(floats(c.ffn_dim), "activations gate"),
       .up = device(floats(c.ffn_dim), "activations up"),
       .prepared = device(prepared, "prepared activations"),
-      .attention_scratch = device(attention_scratch_bytes(widest, layout), "attention scratch"),
+      // The pinned attention keeps every (token, head)'s scores; the online one only a long decode's parts.
+      .attention_scratch = device(std::max(attention_scratch_bytes(widest, layout),
+                                           pinned_supported(context) ? attention_pinned_scratch_bytes(widest) : 0),
+                                  "attention scratch"),
       .logits = device(floats(c.vocab_size), "logits"),
       .tokens = host(b * sizeof(std::int32_t), "step tokens"),
       .rotation = host(pairs_bytes, "rotary table"),
@@ -203,6 +206,8 @@ StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& c, 
       .max_table_entries = max_table_entries};
   auto* identity = static_cast<std::int32_t*>(s.identity.mapped());
   for (std::int64_t i = 0; i < max_batch; ++i) identity[i] = static_cast<std::int32_t>(i);
+  s.pinned = pinned_supported(context);
+  s.lanes = default_kernel_path() == KernelPath::avx2 ? LaneWidth::avx2 : LaneWidth::avx512;  // as LlamaModel's
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include "loom/compute/vulkan/vulkan_commands.hpp"
 #include "loom/compute/vulkan/vulkan_matmul.hpp"
 #include "loom/compute/vulkan/vulkan_ops.hpp"
+#include "loom/compute/vulkan/vulkan_pinned.hpp"
 
 namespace spdlog {
 class logger;
@@ -85,6 +86,12 @@ struct StepBuffers {
   Buffer logits_out, candidates_out, hidden_out;
   std::int64_t max_batch = 0;
   std::int64_t max_table_entries = 0;
+  // The CPU's pinned arithmetic (vulkan_pinned.hpp) for attention and SwiGLU, in `lanes`' orders; off (the
+  // online-softmax attention and the device's exp) where the device lacks shaderFloat64. GeGLU always reads
+  // the CPU's table (gelu_table, device-local, for gelu models).
+  bool pinned = false;
+  LaneWidth lanes = LaneWidth::avx512;
+  Buffer gelu_table;
 };
 StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& config, const DeviceWeights& weights,
                                   const KvLayout& layout, std::int64_t max_batch, std::int64_t max_table_entries);

@@ -132,6 +132,48 @@ void geglu_table(OpContext& op, const BufferRange& gate, const BufferRange& up, 
   op.recording.dispatch(pipeline, {gate, up, table}, Push{n}, detail::elementwise_groups(n, spec[0]));
 }
 
+void rms_norm_pinned(OpContext& op, const BufferRange& x, const BufferRange& weight, const BufferRange& out,
+                     std::int64_t rows, std::int64_t width, float epsilon) {
+  const std::uint32_t row_count = checked_u32(rows, "rms_norm rows");
+  const std::uint32_t row_width = checked_u32(width, "rms_norm width");
+  require_bytes(x, floats(rows * width), "rms_norm x");
+  require_bytes(out, floats(rows * width), "rms_norm out");
+  require_bytes(weight, floats(width), "rms_norm weight");
+  if (row_count == 0 || row_width == 0) return;
+  struct Push {
+    std::uint32_t rows;
+    std::uint32_t width;
+    float epsilon;
+  };
+  const std::array<std::uint32_t, 1> spec{detail::group_size(op, row_width >= 512 ? 256u : 64u)};
+  const auto& pipeline = op.pipelines.get("rms_norm_pinned", 3, sizeof(Push), spec);
+  const std::uint32_t groups_x = row_count < detail::kMaxGroups ? row_count : detail::kMaxGroups;
+  op.recording.dispatch(pipeline, {x, weight, out}, Push{row_count, row_width, epsilon}, groups_x,
+                        groups_for(row_count, groups_x));
+}
+
+void rope_pinned(OpContext& op, const BufferRange& vectors, const BufferRange& rotation, std::int64_t n,
+                 std::int64_t heads, std::int64_t head_dim, bool adjacent_pairs) {
+  if (head_dim % 2 != 0) throw std::invalid_argument("vulkan ops: rope head_dim must be even");
+  checked_u32(n, "rope n");
+  const std::uint32_t head_count = checked_u32(heads, "rope heads");
+  const std::uint32_t dim = checked_u32(head_dim, "rope head_dim");
+  require_bytes(vectors, floats(n * heads * head_dim), "rope vectors");
+  require_bytes(rotation, floats(n * head_dim), "rope rotation");
+  const std::uint32_t pairs = checked_u32(n * heads * (head_dim / 2), "rope pairs");
+  if (pairs == 0) return;
+  struct Push {
+    std::uint32_t count;
+    std::uint32_t heads;
+    std::uint32_t head_dim;
+    std::uint32_t adjacent;
+  };
+  const std::array<std::uint32_t, 1> spec{detail::group_size(op, detail::kElementwiseGroupSize)};
+  const auto& pipeline = op.pipelines.get("rope_pinned", 2, sizeof(Push), spec);
+  op.recording.dispatch(pipeline, {vectors, rotation}, Push{pairs, head_count, dim, adjacent_pairs ? 1u : 0u},
+                        detail::elementwise_groups(pairs, spec[0]));
+}
+
 std::vector<std::uint32_t> gelu_table_words() {
   const std::uint16_t* table = compute::detail::gelu_f16_table();
   std::vector<std::uint32_t> words(65536 / 2);

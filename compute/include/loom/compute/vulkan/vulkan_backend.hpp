@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "loom/compute/backend.hpp"
+#include "loom/compute/cpu/attention.hpp"
 #include "loom/compute/text/tokenizer.hpp"
 
 namespace loom::compute::vulkan {
@@ -50,6 +51,16 @@ class VulkanBackend final : public Backend {
   const DeviceDescription& device() const noexcept;
   // Forward passes recorded since the load: one per batch shape while the shape stays in the cache.
   std::uint64_t recordings_made() const noexcept;
+  // Whose orders the pinned attention and SwiGLU follow (cpu/attention.hpp's LaneWidth): by default as
+  // LlamaModel's, the AVX2 build's where the CPU's default kernel path is AVX2, else the AVX-512 build's. The
+  // parity tests set each reference file's. Changing it drops the recorded forward passes.
+  LaneWidth reference_lanes() const noexcept;
+  void set_reference_lanes(LaneWidth lanes);
+  // Whether attention and SwiGLU run in the CPU's pinned arithmetic (vulkan_pinned.hpp; the default where the
+  // device has shaderFloat64) or as the online-softmax attention and the device's exp (faster, last bits
+  // apart from the CPU's; what a device without shaderFloat64 runs). Setting true without it throws.
+  bool pinned_arithmetic() const noexcept;
+  void set_pinned_arithmetic(bool pinned);
   // Positions computed since the load.
   std::uint64_t positions_computed() const noexcept;
 

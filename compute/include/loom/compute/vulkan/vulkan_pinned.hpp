@@ -30,6 +30,13 @@ void attention_pinned(OpContext& op, const KvLayout& layout, const AttentionShap
                       const BufferRange& scratch);
 std::uint64_t attention_pinned_scratch_bytes(const AttentionShape& shape);
 
+// rms_norm() and rope() (vulkan_ops.hpp) in the CPU's arithmetic: the norm's mean from a double sum of float
+// squares and its scale rounded as the CPU's division and square root; rope's FMAs fused on every driver.
+void rms_norm_pinned(OpContext& op, const BufferRange& x, const BufferRange& weight, const BufferRange& out,
+                     std::int64_t rows, std::int64_t width, float epsilon);
+void rope_pinned(OpContext& op, const BufferRange& vectors, const BufferRange& rotation, std::int64_t n,
+                 std::int64_t heads, std::int64_t head_dim, bool adjacent_pairs);
+
 // gate = silu(gate) * up over `rows` rows of `width`, as the CPU's swiglu(row, up, width, path, lanes).
 void swiglu_pinned(OpContext& op, const BufferRange& gate, const BufferRange& up, std::int64_t rows,
                    std::int64_t width, LaneWidth lanes);
