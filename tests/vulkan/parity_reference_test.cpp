@@ -3,15 +3,26 @@
 // against the CPU backend's LlamaModel on the same steps (every logit). Every dense model file with references
 // runs ("once" prompt; MoE files are refused by the backend: backend_steps_test.cpp).
 //
-// What lavapipe measures (printed per file beside the issue's tolerance for its type): the products are the
-// CPU's to the bit (position 0, where attention is the value itself, matches the CPU exactly for llama-style
-// files), while attention (an online softmax with the device's exp, not the reference's vectorised expf, F16
-// weights and whole-row normalisation that attention.hpp pins) and gemma's GeGLU (the device's tanh) differ in
-// the last bits. These synthetic files turn such differences into logit differences of 0.05-0.15 once a
-// quantized product rounds an activation the other way (reference_parity_test.cpp saw the same from the CPU's
-// own AVX-512 vs AVX2 attention orders); F32/F16 files stay within 0.01. So the assertion is a bound that
-// catches a wrong forward pass (a wrong rope, norm, bias or table is off by whole units), and the issue's
-// tolerance is printed as met or not.
+// Both backends run attention, SwiGLU/GeGLU, the RMS norms and rope in the CPU's pinned arithmetic
+// (vulkan_pinned.hpp), each file in the attention orders of the machine that made its reference (made_on, as
+// reference_parity_test.cpp). Measured on lavapipe (max |logit - reference| / max |logit - cpu|), before (the
+// online softmax, the device's exp and tanh, a float-tree norm) -> after:
+//   to the CPU's last printed digit after: synth11M Q8_0 0.000/0.000, Q4_0 0.029/0.043 -> 0.000/0.000,
+//   Q4_K_M, gemma Q8_0, IQ4_NL, IQ4_XS, Q2_K (both), synthq256 Q3_K_M (0.054 from the reference, as the CPU's),
+//   qwen2bpe F16 and Q8_0, phi3lr Q8_0;
+//   F32/F16: aidreams260K 0.0007/0.0008, synth11M-f16 0.0008/0.0013, gemma F16 0.0061 -> 0.0033/0.0062,
+//   gemma2 F16 0.0034/0.0066, gemma3 F16 0.0061 -> 0.0039/0.0076, phi3 0.0028/0.0038, phi3lr 0.0024/0.0037:
+//   all within the issue's 0.005 now (their products sum in other orders than the CPU's);
+//   quantized, within the issue's tolerance: synth11M Q6_K 0.014/0.024, synthq320 Q5_0 0.014/0.025, Q5_1
+//   0.036/0.054, Q5_K_M 0.017/0.027, Q3_K_M 0.0015/0.0057;
+//   still missing it: synth-gemma2-q8_0 0.053/0.135, synth-gemma3-q8_0 0.068/0.106 (0.02 asked), synthq320-q4_1
+//   0.070/0.111 and -q4_k_m 0.056/0.082 (0.05), synth-phi3-q8_0 0.038/0.112 (0.02); before, most quantized files
+//   were 0.07-0.16 from the reference.
+// What is left is the matrix products, which agree with the CPU's to summation order (about 2e-7 of a row's
+// magnitude, matmul_products_test.cpp), not to the bit: on these random-weight files a last-bit difference
+// rounds an activation of the next quantized product the other way now and then (the printed "first > 0.001
+// from the cpu" says where). Each file asserts the CPU parity test's tolerance where it is met, else the
+// issue's; the five that miss assert lavapipe's measurement with a margin (marked below).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -66,6 +77,7 @@ struct Worst {
   float reference = 0.0f;  // |vulkan - reference| over the reference's top-10 entries
   float cpu = 0.0f;        // |vulkan - cpu| over every logit
   std::string where;
+  std::string first_cpu_difference;  // the first prompt position or greedy step more than 0.001 off the CPU
 };
 
 void compare(const std::vector<TopEntry>& top, const float* vulkan, const float* cpu, std::int64_t vocab,
@@ -74,22 +86,27 @@ void compare(const std::vector<TopEntry>& top, const float* vulkan, const float*
     const float diff = std::abs(vulkan[entry.token] - entry.logit);
     if (diff > worst.reference) worst = {diff, worst.cpu, where + " token " + std::to_string(entry.token)};
   }
-  for (std::int64_t i = 0; i < vocab; ++i) worst.cpu = std::max(worst.cpu, std::abs(vulkan[i] - cpu[i]));
+  float step_cpu = 0.0f;
+  for (std::int64_t i = 0; i < vocab; ++i) step_cpu = std::max(step_cpu, std::abs(vulkan[i] - cpu[i]));
+  worst.cpu = std::max(worst.cpu, step_cpu);
+  if (step_cpu > 1e-3f && worst.first_cpu_difference.empty()) worst.first_cpu_difference = where;
 }
 
 struct ParityCase {
   std::string model;
   float issue_tolerance;         // the reference README's for the file's type (printed: met or not)
-  float bound;                   // asserted, on the reference's top-10 values and on every logit against the CPU
+  float tolerance;               // asserted on the reference's top-10 values (see the list below)
+  float cpu_bound;               // asserted on every logit against the CPU backend
   std::int64_t context = 0;      // > 0: run at this context (synth-phi3lr: below its LongRoPE original context)
   std::size_t greedy_steps = 4;  // of the reference's greedy tokens, fed one at a time (lavapipe is slow)
   LaneWidth made_on = LaneWidth::avx2;  // whose attention orders made the reference (reference_parity_test.cpp)
 };
 
-// Bounds: F32/F16 files measure at most 0.0111 (synth-gemma2-f16 against the CPU), the quantized ones 0.242
-// (synthq256-q2_k against the CPU) with 8 greedy steps on lavapipe.
-constexpr float kFloatBound = 0.02f;
-constexpr float kQuantizedBound = 0.3f;
+// Against the CPU: files that follow it to the last printed digit, F16/F32 files (their products sum in
+// other orders), and quantized files whose activations a last-bit product difference rounds the other way.
+constexpr float kCpuExact = 1e-4f;
+constexpr float kCpuFloat = 1e-2f;
+constexpr float kCpuDrift = 0.2f;
 
 class VulkanReferenceParity : public ::testing::TestWithParam<ParityCase> {};
 
@@ -128,44 +145,49 @@ TEST_P(VulkanReferenceParity, LogitsMatchTheReferenceAndTheCpu) {
     compare(ref.greedy_top[g], logits.data(), step.data(), vocab, "greedy step " + std::to_string(g), worst);
   }
   std::printf("[ vulkan parity ] %s: max |logit - reference| %.5f, max |logit - cpu| %.5f over %zu prompt positions "
-              "and %zu greedy steps (issue asks <= %.3g: %s)\n",
+              "and %zu greedy steps (issue asks <= %.3g: %s; first > 0.001 from the cpu: %s)\n",
               c.model.c_str(), worst.reference, worst.cpu, ref.prompt.size(), steps, c.issue_tolerance,
-              worst.reference <= c.issue_tolerance ? "met" : "NOT met yet");
-  EXPECT_LE(worst.reference, c.bound) << c.model << ": worst at " << worst.where;
-  EXPECT_LE(worst.cpu, c.bound) << c.model;
+              worst.reference <= c.issue_tolerance ? "met" : "NOT met yet",
+              worst.first_cpu_difference.empty() ? "none" : worst.first_cpu_difference.c_str());
+  EXPECT_LE(worst.reference, c.tolerance) << c.model << ": worst at " << worst.where;
+  EXPECT_LE(worst.cpu, c.cpu_bound) << c.model;
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, VulkanReferenceParity,
-                         ::testing::Values(ParityCase{"aidreams260K.gguf", 5e-3f, kFloatBound, 0, 32, LaneWidth::avx512},
-                                           ParityCase{"synth11M-f16.gguf", 5e-3f, kFloatBound, 0, 2, LaneWidth::avx512},
-                                           ParityCase{"synth11M-q8_0.gguf", 2e-2f, kQuantizedBound, 0, 2, LaneWidth::avx512},
-                                           ParityCase{"synth11M-q4_0.gguf", 5e-2f, kQuantizedBound, 0, 2, LaneWidth::avx512},
-                                           ParityCase{"synth11M-q4_k_m.gguf", 5e-2f, kQuantizedBound, 0, 2, LaneWidth::avx512},
-                                           ParityCase{"synth11M-q6_k.gguf", 5e-2f, kQuantizedBound, 0, 2, LaneWidth::avx512},
-                                           ParityCase{"synth-gemma-f16.gguf", 5e-3f, kFloatBound},
-                                           ParityCase{"synth-gemma-q8_0.gguf", 2e-2f, kQuantizedBound},
-                                           ParityCase{"synth-gemma2-f16.gguf", 5e-3f, kFloatBound},
-                                           ParityCase{"synth-gemma2-q8_0.gguf", 2e-2f, kQuantizedBound},
-                                           ParityCase{"synth-gemma3-f16.gguf", 5e-3f, kFloatBound},
-                                           ParityCase{"synth-gemma3-q8_0.gguf", 2e-2f, kQuantizedBound},
-                                           ParityCase{"synthq320-q4_1.gguf", 5e-2f, kQuantizedBound},
-                                           ParityCase{"synthq320-q5_0.gguf", 5e-2f, kQuantizedBound},
-                                           ParityCase{"synthq320-q5_1.gguf", 5e-2f, kQuantizedBound},
-                                           ParityCase{"synthq320-iq4_nl.gguf", 5e-2f, kQuantizedBound},
-                                           ParityCase{"synthq320-q4_k_m.gguf", 5e-2f, kQuantizedBound},
-                                           ParityCase{"synthq320-q5_k_m.gguf", 5e-2f, kQuantizedBound},
-                                           ParityCase{"synthq320-q2_k.gguf", 1e-1f, kQuantizedBound},
-                                           ParityCase{"synthq320-q3_k_m.gguf", 1e-1f, kQuantizedBound},
-                                           ParityCase{"synthq320-iq4_xs.gguf", 5e-2f, kQuantizedBound},
-                                           ParityCase{"synthq256-q2_k.gguf", 1e-1f, kQuantizedBound},
-                                           ParityCase{"synthq256-q3_k_m.gguf", 1e-1f, kQuantizedBound},
-                                           ParityCase{"synthq256-iq4_xs.gguf", 5e-2f, kQuantizedBound},
-                                           ParityCase{"synth-qwen2bpe-f16.gguf", 5e-3f, kFloatBound, 0, 2},
-                                           ParityCase{"synth-qwen2bpe-q8_0.gguf", 2e-2f, kQuantizedBound, 0, 2},
-                                           ParityCase{"synth-phi3-f16.gguf", 5e-3f, kFloatBound},
-                                           ParityCase{"synth-phi3-q8_0.gguf", 2e-2f, kQuantizedBound},
-                                           ParityCase{"synth-phi3lr-f16.gguf", 5e-3f, kFloatBound, 4096},
-                                           ParityCase{"synth-phi3lr-q8_0.gguf", 2e-2f, kQuantizedBound, 4096}),
+                         // Asserted on the reference: the CPU parity test's tolerance for the file
+                         // (reference_parity_test.cpp, where the SIMD kernels run) where the Vulkan
+                         // backend meets it, else the issue's; the five files that miss even that
+                         // (marked) assert what lavapipe measures with a margin: see the opening comment.
+                         ::testing::Values(ParityCase{"aidreams260K.gguf", 5e-3f, 5e-3f, kCpuFloat, 0, 32, LaneWidth::avx512},
+                                           ParityCase{"synth11M-f16.gguf", 5e-3f, 5e-3f, kCpuFloat, 0, 2, LaneWidth::avx512},
+                                           ParityCase{"synth11M-q8_0.gguf", 2e-2f, 1e-4f, kCpuExact, 0, 2, LaneWidth::avx512},
+                                           ParityCase{"synth11M-q4_0.gguf", 5e-2f, 1e-4f, kCpuExact, 0, 2, LaneWidth::avx512},
+                                           ParityCase{"synth11M-q4_k_m.gguf", 5e-2f, 3e-2f, kCpuExact, 0, 2, LaneWidth::avx512},
+                                           ParityCase{"synth11M-q6_k.gguf", 5e-2f, 5e-2f, kCpuDrift, 0, 2, LaneWidth::avx512},
+                                           ParityCase{"synth-gemma-f16.gguf", 5e-3f, 5e-3f, kCpuFloat},
+                                           ParityCase{"synth-gemma-q8_0.gguf", 2e-2f, 1e-4f, kCpuExact},
+                                           ParityCase{"synth-gemma2-f16.gguf", 5e-3f, 5e-3f, kCpuFloat},
+                                           ParityCase{"synth-gemma2-q8_0.gguf", 2e-2f, 0.08f, kCpuDrift},  // misses
+                                           ParityCase{"synth-gemma3-f16.gguf", 5e-3f, 5e-3f, kCpuFloat},
+                                           ParityCase{"synth-gemma3-q8_0.gguf", 2e-2f, 0.1f, kCpuDrift},  // misses
+                                           ParityCase{"synthq320-q4_1.gguf", 5e-2f, 0.1f, kCpuDrift},  // misses
+                                           ParityCase{"synthq320-q5_0.gguf", 5e-2f, 5e-2f, kCpuDrift},
+                                           ParityCase{"synthq320-q5_1.gguf", 5e-2f, 5e-2f, kCpuDrift},
+                                           ParityCase{"synthq320-iq4_nl.gguf", 5e-2f, 1e-4f, kCpuExact},
+                                           ParityCase{"synthq320-q4_k_m.gguf", 5e-2f, 0.08f, kCpuDrift},  // misses
+                                           ParityCase{"synthq320-q5_k_m.gguf", 5e-2f, 5e-2f, kCpuDrift},
+                                           ParityCase{"synthq320-q2_k.gguf", 1e-1f, 1e-1f, kCpuExact},
+                                           ParityCase{"synthq320-q3_k_m.gguf", 1e-1f, 1e-1f, kCpuFloat},
+                                           ParityCase{"synthq320-iq4_xs.gguf", 5e-2f, 1e-4f, kCpuExact},
+                                           ParityCase{"synthq256-q2_k.gguf", 1e-1f, 1e-1f, kCpuExact},
+                                           ParityCase{"synthq256-q3_k_m.gguf", 1e-1f, 1e-1f, kCpuExact},
+                                           ParityCase{"synthq256-iq4_xs.gguf", 5e-2f, 5e-2f, kCpuExact},
+                                           ParityCase{"synth-qwen2bpe-f16.gguf", 5e-3f, 1e-4f, kCpuExact, 0, 2},
+                                           ParityCase{"synth-qwen2bpe-q8_0.gguf", 2e-2f, 2e-2f, kCpuExact, 0, 2},
+                                           ParityCase{"synth-phi3-f16.gguf", 5e-3f, 5e-3f, kCpuFloat},
+                                           ParityCase{"synth-phi3-q8_0.gguf", 2e-2f, 0.06f, kCpuDrift},  // misses
+                                           ParityCase{"synth-phi3lr-f16.gguf", 5e-3f, 5e-3f, kCpuFloat, 4096},
+                                           ParityCase{"synth-phi3lr-q8_0.gguf", 2e-2f, 2e-2f, kCpuExact, 4096}),
                          [](const auto& tested) {
                            std::string name = tested.param.model.substr(0, tested.param.model.find(".gguf"));
                            std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
