@@ -5,7 +5,8 @@
 // (the softmax's leftover positions through the C library's expf), every sequence's blocks scattered and the
 // storage's unused slots filled with noise. Cases: both lane widths, F16 and F32 KV, grouped-query heads, a
 // head size that is not a multiple of 16 (the tiled scores fall back to vector_dot), a sliding window, soft-
-// capped scores (the C library's tanhf, in double on the device: see vulkan_pinned.hpp).
+// capped scores (the C library's tanhf, in double on the device: see vulkan_pinned.hpp). The prefill chunk is
+// also compared with the CPU's tile of all its queries over transposed values, as the CPU backend runs it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -130,6 +131,58 @@ void check_case(const Case& c) {
         attend(h);
       }
       ++t;
+    }
+  }
+  // The prefill chunk again as the CPU backend runs it: one tile of all its queries (queries > 1) over
+  // transposed values, the AVX2 tile kernel where it applies; its bits must be the one-by-one ones.
+  std::vector<float> values_t(values.size());
+  for (std::int64_t b = 0; b < kBlocks * c.kv_heads; ++b) {
+    for (std::int64_t slot = 0; slot < kBlockSize; ++slot) {
+      for (std::int64_t d = 0; d < c.head_dim; ++d) {
+        values_t[static_cast<std::size_t>((b * c.head_dim + d) * kBlockSize + slot)] =
+            values[static_cast<std::size_t>((b * kBlockSize + slot) * c.head_dim + d)];
+      }
+    }
+  }
+  std::vector<std::uint16_t> values_t16(values_t.size());
+  for (std::size_t i = 0; i < values_t.size(); ++i) values_t16[i] = float_to_half(values_t[i]);
+  const Sequence& prefill = sequences[1];
+  const std::int64_t first_token = static_cast<std::int64_t>(sequences[0].positions.size());
+  const auto queries = static_cast<std::int64_t>(prefill.positions.size());
+  std::vector<float> tile(static_cast<std::size_t>(queries * c.heads * c.head_dim));
+  std::vector<float> tile_scratch(attention_scratch_floats(kContext, c.head_dim, group, queries) + 64);
+  for (std::int64_t kvh = 0; kvh < c.kv_heads; ++kvh) {
+    const std::size_t head_offset = static_cast<std::size_t>(kvh * kBlockSize * c.head_dim);
+    HeadAttention h;
+    h.query = &q[static_cast<std::size_t>((first_token * c.heads + kvh * group) * c.head_dim)];
+    h.keys = f16 ? static_cast<const void*>(keys16.data() + head_offset) : keys.data() + head_offset;
+    h.values = f16 ? static_cast<const void*>(values_t16.data() + head_offset) : values_t.data() + head_offset;
+    h.kv_type = c.type;
+    h.stride = static_cast<std::size_t>(c.head_dim);
+    h.block_table = prefill.table.data();
+    h.block_size = kBlockSize;
+    h.block_stride = static_cast<std::size_t>(c.kv_heads * kBlockSize * c.head_dim);
+    h.values_transposed = true;
+    h.positions = prefill.positions.front() + 1;
+    h.head_dim = c.head_dim;
+    h.scale = 0.125f;
+    h.query_heads = group;
+    h.queries = queries;
+    h.query_stride = static_cast<std::size_t>(c.heads * c.head_dim);
+    h.out_stride = static_cast<std::size_t>(c.heads * c.head_dim);
+    h.window = c.window;
+    h.softcap = c.softcap;
+    h.order = SumOrder::tiled;
+    h.lanes = c.lanes;
+    h.span = reference_span(prefill.positions.back() + 1, kContext);
+    h.scores = tile_scratch.data();
+    h.out = &tile[static_cast<std::size_t>(kvh * group * c.head_dim)];
+    attend(h);
+  }
+  const std::size_t tile_start = static_cast<std::size_t>(first_token * c.heads * c.head_dim);
+  for (std::size_t i = 0; i < tile.size(); ++i) {
+    if (std::memcmp(&tile[i], &device[tile_start + i], sizeof(float)) != 0 && ++mismatches <= 5) {
+      ADD_FAILURE() << "tile output " << i << ": cpu " << tile[i] << " device " << device[tile_start + i];
     }
   }
   for (std::size_t i = 0; i < cpu.size(); ++i) {
