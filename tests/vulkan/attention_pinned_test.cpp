@@ -5,7 +5,9 @@
 // (the softmax's leftover positions through the C library's expf), every sequence's blocks scattered and the
 // storage's unused slots filled with noise. Cases: both lane widths, F16 and F32 KV, grouped-query heads, a
 // head size that is not a multiple of 16 (the tiled scores fall back to vector_dot), a sliding window, soft-
-// capped scores (the C library's tanhf, in double on the device: see vulkan_pinned.hpp). The prefill chunk is
+// capped scores (the device computes the C library's tanhf correctly rounded, in double; glibc 2.36's tanhf
+// is off by an ulp for about 14% of inputs, so a capped score can differ in its last bit: the F16
+// probabilities of these cases absorb it, an F32 storage would not). The prefill chunk is
 // also compared with the CPU's tile of all its queries over transposed values, as the CPU backend runs it.
 #include <gtest/gtest.h>
 

@@ -57,7 +57,7 @@ void store_kv(OpContext& op, const KvLayout& layout, const BufferRange& k, const
               const BufferRange& slots, const BufferRange& keys, const BufferRange& values, std::int64_t n);
 
 // Per token of a step, int32 x 4: its position, where its sequence's block table starts in `tables`, and two
-// reserved (0) values. Token t attends to its sequence's positions max(0, position - window + 1) .. position.
+// values that only the pinned attention reads (its span and order: vulkan_pinned.hpp). Token t attends to its sequence's positions max(0, position - window + 1) .. position.
 struct AttentionShape {
   std::int64_t n = 0;         // tokens of the step
   std::int64_t heads = 0;     // query heads; heads / kv_heads share a KV head
