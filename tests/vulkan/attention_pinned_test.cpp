@@ -202,10 +202,9 @@ TEST(AttentionPinnedTest, F32BothOrdersEqualTheCpu) {
   check_case({.type = TensorType::f32});
   check_case({.type = TensorType::f32, .lanes = LaneWidth::avx2});
 }
-TEST(AttentionPinnedTest, HeadSizeOffTheLanesEqualsTheCpu) {
-  check_case({.head_dim = 40, .heads = 3, .kv_heads = 1});
-  check_case({.lanes = LaneWidth::avx2, .head_dim = 40, .heads = 3, .kv_heads = 1});
-}
+// 40 is not a multiple of 16: the tiled scores fall back to vector_dot (for 8 lanes it is an ordinary size;
+// one pipeline fewer to compile).
+TEST(AttentionPinnedTest, HeadSizeOffTheLanesEqualsTheCpu) { check_case({.head_dim = 40, .heads = 3, .kv_heads = 1}); }
 TEST(AttentionPinnedTest, SlidingWindowEqualsTheCpu) {
   check_case({.window = 24});
   check_case({.lanes = LaneWidth::avx2, .window = 9});

@@ -44,6 +44,9 @@ layout(push_constant) uniform Push {
 shared float query_s[HEAD_DIM];
 shared float reduce_s[gl_WorkGroupSize.x];
 shared float inverse_s;
+// Each invocation's 64 accumulators of a dot, accumulator k at k * size + invocation: in shared memory, as
+// a local array indexed by a loop variable compiles to a ladder of branches per access on some drivers.
+shared float acc_s[64 * gl_WorkGroupSize.x];
 
 #ifdef LOOM_KV_F16
 float key_at(uint element) {
@@ -101,46 +104,35 @@ float sum_lanes(float x[16], bool hadd) {
   return r;
 }
 
-// SumOrder::vector_dot over terms [from, n) (from: a multiple of 64): four LANES-lane accumulators over the
-// first n - n % (4 LANES) terms, folded (a0 + a2) + (a1 + a3), summed, then the rest in double.
-float vector_dot(uint mode, uint which, uint n, uint from) {
-  const uint step = 4u * LANES;
-  const uint whole = n / step * step;
-  float acc[64];
-  for (uint k = 0; k < 64u; ++k) acc[k] = 0.0;
-  for (uint i0 = from; i0 < whole; i0 += step) {
-    for (uint k = 0; k < step; ++k) {
-      const vec2 ab = term(mode, which, i0 + k);
-      precise float f = pinned_fma(ab.x, ab.y, acc[k]);
-      acc[k] = f;
-    }
+// A dot of terms [from, n) (from: a multiple of 64) in either order, one body for both (each call site of a
+// function is inlined, and this one is long: fewer copies compile faster).
+// SumOrder::vector_dot: four LANES-lane accumulators over the first n - n % (4 LANES) terms, folded
+// (a0 + a2) + (a1 + a3), summed by the vector dot's tree, then the rest in double.
+// SumOrder::tiled: one LANES-lane accumulator over every term, summed by the tiled kernel's tree.
+float dot(uint mode, uint which, uint n, uint from, bool tiled) {
+  const uint step = tiled ? LANES : 4u * LANES;
+  const uint whole = tiled ? n : n / step * step;
+  const uint me = gl_LocalInvocationID.x, size = gl_WorkGroupSize.x;
+  for (uint k = 0; k < 64u; ++k) acc_s[k * size + me] = 0.0;
+  for (uint i = from; i < whole; ++i) {
+    const vec2 ab = term(mode, which, i);
+    const uint k = ((i - from) % step) * size + me;  // from is a multiple of step
+    acc_s[k] = pinned_fma(ab.x, ab.y, acc_s[k]);
   }
   float x[16];
   for (uint l = 0; l < LANES; ++l) {
-    precise float folded = (acc[l] + acc[2u * LANES + l]) + (acc[LANES + l] + acc[3u * LANES + l]);
-    x[l] = folded;
+    const float a0 = acc_s[l * size + me], a1 = acc_s[(LANES + l) * size + me];
+    const float a2 = acc_s[(2u * LANES + l) * size + me], a3 = acc_s[(3u * LANES + l) * size + me];
+    precise float folded = (a0 + a2) + (a1 + a3);
+    x[l] = tiled ? a0 : folded;
   }
-  precise double sum = double(sum_lanes(x, true));
+  precise double sum = double(sum_lanes(x, !tiled));
   for (uint i = max(whole, from); i < n; ++i) {
     const vec2 ab = term(mode, which, i);
     precise float product = ab.x * ab.y;
     sum = sum + double(product);
   }
   return float(sum);
-}
-
-// SumOrder::tiled: one LANES-lane accumulator over terms [from, n).
-float tiled_dot(uint mode, uint which, uint n, uint from) {
-  float acc[16];
-  for (uint k = 0; k < 16u; ++k) acc[k] = 0.0;
-  for (uint i0 = from; i0 < n; i0 += LANES) {
-    for (uint l = 0; l < LANES && i0 + l < n; ++l) {
-      const vec2 ab = term(mode, which, i0 + l);
-      precise float f = pinned_fma(ab.x, ab.y, acc[l]);
-      acc[l] = f;
-    }
-  }
-  return sum_lanes(acc, false);
 }
 
 float pinned_expf(float x) { return LANES == 16 ? pinned_vector_expf(x) : pinned_avx2_expf(x); }
@@ -165,7 +157,7 @@ void main() {
   float most = uintBitsToFloat(0xff800000u);  // -inf
   for (uint pos = g_first + tid; pos < g_positions; pos += size) {
     const uint key = row_of(pos);
-    precise float s = (tiled_scores ? tiled_dot(kScore, key, HEAD_DIM, 0u) : vector_dot(kScore, key, HEAD_DIM, 0u)) * p.scale;
+    precise float s = dot(kScore, key, HEAD_DIM, 0u, tiled_scores) * p.scale;
     if (p.softcap > 0.0) {
       precise float inside = s * p.inverse_cap;
       precise float capped = p.softcap * pinned_libc_tanhf(inside);
@@ -221,6 +213,6 @@ void main() {
   barrier();
 
   for (uint d = tid; d < HEAD_DIM; d += size) {
-    out_values[row + d] = tiled_values ? tiled_dot(kValue, d, span, base) : vector_dot(kValue, d, span, base);
+    out_values[row + d] = dot(kValue, d, span, base, tiled_values);
   }
 }
