@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,8 @@ struct ParityCase {
   std::size_t greedy_steps = 4;  // of the reference's greedy tokens, fed one at a time (lavapipe is slow)
   LaneWidth made_on = LaneWidth::avx2;  // whose attention orders made the reference (reference_parity_test.cpp)
 };
+
+void PrintTo(const ParityCase& c, std::ostream* out) { *out << c.model; }
 
 // Against the CPU: files that follow it to the last printed digit, F16/F32 files (their products sum in
 // other orders), and quantized files whose activations a last-bit product difference rounds the other way.
