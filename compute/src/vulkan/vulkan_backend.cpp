@@ -139,15 +139,21 @@ struct DevicePlan {
   std::uint64_t weight_bytes = 0;
   std::uint64_t kv_bytes = 0;
   std::int64_t table_entries = 0;  // the block tables' first capacity (grown on demand)
+  std::uint64_t scratch_bytes = 0;  // the pinned attention's scores for the widest step, kept out of the KV budget
 };
 
 DevicePlan plan_device(const LoadOptions& options, const ModelConfig& config, const ModelWeights& weights,
                        const DeviceDescription& device, std::string& kv_sizing) {
   DevicePlan plan;
   plan.weight_bytes = weight_bytes(weights);
+  if (device.shader_float64) {
+    plan.scratch_bytes = attention_pinned_scratch_bytes(
+        {.n = options.max_batch_tokens, .heads = config.heads, .max_positions = config.context_length});
+  }
+  const std::uint64_t available =
+      device.device_local_bytes > plan.scratch_bytes ? device.device_local_bytes - plan.scratch_bytes : 0;
   plan.sized = with_kv_sized_from_memory(
-      options, config, KvMemoryPlace{.available_bytes = device.device_local_bytes, .weight_bytes = plan.weight_bytes},
-      kv_sizing);
+      options, config, KvMemoryPlace{.available_bytes = available, .weight_bytes = plan.weight_bytes}, kv_sizing);
   const KvCacheOptions& kv = plan.sized.kv;
   plan.blocks = kv_block_count(plan.sized, config);
   plan.kv_bytes = kv_bytes(config, kv.type, kv.block_size, plan.blocks);
@@ -162,8 +168,8 @@ std::runtime_error too_little_memory(const DeviceDescription& device, const Devi
                                      std::uint64_t device_bytes, const std::string& detail) {
   return std::runtime_error("the device " + device.name + " has too little memory for this model: its weights need " +
                             gib(plan.weight_bytes) + " and the KV storage " + gib(plan.kv_bytes) + " (" +
-                            gib(plan.weight_bytes + plan.kv_bytes) +
-                            " together, with the step's buffers besides); the device has " + gib(device_bytes) +
+                            gib(plan.weight_bytes + plan.kv_bytes) + " together, with the step's buffers besides: " +
+                            gib(plan.scratch_bytes) + " of them attention's scores); the device has " + gib(device_bytes) +
                             detail + ". Give a smaller KV budget (--kv-cache-mb), or use --device cpu");
 }
 
@@ -176,7 +182,8 @@ void VulkanBackend::State::allocate(const DevicePlan& plan, const std::stop_toke
   logger().info("loading on {} ({} device-local): weights {}, KV storage {} ({} blocks of {} tokens)", device.name,
                 gib(device.device_local_bytes), gib(plan.weight_bytes), gib(plan.kv_bytes), plan.blocks,
                 plan.sized.kv.block_size);
-  if (device.device_local_bytes > 0 && plan.weight_bytes + plan.kv_bytes > device.device_local_bytes) {
+  if (device.device_local_bytes > 0 &&
+      plan.weight_bytes + plan.kv_bytes + plan.scratch_bytes > device.device_local_bytes) {
     throw too_little_memory(device, plan, device.device_local_bytes, "");
   }
   try {
