@@ -123,9 +123,6 @@ std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options, s
   state->config = state->loaded->config();
   if (context_length > 0) state->config.context_length = context_length;
   const ModelConfig& config = state->config;
-  if (config.experts > 0) {
-    throw std::invalid_argument("mixture-of-experts models do not run on the Vulkan backend yet; use --device cpu");
-  }
   throw_if_stopped(options.stop, "the model file was read");
   state->tokenizer = std::make_shared<const Tokenizer>(load_vocabulary(options, *state->loaded));
   throw_if_stopped(options.stop, "the vocabulary was read");
@@ -155,7 +152,7 @@ std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options, s
   if (device.device_local_bytes > 0 && weights + kv > device.device_local_bytes) throw too_little(device.device_local_bytes, "");
   try {
     Uploader uploader(*state->context);
-    state->weights = upload_weights(*state->context, uploader, state->loaded->weights(), options.stop);
+    state->weights = upload_weights(*state->context, uploader, config, state->loaded->weights(), options.stop);
     state->kv = allocate_kv(*state->context, config, sized.kv.type, sized.kv.block_size, blocks);
     state->buffers = allocate_step_buffers(*state->context, config, state->weights, state->kv.layout, state->max_batch,
                                            table_entries);
