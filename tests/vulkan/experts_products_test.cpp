@@ -1,8 +1,8 @@
 // The mixture-of-experts steps on the device (vulkan_experts.hpp), each against an independent computation:
 // the router's choice against a double-precision softmax and top-k on the host (ties to the lower expert,
 // renormalized or not), the expert-indexed product against vkmatmul's plain product with each slot's expert
-// uploaded alone, a decode slot reading only its own expert (the others' weights are NaN), and the weighted
-// sum against the host's sum in choice order.
+// uploaded alone (both reductions, and slots split over several dispatches), a decode slot reading only its
+// own expert (the others' weights are NaN), and the weighted sum against the host's sum in choice order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 
 #include "loom/compute/vulkan/vulkan_experts.hpp"
 #include "matmul_test_support.hpp"
+#include "vulkan/vulkan_experts_detail.hpp"
 
 namespace loom::compute::vulkan {
 namespace {
@@ -87,8 +88,11 @@ TEST(ExpertsRoute, PicksTheMostProbableExpertsWithTheLowerOneOnTies) {
 }
 
 // y[s] = W[expert(s)] . x[input(s)] for every slot, against the plain product of the expert alone.
+// `reduction` and `slots_per_dispatch` (0: the device's limit) as detail::matmul_experts_prepared takes them.
 void check_expert_product(TensorType type, std::int64_t rows, std::int64_t cols, std::int64_t inputs,
-                          std::int64_t slots_per_input) {
+                          std::int64_t slots_per_input,
+                          detail::Reduction reduction = detail::Reduction::automatic,
+                          std::uint32_t slots_per_dispatch = 0) {
   SCOPED_TRACE(std::string(name(type)));
   const std::int64_t experts = 5, slots = inputs * slots_per_input;
   std::vector<std::vector<std::byte>> matrices;
@@ -109,7 +113,8 @@ void check_expert_product(TensorType type, std::int64_t rows, std::int64_t cols,
   run_ops([&](OpContext& op) {
     const BufferRange input = format == ActivationFormat::f32 ? x_buffer.range() : prepared.range();
     prepare_activations(op, format, x_buffer.range(), input, inputs, cols);
-    matmul_experts_prepared(op, w, experts, choice_buffer.range(), input, y.range(), inputs, slots);
+    detail::matmul_experts_prepared(op, w, experts, choice_buffer.range(), input, y.range(), inputs, slots, reduction,
+                                    slots_per_dispatch);
   });
   const auto actual = download<float>(y.range(), static_cast<std::size_t>(slots * rows));
   for (std::int64_t e = 0; e < experts; ++e) {
@@ -138,6 +143,12 @@ TEST(ExpertsProduct, EachSlotMeetsItsExpertInTheStoredType) {
   check_expert_product(TensorType::f16, 6, 96, 3, 2);   // gate/up: slots share their token's input
   check_expert_product(TensorType::q8_0, 5, 64, 4, 2);
   check_expert_product(TensorType::q4_k, 4, 256, 6, 1);  // down: one input row per slot
+}
+
+TEST(ExpertsProduct, SharedMemoryReductionAndSlotsSplitOverDispatches) {
+  LOOM_REQUIRE_VULKAN();
+  check_expert_product(TensorType::q8_0, 5, 64, 4, 2, detail::Reduction::shared_memory);
+  check_expert_product(TensorType::q8_0, 5, 64, 4, 2, detail::Reduction::automatic, 3);  // 8 slots: 3 + 3 + 2
 }
 
 TEST(ExpertsProduct, ADecodeSlotReadsOnlyItsOwnExpert) {

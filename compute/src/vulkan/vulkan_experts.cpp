@@ -12,6 +12,7 @@
 #include <string>
 
 #include "loom/compute/vulkan/vulkan_ops.hpp"
+#include "vulkan_experts_detail.hpp"
 
 namespace loom::compute::vulkan {
 namespace {
@@ -22,7 +23,7 @@ constexpr std::uint64_t kAlignment = 256;  // every device's minStorageBufferOff
 constexpr std::uint32_t kMaxGroups = 65535;
 
 struct ExpertsPush {
-  std::uint32_t rows, cols, n, row_bytes, tiles_x, slots, slots_per_input, experts;
+  std::uint32_t rows, cols, n, row_bytes, tiles_x, slots, slots_per_input, experts, first_slot;
 };
 struct RoutePush {
   std::uint32_t n, experts, used, normalize;
@@ -143,6 +144,14 @@ void route_experts(OpContext& op, const BufferRange& logits, std::int64_t n, std
 void matmul_experts_prepared(OpContext& op, const DeviceTensor& w, std::int64_t experts, const BufferRange& choices,
                              const BufferRange& prepared, const BufferRange& y, std::int64_t inputs,
                              std::int64_t slots, Barrier barrier) {
+  detail::matmul_experts_prepared(op, w, experts, choices, prepared, y, inputs, slots, detail::Reduction::automatic, 0,
+                                  barrier);
+}
+
+void detail::matmul_experts_prepared(OpContext& op, const DeviceTensor& w, std::int64_t experts,
+                                     const BufferRange& choices, const BufferRange& prepared, const BufferRange& y,
+                                     std::int64_t inputs, std::int64_t slots, Reduction reduction,
+                                     std::uint32_t max_slots_per_dispatch, Barrier barrier) {
   if (slots == 0) return;
   if (!supports_weight_type(w.type)) {
     throw std::invalid_argument("vulkan matmul_experts: weight type " + std::string(name(w.type)) + " is not supported");
@@ -165,12 +174,13 @@ void matmul_experts_prepared(OpContext& op, const DeviceTensor& w, std::int64_t 
   to_u32(floats(slots, w.rows), "the output's bytes");
   to_u32(floats(inputs, w.cols), "the activations' bytes");
   const auto& limits = op.pipelines.context().description().max_workgroup_count;
-  if (static_cast<std::uint64_t>(slots) > std::min<std::uint32_t>(limits[1], kMaxGroups)) {
-    throw std::invalid_argument("vulkan matmul_experts: " + std::to_string(slots) + " slots at once is too many");
-  }
 
   const DeviceDescription& device = op.pipelines.context().description();
-  const bool subgroups = device.subgroup_arithmetic && device.subgroup_size >= kWorkgroup / 16;
+  const bool subgroups_usable = device.subgroup_arithmetic && device.subgroup_size >= kWorkgroup / 16;
+  const bool subgroups = reduction == Reduction::automatic ? subgroups_usable : reduction == Reduction::subgroup;
+  if (subgroups && !subgroups_usable) {
+    throw std::invalid_argument("vulkan matmul_experts: this device has no subgroup arithmetic on subgroups of 4 or more");
+  }
   // One output row per workgroup row (TOKENS = 1): every slot has its own matrix.
   const std::array<std::uint32_t, 4> spec{kWorkgroup, static_cast<std::uint32_t>(w.type), kRowsPerTile, 1};
   const auto& pipeline =
@@ -179,12 +189,21 @@ void matmul_experts_prepared(OpContext& op, const DeviceTensor& w, std::int64_t 
   const std::uint64_t max_x = std::max<std::uint32_t>(1, limits[0]);
   const auto tiles_x = static_cast<std::uint32_t>(std::min(tiles, max_x));
   const std::uint32_t wrap = to_u32((tiles + tiles_x - 1) / tiles_x, "the workgroup count");
-  const ExpertsPush push{static_cast<std::uint32_t>(w.rows), static_cast<std::uint32_t>(w.cols),
-                         static_cast<std::uint32_t>(inputs), static_cast<std::uint32_t>(*row_bytes), tiles_x,
-                         static_cast<std::uint32_t>(slots), static_cast<std::uint32_t>(slots / inputs),
-                         static_cast<std::uint32_t>(experts)};
-  op.recording.dispatch(pipeline, {w.data, prepared, y, choices}, push, tiles_x, static_cast<std::uint32_t>(slots), wrap,
-                        barrier);
+  ExpertsPush push{static_cast<std::uint32_t>(w.rows), static_cast<std::uint32_t>(w.cols),
+                   static_cast<std::uint32_t>(inputs), static_cast<std::uint32_t>(*row_bytes), tiles_x,
+                   static_cast<std::uint32_t>(slots), static_cast<std::uint32_t>(slots / inputs),
+                   static_cast<std::uint32_t>(experts), 0};
+  // A slot per workgroup row: more slots than the device's y limit (a batch of 65536 tokens x 8 experts) take
+  // several dispatches, none of which reads what another writes.
+  std::uint32_t max_y = std::max<std::uint32_t>(1, std::min<std::uint32_t>(limits[1], kMaxGroups));
+  if (max_slots_per_dispatch > 0) max_y = std::min(max_y, max_slots_per_dispatch);
+  while (push.first_slot < push.slots) {
+    const std::uint32_t count = std::min(max_y, push.slots - push.first_slot);
+    const bool last = push.first_slot + count == push.slots;
+    op.recording.dispatch(pipeline, {w.data, prepared, y, choices}, push, tiles_x, count, wrap,
+                          last ? barrier : Barrier::none);
+    push.first_slot += count;
+  }
 }
 
 void combine_experts(OpContext& op, const BufferRange& residual, const BufferRange& slot_out, const BufferRange& choices,

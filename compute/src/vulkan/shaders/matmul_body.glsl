@@ -15,7 +15,8 @@
 // MATMUL_EXPERTS (matmul_experts*.comp, vulkan_experts.cpp): the expert-indexed product. The weights are
 // `experts` matrices of `rows` rows back to back; output row s (a token's choice slot, `slots` of them) meets
 // the matrix of the expert that binding 3's (expert, weight) pair s names and activation row
-// s / slots_per_input (n activation rows). Only with TOKENS = 1: every output row has its own matrix.
+// s / slots_per_input (n activation rows), s = first_slot + workgroup y. Only with TOKENS = 1: every output row
+// has its own matrix.
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint WEIGHT_TYPE = 2u;
 layout(constant_id = 2) const uint ROWS = 2u;    // weight rows per workgroup (<= MAX_ROWS)
@@ -37,6 +38,7 @@ layout(push_constant) uniform Push {
   uint slots;            // output rows
   uint slots_per_input;  // output rows per activation row
   uint experts;          // matrices in the weights
+  uint first_slot;       // of this dispatch (workgroup row y is slot first_slot + y)
 #endif
 } p;
 
@@ -46,10 +48,12 @@ layout(std430, set = 0, binding = 3) readonly buffer Choices { uint choice_words
 uint first_weight_row(uint s) { return min(choice_words[2u * s], p.experts - 1u) * p.rows; }
 uint input_row(uint s) { return s / p.slots_per_input; }
 uint output_rows() { return p.slots; }
+uint first_output_row() { return p.first_slot; }
 #else
 uint first_weight_row(uint t) { return 0u; }
 uint input_row(uint t) { return t; }
 uint output_rows() { return p.n; }
+uint first_output_row() { return 0u; }
 #endif
 
 #include "dequant_group.glsl"
@@ -223,7 +227,7 @@ void reduce_and_write(uint tile, uint token0) {
 void main() {
   const uint tile = gl_WorkGroupID.x + gl_WorkGroupID.z * p.tiles_x;
   if (tile * ROWS >= p.rows) return;  // the whole workgroup: the last z slice's spare tiles
-  const uint token0 = gl_WorkGroupID.y * TOKENS;
+  const uint token0 = first_output_row() + gl_WorkGroupID.y * TOKENS;
   accumulate(tile, token0);
   reduce_and_write(tile, token0);
 }
