@@ -1,7 +1,8 @@
 // The Vulkan mixture-of-experts feed-forward (vulkan_experts.hpp, expert_feed_forward) against the CPU's
 // ExpertFeedForward on the same layer and inputs: layer 0 of the shared synthetic qwen3moe (Q8_0) and Mixtral
 // (F16) files, and a synthesized qwen2moe with its gated shared expert (Q4_K, weights not renormalized), for a
-// decode token and a batch of tokens.
+// decode token and a batch of tokens. Measured on lavapipe: 2e-7 (quantized) and 5e-6 (F16) of the largest
+// change to the residual; the bound leaves room for other devices' summation orders.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -90,8 +91,8 @@ double relative_difference(const LoadedModel& model, std::int64_t n) {
 TEST(ExpertsFeedForward, MatchesTheCpuOnQwen3moeQ8_0) {
   LOOM_REQUIRE_VULKAN();
   const auto model = shared_model("synth-qwen3moe-q8_0.gguf");
-  EXPECT_LT(relative_difference(*model, 1), 1e-3);
-  EXPECT_LT(relative_difference(*model, 5), 1e-3);
+  EXPECT_LT(relative_difference(*model, 1), 1e-4);
+  EXPECT_LT(relative_difference(*model, 5), 1e-4);
 }
 
 TEST(ExpertsFeedForward, MatchesTheCpuOnMixtralF16) {
@@ -106,8 +107,8 @@ TEST(ExpertsFeedForward, MatchesTheCpuOnQwen2moeWithItsSharedExpert) {
   const auto model = synthesized_qwen2moe();
   ASSERT_FALSE(model->config().expert_weights_norm);
   ASSERT_NE(model->weights().layers.front().shared_expert_gate, nullptr);
-  EXPECT_LT(relative_difference(*model, 1), 1e-3);
-  EXPECT_LT(relative_difference(*model, 4), 1e-3);
+  EXPECT_LT(relative_difference(*model, 1), 1e-4);
+  EXPECT_LT(relative_difference(*model, 4), 1e-4);
 }
 
 }  // namespace
