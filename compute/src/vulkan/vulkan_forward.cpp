@@ -65,7 +65,7 @@ void record_layer(OpContext& op, const ModelConfig& c, std::int64_t layer, const
   const BufferRange attn = rows(b.attn, n, c.q_dim());
   attention(op, kv.layout, shape, q, kv.keys[l].range(), kv.values[l].range(),
             b.token_info.range(0, static_cast<VkDeviceSize>(n) * 16), b.tables.range(), attn,
-            b.attention_scratch.range(0, attention_scratch_bytes(shape, kv.layout)));
+            b.attention_scratch.range());  // sized for the widest step: every narrower one fits
   matmul(op, w.wo, attn, xn, n, b.prepared.range());
   if (w.post_attn_norm) rms_norm(op, xn, *w.post_attn_norm, xn, n, c.dim, c.rms_epsilon);
   add(op, x, xn, n * c.dim);
