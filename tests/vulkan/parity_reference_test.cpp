@@ -1,7 +1,7 @@
 // The Vulkan backend's logits against ../shared/reference (the reference_parity_test.cpp method: the prompt fed
 // as one prefill, then the reference's greedy tokens one at a time, every reference top-10 value compared) and
-// against the CPU backend's LlamaModel on the same steps (every logit). Every dense model file with references
-// runs ("once" prompt; MoE files are refused by the backend: backend_steps_test.cpp).
+// against the CPU backend's LlamaModel on the same steps (every logit). Every model file with references runs
+// ("once" prompt), the mixture-of-experts ones (qwen3moe, Mixtral-style llama) included.
 //
 // What lavapipe measures (printed per file beside the tolerance for its type): the products are the
 // CPU's to the bit (position 0, where attention is the value itself, matches the CPU exactly for llama-style
@@ -162,7 +162,11 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, VulkanReferenceParity,
                                            ParityCase{"synth-phi3-f16.gguf", 5e-3f, kFloatBound},
                                            ParityCase{"synth-phi3-q8_0.gguf", 2e-2f, kQuantizedBound},
                                            ParityCase{"synth-phi3lr-f16.gguf", 5e-3f, kFloatBound, 4096},
-                                           ParityCase{"synth-phi3lr-q8_0.gguf", 2e-2f, kQuantizedBound, 4096}),
+                                           ParityCase{"synth-phi3lr-q8_0.gguf", 2e-2f, kQuantizedBound, 4096},
+                                           ParityCase{"synth-qwen3moe-f16.gguf", 5e-3f, kFloatBound},
+                                           ParityCase{"synth-qwen3moe-q8_0.gguf", 2e-2f, kQuantizedBound},
+                                           ParityCase{"synth-mixtral-f16.gguf", 5e-3f, kFloatBound},
+                                           ParityCase{"synth-mixtral-q8_0.gguf", 2e-2f, kQuantizedBound}),
                          [](const auto& tested) {
                            std::string name = tested.param.model.substr(0, tested.param.model.find(".gguf"));
                            std::replace_if(name.begin(), name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
