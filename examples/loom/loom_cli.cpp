@@ -92,7 +92,7 @@ Commands:
 
 --device (generate, chat, logits, bench): where the forward pass runs: cpu (the default), vulkan (the first
 discrete GPU, else the first usable Vulkan device) or vulkan:N (device N of `loom info --devices`). The
-Vulkan backend runs the dense models (not yet the mixture-of-experts ones); a build without it says so.
+Vulkan backend runs the same models, mixture-of-experts ones included; a build without it says so.
 
 KV cache options (generate, chat, logits): --kv-block-size N token slots per block (default 16);
 --kv-cache-mb M the keys and values of all layers in M MiB (default: enough for the context, one stream's

@@ -188,7 +188,7 @@ void VulkanBackend::State::allocate(const DevicePlan& plan, const std::stop_toke
   }
   try {
     Uploader uploader(*context);
-    weights = upload_weights(*context, uploader, loaded->weights(), stop);
+    weights = upload_weights(*context, uploader, config, loaded->weights(), stop);
     kv = allocate_kv(*context, config, plan.sized.kv.type, plan.sized.kv.block_size, plan.blocks);
     buffers = allocate_step_buffers(*context, config, weights, kv.layout, max_batch, plan.table_entries);
     if (config.ffn_activation == FfnActivation::gelu_tanh) {
@@ -210,9 +210,6 @@ std::unique_ptr<VulkanBackend> VulkanBackend::load(const LoadOptions& options, s
   state->config = state->loaded->config();
   if (context_length > 0) state->config.context_length = context_length;
   const ModelConfig& config = state->config;
-  if (config.experts > 0) {
-    throw std::invalid_argument("mixture-of-experts models do not run on the Vulkan backend yet; use --device cpu");
-  }
   throw_if_stopped(options.stop, "the model file was read");
   state->tokenizer = std::make_shared<const Tokenizer>(load_vocabulary(options, *state->loaded));
   throw_if_stopped(options.stop, "the vocabulary was read");

@@ -88,6 +88,11 @@ void record_layer(OpContext& op, const ModelConfig& c, std::int64_t layer, const
   add(op, x, xn, n * c.dim);
 
   norm(op, b, x, w.ffn_norm, xn, n, c.dim, c.rms_epsilon);
+  if (w.experts) {  // x += moe(xn): routing, the chosen experts and the weighted sum on the device
+    expert_feed_forward(op, *w.experts, xn, x, n, b.experts.range(),
+                        b.pinned ? std::optional<LaneWidth>(b.lanes) : std::nullopt);
+    return;
+  }
   const BufferRange gate = rows(b.gate, n, c.ffn_dim), up = rows(b.up, n, c.ffn_dim);
   products(op, {{&w.gate, gate}, {&w.up, up}}, xn, b.prepared, n);
   if (c.ffn_activation == FfnActivation::gelu_tanh) {

@@ -74,11 +74,12 @@ spdlog::logger& logger() {
 std::uint64_t weight_bytes(const ModelWeights& weights) {
   std::uint64_t bytes = 0;
   for (const TensorView* t : used_tensors(weights)) bytes += t->bytes;
+  for (const LayerWeights& l : weights.layers) bytes += expert_weight_bytes(l);
   return bytes;
 }
 
-DeviceWeights upload_weights(VulkanContext& context, Uploader& uploader, const ModelWeights& weights,
-                             const std::stop_token& stop) {
+DeviceWeights upload_weights(VulkanContext& context, Uploader& uploader, const ModelConfig& config,
+                             const ModelWeights& weights, const std::stop_token& stop) {
   DeviceWeights device;
   const std::vector<const TensorView*> tensors = used_tensors(weights);
   device.bytes = weight_bytes(weights);
@@ -103,6 +104,7 @@ DeviceWeights upload_weights(VulkanContext& context, Uploader& uploader, const M
     return vector(t);
   };
   const auto matrix = [&](const TensorView* t) -> DeviceTensor {
+    if (t == nullptr) return DeviceTensor{};  // a layer with experts has no dense feed-forward
     if (!supports_weight_type(t->type)) {
       throw std::invalid_argument("tensor " + t->name + " is stored as " + std::string(name(t->type)) +
                                   ", which the Vulkan backend does not take; use --device cpu");
@@ -129,6 +131,11 @@ DeviceWeights upload_weights(VulkanContext& context, Uploader& uploader, const M
                                         .k_norm = optional(l.k_norm),
                                         .post_attn_norm = optional(l.post_attn_norm),
                                         .post_ffn_norm = optional(l.post_ffn_norm)});
+    if (l.router != nullptr) {
+      throw_if_stopped(stop, "part of the weights were uploaded");
+      device.layers.back().experts = upload_experts(context, uploader, config, l, device.buffers);
+      progress.add(expert_weight_bytes(l));
+    }
   }
   return device;
 }
@@ -168,11 +175,16 @@ StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& c, 
   // The prepared activations of the largest product: each weight with the width of the input it meets.
   std::uint64_t prepared = 0;
   const auto need = [&](const DeviceTensor& w) {
+    if (w.rows == 0) return;  // a layer with experts: no dense feed-forward
     prepared = std::max(prepared, prepared_bytes(activation_format(w.type), max_batch, w.cols));
   };
   need(weights.output);
   for (const DeviceLayer& l : weights.layers) {
     for (const DeviceTensor* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down}) need(*w);
+  }
+  std::uint64_t experts_scratch = 4;
+  for (const DeviceLayer& l : weights.layers) {
+    if (l.experts) experts_scratch = std::max(experts_scratch, expert_scratch_bytes(*l.experts, max_batch));
   }
   const AttentionShape widest{.n = max_batch, .heads = c.heads, .max_positions = c.context_length};
   const std::uint64_t pairs_bytes = b * static_cast<std::uint64_t>(c.head_dim) * sizeof(float);
@@ -191,6 +203,7 @@ StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& c, 
                                            pinned_supported(context) ? attention_pinned_scratch_bytes(widest) : 0),
                                   "attention scratch"),
       .logits = device(floats(c.vocab_size), "logits"),
+      .experts = device(experts_scratch, "experts scratch"),
       .tokens = host(b * sizeof(std::int32_t), "step tokens"),
       .rotation = host(pairs_bytes, "rotary table"),
       .rotation_swa = host(pairs_bytes, "rotary table (sliding-window layers)"),

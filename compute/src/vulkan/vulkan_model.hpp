@@ -15,6 +15,7 @@
 #include "loom/compute/model_config.hpp"
 #include "loom/compute/vulkan/vulkan_buffer.hpp"
 #include "loom/compute/vulkan/vulkan_commands.hpp"
+#include "loom/compute/vulkan/vulkan_experts.hpp"
 #include "loom/compute/vulkan/vulkan_matmul.hpp"
 #include "loom/compute/vulkan/vulkan_ops.hpp"
 #include "loom/compute/vulkan/vulkan_pinned.hpp"
@@ -29,11 +30,13 @@ namespace loom::compute::vulkan {
 // progress lines.
 spdlog::logger& logger();
 
-// One layer's tensors on the device; the optional ones are absent where the model has none.
+// One layer's tensors on the device; the optional ones are absent where the model has none. A layer with
+// experts (vulkan_experts.hpp) has no dense gate, up and down (empty tensors).
 struct DeviceLayer {
   BufferRange attn_norm, ffn_norm;
   DeviceTensor wq, wk, wv, wo, gate, up, down;
   std::optional<BufferRange> bq, bk, bv, q_norm, k_norm, post_attn_norm, post_ffn_norm;
+  std::optional<DeviceExperts> experts;
 };
 
 struct DeviceWeights {
@@ -46,11 +49,12 @@ struct DeviceWeights {
 
 // The bytes upload_weights() will put on the device.
 std::uint64_t weight_bytes(const ModelWeights& weights);
-// Uploads every tensor `weights` names once (a tied output shares the embedding's buffer), logging progress
+// Uploads every tensor `weights` names once (a tied output shares the embedding's buffer; a layer's experts as
+// upload_experts() places them, with `config`'s routing), logging progress
 // every tenth of the bytes. Throws DeviceMemoryError when the device runs out of memory, LoadCancelled when
 // `stop` is requested between tensors, std::invalid_argument for a tensor type the shaders do not take.
-DeviceWeights upload_weights(VulkanContext& context, Uploader& uploader, const ModelWeights& weights,
-                             const std::stop_token& stop);
+DeviceWeights upload_weights(VulkanContext& context, Uploader& uploader, const ModelConfig& config,
+                             const ModelWeights& weights, const std::stop_token& stop);
 
 // The KV blocks of every layer: keys and values in KvLayout order, `blocks` blocks each.
 struct KvStorage {
@@ -78,6 +82,7 @@ struct StepShape {
 struct StepBuffers {
   // Device-local activations.
   Buffer x, xn, q, k, v, attn, gate, up, prepared, attention_scratch, logits;
+  Buffer experts;  // the mixture-of-experts feed-forward's scratch (expert_scratch_bytes; 4 bytes without)
   // Host-visible inputs: token ids, rotary tables (cos, sin per pair), KV slots, attention's token info, the
   // block tables of the step's sequences, the token index of each logit row.
   Buffer tokens, rotation, rotation_swa, slots, token_info, tables, logit_rows;

@@ -11,6 +11,12 @@
 //
 // Bindings: 0 the weights (raw bytes as uint words), 1 the prepared activations (vulkan_matmul.cpp: F32
 // rows, or the quantized layout of quantize_*.comp), 2 y (n rows of `rows` F32 values).
+//
+// MATMUL_EXPERTS (matmul_experts*.comp, vulkan_experts.cpp): the expert-indexed product. The weights are
+// `experts` matrices of `rows` rows back to back; output row s (a token's choice slot, `slots` of them) meets
+// the matrix of the expert that binding 3's (expert, weight) pair s names and activation row
+// s / slots_per_input (n activation rows), s = first_slot + workgroup y. Only with TOKENS = 1: every output row
+// has its own matrix.
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint WEIGHT_TYPE = 2u;
 layout(constant_id = 2) const uint ROWS = 2u;    // weight rows per workgroup (<= MAX_ROWS)
@@ -28,7 +34,27 @@ layout(push_constant) uniform Push {
   uint n;            // tokens
   uint row_bytes;    // bytes of one weight row
   uint tiles_x;      // workgroups along x (row tiles = tiles_x * z + x)
+#ifdef MATMUL_EXPERTS
+  uint slots;            // output rows
+  uint slots_per_input;  // output rows per activation row
+  uint experts;          // matrices in the weights
+  uint first_slot;       // of this dispatch (workgroup row y is slot first_slot + y)
+#endif
 } p;
+
+#ifdef MATMUL_EXPERTS
+layout(std430, set = 0, binding = 3) readonly buffer Choices { uint choice_words[]; };  // (int32 expert, float)
+// The first weight row of output row s's matrix (an id past the last expert reads the last one: no stray reads).
+uint first_weight_row(uint s) { return min(choice_words[2u * s], p.experts - 1u) * p.rows; }
+uint input_row(uint s) { return s / p.slots_per_input; }
+uint output_rows() { return p.slots; }
+uint first_output_row() { return p.first_slot; }
+#else
+uint first_weight_row(uint t) { return 0u; }
+uint input_row(uint t) { return t; }
+uint output_rows() { return p.n; }
+uint first_output_row() { return 0u; }
+#endif
 
 #include "dequant_group.glsl"
 #include "quantize_layout.glsl"
@@ -120,14 +146,15 @@ shared float sums[64u * MAX_ROWS * MAX_TOKENS];
 
 void accumulate(uint tile, uint token0) {
   const uint groups = IS_FLOAT ? (p.cols + 31u) / 32u : p.cols / 32u;
-  const uint tokens = min(TOKENS, p.n - token0);
+  const uint tokens = min(TOKENS, output_rows() - token0);
   const uint me = gl_LocalInvocationID.x;
   for (uint k = 0u; k < ROWS * TOKENS; ++k) sums[k * WORKGROUP + me] = 0.0;
   if (IS_FLOAT && TOKENS == 1u) {
     for (uint r = 0u; r < ROWS; ++r) {
       const uint row = tile * ROWS + r;
       if (row >= p.rows) break;
-      for (uint group = me; group < groups; group += WORKGROUP) sums[r * WORKGROUP + me] += float_group_dot(row, token0, group);
+      const uint weight_row = first_weight_row(token0) + row, input_at = input_row(token0);
+      for (uint group = me; group < groups; group += WORKGROUP) sums[r * WORKGROUP + me] += float_group_dot(weight_row, input_at, group);
     }
     return;
   }
@@ -143,14 +170,15 @@ void accumulate(uint tile, uint token0) {
     return;
   }
   // A tile past the last row decodes the last row again for the missing ones (never written): no branches.
-  const uint last_row = p.rows - 1u;
+  const uint last_row = p.rows - 1u, first_row = first_weight_row(token0);
   for (uint group = me; group < groups; group += WORKGROUP) {
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) decode_quant_group(min(tile * ROWS + r, last_row) * p.row_bytes, group, tile_groups[r]);
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) decode_quant_group((first_row + min(tile * ROWS + r, last_row)) * p.row_bytes, group, tile_groups[r]);
     for (uint t = 0u; t < tokens; ++t) {
       ivec2 dots[MAX_ROWS];
-      tile_int_dots(qs_word(p.cols, token0 + t, group), dots);
+      const uint input_at = input_row(token0 + t);
+      tile_int_dots(qs_word(p.cols, input_at, group), dots);
       [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-        sums[(r * TOKENS + t) * WORKGROUP + me] += scaled_group_dot(tile_groups[r], dots[r], token0 + t, group);
+        sums[(r * TOKENS + t) * WORKGROUP + me] += scaled_group_dot(tile_groups[r], dots[r], input_at, group);
       }
     }
   }
@@ -158,7 +186,7 @@ void accumulate(uint tile, uint token0) {
 
 void write_result(uint tile, uint token0, uint k, float value) {
   const uint row = tile * ROWS + k / TOKENS, t = token0 + k % TOKENS;
-  if (row < p.rows && t < p.n) y[t * p.rows + row] = value;
+  if (row < p.rows && t < output_rows()) y[t * p.rows + row] = value;
 }
 
 #ifdef MATMUL_SUBGROUP
@@ -199,7 +227,7 @@ void reduce_and_write(uint tile, uint token0) {
 void main() {
   const uint tile = gl_WorkGroupID.x + gl_WorkGroupID.z * p.tiles_x;
   if (tile * ROWS >= p.rows) return;  // the whole workgroup: the last z slice's spare tiles
-  const uint token0 = gl_WorkGroupID.y * TOKENS;
+  const uint token0 = first_output_row() + gl_WorkGroupID.y * TOKENS;
   accumulate(tile, token0);
   reduce_and_write(tile, token0);
 }

@@ -1,0 +1,72 @@
+// Mixture-of-experts files through the Vulkan backend's run(), as the engine drives it: greedy tokens equal
+// the CPU backend's (synth-mixtral-f16), one decode recording serves every step whatever experts its token
+// picks, and two sequences prefilled in one step (their tokens routed together) each get what they get alone
+// (synth-qwen3moe-q8_0).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend_test_support.hpp"
+#include "vulkan_test_device.hpp"
+
+namespace loom::compute::vulkan::testing {
+namespace {
+
+const std::vector<std::int32_t> kPrompt{1, 17, 42, 5, 88, 3, 60, 9};
+const std::vector<std::int32_t> kOther{2, 71, 30, 12, 99, 45, 7, 64, 23, 50, 11};
+
+std::vector<std::int32_t> greedy_tokens(Backend& backend, std::size_t steps) {
+  const std::vector<BlockId> table = blocks(0, 4);
+  std::vector<std::int32_t> out;
+  out.push_back(backend.run(StepBatch{.sequences = {greedy_start(1, kPrompt, table)}}).sampled.at(0).token);
+  for (std::size_t i = 1; i < steps; ++i) {
+    const auto position = static_cast<std::int64_t>(kPrompt.size() + i - 1);
+    const StepResult r = backend.run(StepBatch{.sequences = {decode(1, out.back(), position, 4)}});
+    out.push_back(r.sampled.at(0).token);
+  }
+  backend.release(1);
+  return out;
+}
+
+TEST(ExpertsBackend, GreedyTokensEqualTheCpuBackendsWithOneDecodeRecording) {
+  LOOM_REQUIRE_VULKAN();
+  const LoadOptions options = shared_model_options("synth-mixtral-f16.gguf", 256);
+  const auto vulkan = VulkanBackend::load(options);
+  LoadOptions cpu_options = options;
+  cpu_options.device = "cpu";
+  const auto cpu = CpuBackend::load(cpu_options);
+  EXPECT_EQ(greedy_tokens(*vulkan, 6), greedy_tokens(*cpu, 6));
+  EXPECT_EQ(vulkan->recordings_made(), 2u);  // the prefill's shape and the decode steps'
+}
+
+StepSequence with_logprobs(StepSequence s) {
+  s.begin->params.logprobs = 5;
+  return s;
+}
+
+TEST(ExpertsBackend, SequencesInOneStepGetWhatEachGetsAlone) {
+  LOOM_REQUIRE_VULKAN();
+  const auto backend = VulkanBackend::load(shared_model_options("synth-qwen3moe-q8_0.gguf", 256));
+  const auto alone = [&](SequenceId id, const std::vector<std::int32_t>& prompt, const std::vector<BlockId>& table) {
+    const StepResult r = backend->run(StepBatch{.sequences = {with_logprobs(greedy_start(id, prompt, table))}});
+    backend->release(id);
+    return r.sampled.at(0);
+  };
+  const SampledToken a = alone(1, kPrompt, {2, 0});
+  const SampledToken b = alone(2, kOther, {5, 7});
+  const StepResult both = backend->run(StepBatch{
+      .sequences = {with_logprobs(greedy_start(3, kPrompt, {9, 3})), with_logprobs(greedy_start(4, kOther, {12, 1}))}});
+  ASSERT_EQ(both.sampled.size(), 2u);
+  for (const auto& [together, single] : {std::pair{both.sampled[0], a}, std::pair{both.sampled[1], b}}) {
+    EXPECT_EQ(together.token, single.token);
+    ASSERT_EQ(together.top.size(), single.top.size());
+    for (std::size_t i = 0; i < single.top.size(); ++i) {
+      EXPECT_EQ(together.top[i].token, single.top[i].token);
+      EXPECT_NEAR(together.top[i].logprob, single.top[i].logprob, 1e-4f);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace loom::compute::vulkan::testing
