@@ -121,11 +121,12 @@ void shared_expert(OpContext& op, const DeviceSharedExpert& s, const BufferRange
                    const ScratchLayout& layout, const BufferRange& scratch, std::optional<LaneWidth> lanes) {
   const BufferRange prepared = layout.range(scratch, layout.prepared);
   const BufferRange gate = layout.range(scratch, layout.shared_gate), up = layout.range(scratch, layout.shared_up);
-  matmul(op, s.gate, xn, gate, n, prepared);
-  matmul(op, s.up, xn, up, n, prepared);
-  if (s.gate_input) matmul(op, *s.gate_input, xn, layout.range(scratch, layout.shared_logit), n, prepared);
+  const Summation summation = lanes ? Summation::pinned : Summation::fast;  // pinned with the SwiGLU
+  matmul(op, s.gate, xn, gate, n, prepared, summation);
+  matmul(op, s.up, xn, up, n, prepared, summation);
+  if (s.gate_input) matmul(op, *s.gate_input, xn, layout.range(scratch, layout.shared_logit), n, prepared, summation);
   gated(op, gate, up, n, s.gate.rows, lanes);
-  matmul(op, s.down, gate, layout.range(scratch, layout.shared_out), n, prepared);
+  matmul(op, s.down, gate, layout.range(scratch, layout.shared_out), n, prepared, summation);
 }
 
 }  // namespace
@@ -251,7 +252,7 @@ void expert_feed_forward(OpContext& op, const DeviceExperts& e, const BufferRang
   const BufferRange gate = layout.range(scratch, layout.gate), up = layout.range(scratch, layout.up);
   const BufferRange out = layout.range(scratch, layout.out);
 
-  matmul(op, e.router, xn, logits, n, prepared);
+  matmul(op, e.router, xn, logits, n, prepared, pinned_lanes ? Summation::pinned : Summation::fast);
   route_experts(op, logits, n, e.count, e.used, e.normalize, choices);
   // gate and up share their prepared input when they take the same form (always, in the files we know).
   const bool same_form = activation_format(e.gate.type) == activation_format(e.up.type);

@@ -17,8 +17,13 @@ BufferRange rows(const Buffer& buffer, std::int64_t n, std::int64_t width) {
 
 // y_i = W_i x for products that share their input x (n rows of `cols`): the activations are prepared once when
 // every weight takes them in the same form, else each product prepares its own.
-void products(OpContext& op, std::initializer_list<std::pair<const DeviceTensor*, BufferRange>> outputs,
-              const BufferRange& x, const Buffer& prepared, std::int64_t n) {
+// The products' summation order: the CPU's where the step's arithmetic is pinned (vulkan_matmul.hpp).
+Summation summation(const StepBuffers& b) { return b.pinned ? Summation::pinned : Summation::fast; }
+
+void products(OpContext& op, const StepBuffers& b,
+              std::initializer_list<std::pair<const DeviceTensor*, BufferRange>> outputs, const BufferRange& x,
+              std::int64_t n) {
+  const Buffer& prepared = b.prepared;
   const ActivationFormat format = activation_format(outputs.begin()->first->type);
   bool shared = true;
   for (const auto& [w, y] : outputs) shared = shared && activation_format(w->type) == format;
@@ -27,10 +32,10 @@ void products(OpContext& op, std::initializer_list<std::pair<const DeviceTensor*
     const BufferRange input =
         format == ActivationFormat::f32 ? x : prepared.range(0, prepared_bytes(format, n, cols));
     prepare_activations(op, format, x, input, n, cols);
-    for (const auto& [w, y] : outputs) matmul_prepared(op, *w, input, y, n);
+    for (const auto& [w, y] : outputs) matmul_prepared(op, *w, input, y, n, summation(b));
     return;
   }
-  for (const auto& [w, y] : outputs) matmul(op, *w, x, y, n, prepared.range());
+  for (const auto& [w, y] : outputs) matmul(op, *w, x, y, n, prepared.range(), summation(b));
 }
 
 // rms_norm and rope, in the CPU's arithmetic where the step buffers say so (vulkan_pinned.hpp).
@@ -50,7 +55,7 @@ void record_layer(OpContext& op, const ModelConfig& c, std::int64_t layer, const
   const BufferRange x = rows(b.x, n, c.dim), xn = rows(b.xn, n, c.dim);
   const BufferRange q = rows(b.q, n, c.q_dim()), k = rows(b.k, n, c.kv_dim()), v = rows(b.v, n, c.kv_dim());
   norm(op, b, x, w.attn_norm, xn, n, c.dim, c.rms_epsilon);
-  products(op, {{&w.wq, q}, {&w.wk, k}, {&w.wv, v}}, xn, b.prepared, n);
+  products(op, b, {{&w.wq, q}, {&w.wk, k}, {&w.wv, v}}, xn, n);
   if (w.bq) add_bias(op, q, *w.bq, n, c.q_dim());
   if (w.bk) add_bias(op, k, *w.bk, n, c.kv_dim());
   if (w.bv) add_bias(op, v, *w.bv, n, c.kv_dim());
@@ -83,7 +88,7 @@ void record_layer(OpContext& op, const ModelConfig& c, std::int64_t layer, const
     attention(op, kv.layout, shape, q, kv.keys[l].range(), kv.values[l].range(), token_info, b.tables.range(), attn,
               b.attention_scratch.range());
   }
-  matmul(op, w.wo, attn, xn, n, b.prepared.range());
+  matmul(op, w.wo, attn, xn, n, b.prepared.range(), summation(b));
   if (w.post_attn_norm) norm(op, b, xn, *w.post_attn_norm, xn, n, c.dim, c.rms_epsilon);
   add(op, x, xn, n * c.dim);
 
@@ -94,7 +99,7 @@ void record_layer(OpContext& op, const ModelConfig& c, std::int64_t layer, const
     return;
   }
   const BufferRange gate = rows(b.gate, n, c.ffn_dim), up = rows(b.up, n, c.ffn_dim);
-  products(op, {{&w.gate, gate}, {&w.up, up}}, xn, b.prepared, n);
+  products(op, b, {{&w.gate, gate}, {&w.up, up}}, xn, n);
   if (c.ffn_activation == FfnActivation::gelu_tanh) {
     geglu_table(op, gate, up, n * c.ffn_dim, b.gelu_table.range());
   } else if (b.pinned) {
@@ -102,7 +107,7 @@ void record_layer(OpContext& op, const ModelConfig& c, std::int64_t layer, const
   } else {
     swiglu(op, gate, up, n * c.ffn_dim);
   }
-  matmul(op, w.down, gate, xn, n, b.prepared.range());
+  matmul(op, w.down, gate, xn, n, b.prepared.range(), summation(b));
   if (w.post_ffn_norm) norm(op, b, xn, *w.post_ffn_norm, xn, n, c.dim, c.rms_epsilon);
   add(op, x, xn, n * c.dim);
 }
@@ -117,7 +122,7 @@ void record_logits(OpContext& op, const ModelConfig& c, const DeviceWeights& w, 
               c.dim);
   norm(op, b, gathered, w.output_norm, gathered, m, c.dim, c.rms_epsilon);
   const BufferRange logits = rows(b.logits, m, c.vocab_size);
-  matmul(op, w.output, gathered, logits, m, b.prepared.range());
+  matmul(op, w.output, gathered, logits, m, b.prepared.range(), summation(b));
   if (c.final_softcap > 0.0f) soft_cap(op, logits, m * c.vocab_size, c.final_softcap);
   if (shape.full_rows > 0) {  // a gather (rows 0, 1, ...), not a copy: it stays on the compute stage's barriers
     gather_rows(op, logits, b.identity.range(0, static_cast<VkDeviceSize>(shape.full_rows) * 4),

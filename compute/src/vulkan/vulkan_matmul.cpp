@@ -253,6 +253,52 @@ void detail::matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferR
   op.recording.dispatch(pipeline, {w.data, prepared, y}, push, grid.x, token_tiles, grid.wrap, barrier);
 }
 
+bool pinned_summation_supported(TensorType type) noexcept {
+  switch (type) {
+    case TensorType::q8_0:
+    case TensorType::q4_0:
+    case TensorType::q4_1:
+    case TensorType::q5_0:
+    case TensorType::q5_1:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
+                     std::int64_t n, Summation summation, Barrier barrier) {
+  if (summation == Summation::fast || !pinned_summation_supported(w.type)) {
+    return detail::matmul_prepared(op, w, prepared, y, n, detail::Reduction::automatic, barrier);
+  }
+  if (n == 0) return;
+  const std::uint32_t bytes_per_row = check_tensor(w, "matmul");
+  require_bytes(prepared, prepared_bytes(activation_format(w.type), n, w.cols), "the prepared activations");
+  require_bytes(y, 4 * values(n, w.rows), "the output");
+  to_u32(values(n, w.rows), "the output count");
+  const auto& limits = op.pipelines.context().description().max_workgroup_count;
+  if (static_cast<std::uint64_t>(n) > limits[1]) {  // one workgroup row per token
+    throw std::invalid_argument("vulkan matmul (pinned): " + std::to_string(n) + " tokens at once, the device takes at most " +
+                                std::to_string(limits[1]));
+  }
+  const std::array<std::uint32_t, 2> spec{kWorkgroup, static_cast<std::uint32_t>(w.type)};
+  const auto& pipeline = op.pipelines.get("matmul_pinned", 3, sizeof(MatmulPush), spec);
+  const Grid grid = grid_for(op, (static_cast<std::uint64_t>(w.rows) + kWorkgroup - 1) / kWorkgroup);
+  const MatmulPush push{static_cast<std::uint32_t>(w.rows), static_cast<std::uint32_t>(w.cols),
+                        static_cast<std::uint32_t>(n), bytes_per_row, grid.x};
+  op.recording.dispatch(pipeline, {w.data, prepared, y}, push, grid.x, static_cast<std::uint32_t>(n), grid.wrap,
+                        barrier);
+}
+
+void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const BufferRange& y, std::int64_t n,
+            const BufferRange& scratch, Summation summation, Barrier barrier) {
+  if (n == 0) return;
+  const ActivationFormat format = activation_format(w.type);
+  if (format == ActivationFormat::f32) return matmul_prepared(op, w, x, y, n, summation, barrier);
+  prepare_activations(op, format, x, scratch, n, w.cols);
+  matmul_prepared(op, w, scratch, y, n, summation, barrier);
+}
+
 void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const BufferRange& y, std::int64_t n,
             const BufferRange& scratch, Barrier barrier) {
   if (n == 0) return;

@@ -59,6 +59,17 @@ void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& pr
 void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const BufferRange& y, std::int64_t n,
             const BufferRange& scratch, Barrier barrier = Barrier::after);
 
+// The order of a product's float additions: the kernels above keep their own (fast), or the CPU backend's
+// (pinned: shaders/matmul_pinned.comp, one invocation per output, bit-equal to cpu matmul() for the same
+// weights and activations; needs shaderFloat64) for the types pinned_summation_supported() names. A type it
+// does not name runs the fast kernels either way.
+enum class Summation { fast, pinned };
+bool pinned_summation_supported(TensorType type) noexcept;
+void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,
+                     std::int64_t n, Summation summation, Barrier barrier = Barrier::after);
+void matmul(OpContext& op, const DeviceTensor& w, const BufferRange& x, const BufferRange& y, std::int64_t n,
+            const BufferRange& scratch, Summation summation, Barrier barrier = Barrier::after);
+
 // out[i] = scale * row tokens[i] of `table`, dequantized to F32 (tokens: n int32 ids, each < table.rows; an
 // id outside the table gives a row of zeros rather than a read past the buffer), as dequantize_row() does.
 void get_rows(OpContext& op, const DeviceTensor& table, const BufferRange& tokens, const BufferRange& out,

@@ -1,0 +1,86 @@
+// y[t][r] = W[r] . x[t] in the CPU backend's summation order, bit for bit (vulkan_matmul.hpp's
+// Summation::pinned): one invocation per output (row r = global x, token t = global y, row tiles wrapped
+// over z as in matmul_body.glsl), walking its row's blocks in order.
+// - Q8_0, Q5_0, Q4_1, Q5_1 (compute/src/cpu/vec_dot.cpp dot_q8_0, small_blocks.cpp dot_8_lanes: the orders
+//   every CPU path keeps): eight float lanes, lane k of a block taking the exact integer dot of its values
+//   4k..4k+3 times dw * da in one FMA, the lanes summed as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
+//   Q4_1/Q5_1 then add their min terms, summed apart as mins = fma(m_w, s_a, mins).
+// - Q4_0 (dot_q4_0): one accumulator, per block fma(float(whole block's integer dot), dw * da, acc).
+// Every FMA is pinned_fma() (pinned_math.glsl: glslc drops `precise` on fma()), every other expression
+// `precise`. Needs shaderFloat64. Bindings and push constants as matmul.comp's.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable
+
+#include "pinned_math.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint WEIGHT_TYPE = 8u;
+
+layout(std430, set = 0, binding = 0) readonly buffer Weights { uint weight_words[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Activations { uint act_words[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Output { float y[]; };
+
+layout(push_constant) uniform Push {
+  uint rows;
+  uint cols;
+  uint n;
+  uint row_bytes;
+  uint tiles_x;
+} p;
+
+#include "dequant_group.glsl"
+#include "quantize_layout.glsl"
+
+// Q8_0 activations: token t's block b's quants (8 words) and its scale.
+int act_quad_dot(QuantGroup g, uint at, uint k) {
+  const uint word = act_words[at + k];
+  int sum = 0;
+  [[unroll]] for (uint b = 0u; b < 4u; ++b) sum += g.q[4u * k + b] * signed_byte_of(word, b);
+  return sum;
+}
+
+const bool WITH_MINS = WEIGHT_TYPE == TYPE_Q4_1 || WEIGHT_TYPE == TYPE_Q5_1;  // against Q8_1's s
+
+float dot_8_lanes(uint row_base, uint t) {
+  const uint blocks = p.cols / 32u;
+  const QuantLayout layout_ = quant_layout(WITH_MINS ? ACT_Q8_1 : ACT_Q8_0, p.n, p.cols);
+  float lanes[8];
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) lanes[k] = 0.0;
+  float mins = 0.0;
+  QuantGroup g;
+  for (uint b = 0u; b < blocks; ++b) {
+    decode_quant_group(row_base, b, g);
+    precise float d = g.d * uintBitsToFloat(act_words[layout_.scales + t * blocks + b]);
+    const uint at = qs_word(p.cols, t, b);
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) lanes[k] = pinned_fma(d, float(act_quad_dot(g, at, k)), lanes[k]);
+    if (WITH_MINS) mins = pinned_fma(g.dm, uintBitsToFloat(act_words[layout_.extra + t * blocks + b]), mins);
+  }
+  precise float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  if (WITH_MINS) sum = sum + mins;
+  return sum;
+}
+
+float dot_q4_0(uint row_base, uint t) {
+  const uint blocks = p.cols / 32u;
+  const QuantLayout layout_ = quant_layout(ACT_Q8_0, p.n, p.cols);
+  float acc = 0.0;
+  QuantGroup g;
+  for (uint b = 0u; b < blocks; ++b) {
+    decode_quant_group(row_base, b, g);
+    precise float d = g.d * uintBitsToFloat(act_words[layout_.scales + t * blocks + b]);
+    const uint at = qs_word(p.cols, t, b);
+    int sum = 0;
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) sum += act_quad_dot(g, at, k);
+    acc = pinned_fma(float(sum), d, acc);
+  }
+  return acc;
+}
+
+void main() {
+  const uint row = (gl_WorkGroupID.x + gl_WorkGroupID.z * p.tiles_x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  const uint t = gl_WorkGroupID.y;
+  if (row >= p.rows || t >= p.n) return;
+  const uint row_base = row * p.row_bytes;
+  y[t * p.rows + row] = WEIGHT_TYPE == TYPE_Q4_0 ? dot_q4_0(row_base, t) : dot_8_lanes(row_base, t);
+}

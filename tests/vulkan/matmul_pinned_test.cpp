@@ -1,0 +1,70 @@
+// The pinned products (vulkan_matmul.hpp's Summation::pinned) against the CPU backend's matmul() of the same
+// stored weights and F32 activations, bit for bit (EXPECT_EQ on floats): decode (n = 1), a batch smaller
+// than the CPU's column tiles (5) and a batch past them (64), so every CPU kernel this machine picks (the
+// one-column kernels, the multi-column ones, the AVX-512 panel GEMM) is met; the CPU code states that its
+// scalar and SIMD paths give these types the same bits.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loom/compute/cpu/matmul.hpp"
+#include "loom/compute/cpu/thread_pool.hpp"
+#include "loom/compute/model/tensor_view.hpp"
+#include "matmul_test_support.hpp"
+
+namespace loom::compute::vulkan {
+namespace {
+
+using namespace testing;
+
+std::vector<float> cpu_product(TensorType type, const std::vector<std::byte>& weights, std::int64_t rows,
+                               std::int64_t cols, const std::vector<float>& x, std::int64_t n) {
+  TensorView view{"w", type, {cols, rows}, weights.data(), weights.size()};
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  scratch.reserve(n, cols);
+  std::vector<float> y(static_cast<std::size_t>(n * rows));
+  matmul(view, x.data(), n, y.data(), pool, scratch);
+  return y;
+}
+
+class VulkanMatmulPinned : public ::testing::TestWithParam<TensorType> {};
+
+// 70 rows (a partial workgroup of 64) of 1024 values (32 blocks: long enough that an order difference shows).
+TEST_P(VulkanMatmulPinned, EqualsTheCpuBackendBitForBit) {
+  LOOM_REQUIRE_VULKAN();
+  if (!test_device().context->description().shader_float64) GTEST_SKIP() << "no shaderFloat64";
+  const TensorType type = GetParam();
+  ASSERT_TRUE(pinned_summation_supported(type));
+  const std::int64_t rows = 70, cols = 1024;
+  const auto stored = quantized_rows(type, random_values(rows, cols, 11 + static_cast<std::uint32_t>(type)), rows, cols);
+  Buffer weights = device_buffer(stored, "weights");
+  const DeviceTensor tensor{type, rows, cols, weights.range()};
+  const ActivationFormat format = activation_format(type);
+  for (const std::int64_t n : {1, 5, 64}) {
+    const auto x = random_values(n, cols, 500 + static_cast<std::uint32_t>(n));
+    const auto expected = cpu_product(type, stored, rows, cols, x, n);
+    Buffer x_buffer = device_buffer(x, "x");
+    Buffer y_buffer = empty_buffer(4 * n * rows, "y");
+    Buffer scratch = empty_buffer(prepared_bytes(format, n, cols), "scratch");
+    run_ops([&](OpContext& op) { matmul(op, tensor, x_buffer.range(), y_buffer.range(), n, scratch.range(), Summation::pinned); });
+    const auto got = download<float>(y_buffer.range(), expected.size());
+    int mismatches = 0;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      if (got[i] != expected[i] && ++mismatches <= 3) {
+        ADD_FAILURE() << name(type) << " n=" << n << " token " << i / rows << " row " << i % rows << ": vulkan "
+                      << got[i] << ", cpu " << expected[i];
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << name(type) << " n=" << n << " of " << expected.size() << " outputs";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmulPinned, ::testing::Values(TensorType::q8_0, TensorType::q4_0, TensorType::q4_1,
+                                                                      TensorType::q5_0, TensorType::q5_1),
+                         [](const auto& info) { return std::string(name(info.param)); });
+
+}  // namespace
+}  // namespace loom::compute::vulkan
