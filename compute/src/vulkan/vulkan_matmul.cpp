@@ -260,6 +260,7 @@ bool pinned_summation_supported(TensorType type) noexcept {
     case TensorType::q4_1:
     case TensorType::q5_0:
     case TensorType::q5_1:
+    case TensorType::q6_k:
       return true;
     default:
       return false;

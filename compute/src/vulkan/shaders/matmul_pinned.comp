@@ -6,6 +6,9 @@
 //   4k..4k+3 times dw * da in one FMA, the lanes summed as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
 //   Q4_1/Q5_1 then add their min terms, summed apart as mins = fma(m_w, s_a, mins).
 // - Q4_0 (dot_q4_0): one accumulator, per block fma(float(whole block's integer dot), dw * da, acc).
+// - Q6_K (vec_dot_x86.inc's Q6KKernel: the AVX2 and AVX-512 paths, not the scalar one): per superblock eight
+//   int32 lanes, lane j gathering over the 8 groups of 32 the scaled dots of values 4j..4j+3 (exact integers),
+//   then fma(dw * da, float(lane j), acc j), the lanes summed as Q8_0's.
 // Every FMA is pinned_fma() (pinned_math.glsl: glslc drops `precise` on fma()), every other expression
 // `precise`. Needs shaderFloat64. Bindings and push constants as matmul.comp's.
 #version 450
@@ -77,10 +80,32 @@ float dot_q4_0(uint row_base, uint t) {
   return acc;
 }
 
+float dot_q6_k(uint row_base, uint t) {
+  const uint supers = p.cols / 256u;
+  const QuantLayout layout_ = quant_layout(ACT_Q8_K, p.n, p.cols);
+  float lanes[8];
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) lanes[k] = 0.0;
+  QuantGroup g;
+  for (uint s = 0u; s < supers; ++s) {
+    int sums[8];
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) sums[k] = 0;
+    for (uint j = 0u; j < 8u; ++j) {
+      decode_quant_group(row_base, 8u * s + j, g);
+      const uint at = qs_word(p.cols, t, 8u * s + j);
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) sums[k] += g.sc[k / 4u] * act_quad_dot(g, at, k);
+    }
+    precise float d = g.d * uintBitsToFloat(act_words[layout_.scales + t * supers + s]);
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) lanes[k] = pinned_fma(d, float(sums[k]), lanes[k]);
+  }
+  precise float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  return sum;
+}
+
 void main() {
   const uint row = (gl_WorkGroupID.x + gl_WorkGroupID.z * p.tiles_x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   const uint t = gl_WorkGroupID.y;
   if (row >= p.rows || t >= p.n) return;
   const uint row_base = row * p.row_bytes;
-  y[t * p.rows + row] = WEIGHT_TYPE == TYPE_Q4_0 ? dot_q4_0(row_base, t) : dot_8_lanes(row_base, t);
+  y[t * p.rows + row] = WEIGHT_TYPE == TYPE_Q4_0 ? dot_q4_0(row_base, t) :
+                          WEIGHT_TYPE == TYPE_Q6_K ? dot_q6_k(row_base, t) : dot_8_lanes(row_base, t);
 }
