@@ -2,7 +2,8 @@
 // stored weights and F32 activations, bit for bit (EXPECT_EQ on floats): decode (n = 1), a batch smaller
 // than the CPU's column tiles (5) and a batch past them (64), so every CPU kernel this machine picks (the
 // one-column kernels, the multi-column ones, the AVX-512 panel GEMM) is met; the CPU code states that its
-// scalar and SIMD paths give these types the same bits (Q6_K: its AVX2 and AVX-512 paths; skipped on scalar).
+// scalar and SIMD paths give these types the same bits (the K-quants: its AVX2 and AVX-512 paths;
+// skipped where the CPU runs scalar).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -39,8 +40,9 @@ TEST_P(VulkanMatmulPinned, EqualsTheCpuBackendBitForBit) {
   if (!test_device().context->description().shader_float64) GTEST_SKIP() << "no shaderFloat64";
   const TensorType type = GetParam();
   ASSERT_TRUE(pinned_summation_supported(type));
-  // Q6_K's pinned order is the CPU's SIMD kernels' (its scalar kernel sums otherwise).
-  if (type == TensorType::q6_k && default_kernel_path() == KernelPath::scalar) GTEST_SKIP() << "the CPU runs scalar kernels";
+  // The K-quants' pinned orders are the CPU's SIMD kernels' (its scalar kernels sum otherwise).
+  const bool k_quant = type == TensorType::q4_k || type == TensorType::q5_k || type == TensorType::q6_k;
+  if (k_quant && default_kernel_path() == KernelPath::scalar) GTEST_SKIP() << "the CPU runs scalar kernels";
   const std::int64_t rows = 70, cols = 1024;
   const auto stored = quantized_rows(type, random_values(rows, cols, 11 + static_cast<std::uint32_t>(type)), rows, cols);
   Buffer weights = device_buffer(stored, "weights");
@@ -66,7 +68,9 @@ TEST_P(VulkanMatmulPinned, EqualsTheCpuBackendBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmulPinned, ::testing::Values(TensorType::q8_0, TensorType::q4_0, TensorType::q4_1,
-                                                                      TensorType::q5_0, TensorType::q5_1, TensorType::q6_k),
+                                                                      TensorType::q5_0, TensorType::q5_1, TensorType::q2_k, TensorType::q3_k,
+                                                                      TensorType::q4_k, TensorType::q5_k, TensorType::q6_k,
+                                                                      TensorType::iq4_xs),
                          [](const auto& info) { return std::string(name(info.param)); });
 
 }  // namespace

@@ -260,7 +260,12 @@ bool pinned_summation_supported(TensorType type) noexcept {
     case TensorType::q4_1:
     case TensorType::q5_0:
     case TensorType::q5_1:
+    case TensorType::q2_k:
+    case TensorType::q3_k:
+    case TensorType::q4_k:
+    case TensorType::q5_k:
     case TensorType::q6_k:
+    case TensorType::iq4_xs:
       return true;
     default:
       return false;

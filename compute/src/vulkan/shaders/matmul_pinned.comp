@@ -6,9 +6,14 @@
 //   4k..4k+3 times dw * da in one FMA, the lanes summed as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
 //   Q4_1/Q5_1 then add their min terms, summed apart as mins = fma(m_w, s_a, mins).
 // - Q4_0 (dot_q4_0): one accumulator, per block fma(float(whole block's integer dot), dw * da, acc).
-// - Q6_K (vec_dot_x86.inc's Q6KKernel: the AVX2 and AVX-512 paths, not the scalar one): per superblock eight
-//   int32 lanes, lane j gathering over the 8 groups of 32 the scaled dots of values 4j..4j+3 (exact integers),
-//   then fma(dw * da, float(lane j), acc j), the lanes summed as Q8_0's.
+// - Q6_K, Q5_K (vec_dot_x86.inc's Q6KKernel, KAffineKernel: the AVX2 and AVX-512 paths, not the scalar
+//   ones): per superblock eight int32 lanes, lane j gathering over the 8 groups of 32 the scaled dots of values
+//   4j..4j+3 (exact integers), then fma(dw * da, float(lane j), acc j), the lanes summed as Q8_0's; Q5_K adds
+//   its mins, summed apart as fma(-da * dmin, float(superblock's integer min sum), mins).
+// - Q3_K, IQ4_XS, Q2_K (vec_dot_low_bit_k.inc: every CPU path): as Q6_K; Q2_K first adds its mins to the
+//   same lanes per superblock, lane k taking fma(-da * dmin, float(group k's integer min sum), lane k).
+// - Q4_K (KAffineKernel): two accumulators, total = fma(float(superblock's scaled integer dot), dw * da,
+//   total) and mins = fma(float(integer min sum), dmin * da, mins); the result total - mins.
 // Every FMA is pinned_fma() (pinned_math.glsl: glslc drops `precise` on fma()), every other expression
 // `precise`. Needs shaderFloat64. Bindings and push constants as matmul.comp's.
 #version 450
@@ -80,24 +85,53 @@ float dot_q4_0(uint row_base, uint t) {
   return acc;
 }
 
-float dot_q6_k(uint row_base, uint t) {
+// The integer min sum of superblock s (Q4_K/Q5_K): sum over its groups of min_j * (bsums 2j + bsums 2j+1).
+int superblock_mins(QuantGroup g, uint bsums, uint j) {
+  return g.mn[0] * int(act_words[bsums + 2u * j]) + g.mn[1] * int(act_words[bsums + 2u * j + 1u]);
+}
+
+float dot_k(uint row_base, uint t) {
   const uint supers = p.cols / 256u;
   const QuantLayout layout_ = quant_layout(ACT_Q8_K, p.n, p.cols);
   float lanes[8];
   [[unroll]] for (uint k = 0u; k < 8u; ++k) lanes[k] = 0.0;
+  float total = 0.0, mins = 0.0;
   QuantGroup g;
   for (uint s = 0u; s < supers; ++s) {
     int sums[8];
     [[unroll]] for (uint k = 0u; k < 8u; ++k) sums[k] = 0;
+    int min_sum = 0, min_lanes[8];
+    const uint bsums = layout_.extra + t * (p.cols / 16u) + 16u * s;
     for (uint j = 0u; j < 8u; ++j) {
       decode_quant_group(row_base, 8u * s + j, g);
       const uint at = qs_word(p.cols, t, 8u * s + j);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) sums[k] += g.sc[k / 4u] * act_quad_dot(g, at, k);
+      if (HAS_MIN) min_lanes[j] = superblock_mins(g, bsums, j);
+      if (HAS_MIN) min_sum += min_lanes[j];
     }
-    precise float d = g.d * uintBitsToFloat(act_words[layout_.scales + t * supers + s]);
-    [[unroll]] for (uint k = 0u; k < 8u; ++k) lanes[k] = pinned_fma(d, float(sums[k]), lanes[k]);
+    const float da = uintBitsToFloat(act_words[layout_.scales + t * supers + s]);
+    precise float d = g.d * da;
+    if (WEIGHT_TYPE == TYPE_Q4_K) {
+      int whole = 0;
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) whole += sums[k];
+      precise float dmin = g.dm * da;
+      total = pinned_fma(float(whole), d, total);
+      mins = pinned_fma(float(min_sum), dmin, mins);
+    } else {
+      precise float dmin = -da * g.dm;
+      if (WEIGHT_TYPE == TYPE_Q2_K) {  // its mins first, into the same lanes: lane k takes group k's
+        [[unroll]] for (uint k = 0u; k < 8u; ++k) lanes[k] = pinned_fma(dmin, float(min_lanes[k]), lanes[k]);
+      }
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) lanes[k] = pinned_fma(d, float(sums[k]), lanes[k]);
+      if (WEIGHT_TYPE == TYPE_Q5_K) mins = pinned_fma(dmin, float(min_sum), mins);
+    }
+  }
+  if (WEIGHT_TYPE == TYPE_Q4_K) {
+    precise float r = total - mins;
+    return r;
   }
   precise float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  if (WEIGHT_TYPE == TYPE_Q5_K) sum = sum + mins;
   return sum;
 }
 
@@ -107,5 +141,5 @@ void main() {
   if (row >= p.rows || t >= p.n) return;
   const uint row_base = row * p.row_bytes;
   y[t * p.rows + row] = WEIGHT_TYPE == TYPE_Q4_0 ? dot_q4_0(row_base, t) :
-                          WEIGHT_TYPE == TYPE_Q6_K ? dot_q6_k(row_base, t) : dot_8_lanes(row_base, t);
+                          IS_K ? dot_k(row_base, t) : dot_8_lanes(row_base, t);
 }
