@@ -21,11 +21,11 @@
 //   synth-phi3-q8_0 0.038/0.112 and synth-mixtral-q8_0 0.026/0.058 (0.02); before, most quantized files were
 //   0.07-0.16 from the reference.
 // Then the matrix products pinned too (Summation::pinned, shaders/matmul_pinned.comp: every quantized type
-// but IQ4_NL bit-equal to the CPU's matmul, matmul_pinned_test.cpp): those six files, synth11M Q6_K
+// bit-equal to the CPU's matmul, matmul_pinned_test.cpp): those six files, synth11M Q6_K
 // (0.014/0.024 before), synthq320 Q5_0, Q5_1, Q5_K_M (0.014-0.036) and Q3_K_M (0.0015/0.0057) now follow
 // the CPU to the last printed digit (0.00001 from the reference at most, 0.00000 from the CPU; synthq256
 // Q3_K_M 0.054 from the reference, as the CPU). Every file now meets the tolerance, and every
-// quantized file follows the CPU. What differs still is the F32/F16 products (and IQ4_NL's, not pinned), which
+// quantized file follows the CPU. What differs still is the F32/F16 products (not pinned), which
 // agree with the CPU's to summation order (about 2e-7 of a row's magnitude, matmul_products_test.cpp): the
 // F32/F16 files above. Each file asserts 1e-4 where it follows the CPU to print
 // precision, else the CPU parity test's tolerance for it where it is met, else the issue's.

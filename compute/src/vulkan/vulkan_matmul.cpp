@@ -260,6 +260,7 @@ bool pinned_summation_supported(TensorType type) noexcept {
     case TensorType::q4_1:
     case TensorType::q5_0:
     case TensorType::q5_1:
+    case TensorType::iq4_nl:
     case TensorType::q2_k:
     case TensorType::q3_k:
     case TensorType::q4_k:

@@ -5,6 +5,8 @@
 //   every CPU path keeps): eight float lanes, lane k of a block taking the exact integer dot of its values
 //   4k..4k+3 times dw * da in one FMA, the lanes summed as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7));
 //   Q4_1/Q5_1 then add their min terms, summed apart as mins = fma(m_w, s_a, mins).
+// - IQ4_NL: as Q8_0 in a batch; alone (n = 1, small_blocks.cpp dot_iq4_nl_single) even and odd blocks in two
+//   sets of lanes, added lane by lane before the lanes' sum, an odd last block's whole dot fused in after.
 // - Q4_0 (dot_q4_0): one accumulator, per block fma(float(whole block's integer dot), dw * da, acc).
 // - Q6_K, Q5_K (vec_dot_x86.inc's Q6KKernel, KAffineKernel: the AVX2 and AVX-512 paths, not the scalar
 //   ones): per superblock eight int32 lanes, lane j gathering over the 8 groups of 32 the scaled dots of values
@@ -48,6 +50,12 @@ int act_quad_dot(QuantGroup g, uint at, uint k) {
   return sum;
 }
 
+// The 8 lanes' horizontal sum, as the CPU kernels' hsum().
+float sum_8_lanes(float lanes[8]) {
+  precise float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  return sum;
+}
+
 const bool WITH_MINS = WEIGHT_TYPE == TYPE_Q4_1 || WEIGHT_TYPE == TYPE_Q5_1;  // against Q8_1's s
 
 float dot_8_lanes(uint row_base, uint t) {
@@ -64,8 +72,42 @@ float dot_8_lanes(uint row_base, uint t) {
     [[unroll]] for (uint k = 0u; k < 8u; ++k) lanes[k] = pinned_fma(d, float(act_quad_dot(g, at, k)), lanes[k]);
     if (WITH_MINS) mins = pinned_fma(g.dm, uintBitsToFloat(act_words[layout_.extra + t * blocks + b]), mins);
   }
-  precise float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  precise float sum = sum_8_lanes(lanes);
   if (WITH_MINS) sum = sum + mins;
+  return sum;
+}
+
+float dot_iq4_nl_single(uint row_base, uint t) {
+  const uint blocks = p.cols / 32u;
+  const QuantLayout layout_ = quant_layout(ACT_Q8_0, p.n, p.cols);
+  float even[8], odd[8];
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) { even[k] = 0.0; odd[k] = 0.0; }
+  QuantGroup g;
+  uint b = 0u;
+  for (; b + 1u < blocks; b += 2u) {
+    decode_quant_group(row_base, b, g);
+    precise float d0 = g.d * uintBitsToFloat(act_words[layout_.scales + t * blocks + b]);
+    uint at = qs_word(p.cols, t, b);
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) even[k] = pinned_fma(d0, float(act_quad_dot(g, at, k)), even[k]);
+    decode_quant_group(row_base, b + 1u, g);
+    precise float d1 = g.d * uintBitsToFloat(act_words[layout_.scales + t * blocks + b + 1u]);
+    at = qs_word(p.cols, t, b + 1u);
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) odd[k] = pinned_fma(d1, float(act_quad_dot(g, at, k)), odd[k]);
+  }
+  float both[8];
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+    precise float e = even[k] + odd[k];
+    both[k] = e;
+  }
+  float sum = sum_8_lanes(both);
+  if (b < blocks) {
+    decode_quant_group(row_base, b, g);
+    precise float d = g.d * uintBitsToFloat(act_words[layout_.scales + t * blocks + b]);
+    const uint at = qs_word(p.cols, t, b);
+    int whole = 0;
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) whole += act_quad_dot(g, at, k);
+    sum = pinned_fma(d, float(whole), sum);
+  }
   return sum;
 }
 
@@ -130,7 +172,7 @@ float dot_k(uint row_base, uint t) {
     precise float r = total - mins;
     return r;
   }
-  precise float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  precise float sum = sum_8_lanes(lanes);
   if (WEIGHT_TYPE == TYPE_Q5_K) sum = sum + mins;
   return sum;
 }
@@ -141,5 +183,6 @@ void main() {
   if (row >= p.rows || t >= p.n) return;
   const uint row_base = row * p.row_bytes;
   y[t * p.rows + row] = WEIGHT_TYPE == TYPE_Q4_0 ? dot_q4_0(row_base, t) :
+                          WEIGHT_TYPE == TYPE_IQ4_NL && p.n == 1u ? dot_iq4_nl_single(row_base, t) :
                           IS_K ? dot_k(row_base, t) : dot_8_lanes(row_base, t);
 }
