@@ -91,8 +91,9 @@ struct StepBuffers {
   Buffer logits_out, candidates_out, hidden_out;
   std::int64_t max_batch = 0;
   std::int64_t max_table_entries = 0;
-  // The CPU's pinned arithmetic (vulkan_pinned.hpp) for attention and SwiGLU, in `lanes`' orders; off (the
-  // online-softmax attention and the device's exp) where the device lacks shaderFloat64. GeGLU always reads
+  // The CPU's pinned arithmetic (vulkan_pinned.hpp) for attention and SwiGLU, in `lanes`' orders, and its
+  // products' summation orders (Summation::pinned); off (the online-softmax attention, the device's exp, the
+  // tiled products) where the device lacks shaderFloat64. GeGLU always reads
   // the CPU's table (gelu_table, device-local, for gelu models).
   bool pinned = false;
   LaneWidth lanes = LaneWidth::avx512;

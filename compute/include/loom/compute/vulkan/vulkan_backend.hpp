@@ -56,9 +56,10 @@ class VulkanBackend final : public Backend {
   // parity tests set each reference file's. Changing it drops the recorded forward passes.
   LaneWidth reference_lanes() const noexcept;
   void set_reference_lanes(LaneWidth lanes);
-  // Whether attention and SwiGLU run in the CPU's pinned arithmetic (vulkan_pinned.hpp; the default where the
-  // device has shaderFloat64) or as the online-softmax attention and the device's exp (faster, last bits
-  // apart from the CPU's; what a device without shaderFloat64 runs). Setting true without it throws.
+  // Whether attention, SwiGLU, the norms, rope and the quantized products run in the CPU's pinned arithmetic
+  // (vulkan_pinned.hpp, vulkan_matmul.hpp's Summation::pinned; the default where the device has shaderFloat64)
+  // or as the online-softmax attention, the device's exp and the tiled products (faster, last bits apart from
+  // the CPU's; what a device without shaderFloat64 runs). Setting true without it throws.
   bool pinned_arithmetic() const noexcept;
   void set_pinned_arithmetic(bool pinned);
   // Positions computed since the load.
