@@ -17,11 +17,11 @@
 #include "matmul_test_support.hpp"
 
 namespace loom::compute::vulkan {
-namespace {
+namespace matmul_pinned_test {
 
 using namespace testing;
 
-std::vector<float> cpu_product(TensorType type, const std::vector<std::byte>& weights, std::int64_t rows,
+std::vector<float> cpu_matmul(TensorType type, const std::vector<std::byte>& weights, std::int64_t rows,
                                std::int64_t cols, const std::vector<float>& x, std::int64_t n) {
   TensorView view{"w", type, {cols, rows}, weights.data(), weights.size()};
   ThreadPool pool(1);
@@ -52,7 +52,7 @@ TEST_P(VulkanMatmulPinned, EqualsTheCpuBackendBitForBit) {
   const ActivationFormat format = activation_format(type);
   for (const std::int64_t n : {1, 5, 64}) {
     const auto x = random_values(n, cols, 500 + static_cast<std::uint32_t>(n));
-    const auto expected = cpu_product(type, stored, rows, cols, x, n);
+    const auto expected = cpu_matmul(type, stored, rows, cols, x, n);
     Buffer x_buffer = device_buffer(x, "x");
     Buffer y_buffer = empty_buffer(4 * n * rows, "y");
     Buffer scratch = empty_buffer(prepared_bytes(format, n, cols), "scratch");
@@ -75,5 +75,5 @@ INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmulPinned, ::testing::Values(TensorType
                                                                       TensorType::iq4_nl, TensorType::iq4_xs),
                          [](const auto& info) { return std::string(name(info.param)); });
 
-}  // namespace
+}  // namespace matmul_pinned_test
 }  // namespace loom::compute::vulkan
