@@ -15,7 +15,6 @@ namespace {
 
 using loom::compute::testing::shared_path;
 
-const std::string kGguf = shared_path("models/aidreams260K.gguf");
 
 bool positive(const nlohmann::json& value) { return value.is_number() && value.get<double>() > 0; }
 

@@ -25,7 +25,6 @@
 namespace loom::cli::testing {
 namespace {
 
-const char* gateway_binary() { return LOOM_GATEWAY_PATH; }
 
 TEST(GatewayBinary, HelpListsTheOptionsWithDefaults) {
   const auto run = run_loom({"--help"}, gateway_binary());

@@ -36,7 +36,6 @@ using compute::testing::ScratchDir;
 using compute::testing::shared_path;
 using Clock = std::chrono::steady_clock;
 
-const char* gateway_binary() { return LOOM_GATEWAY_PATH; }
 
 const std::string kModel = shared_path("models/synth11M-f16.gguf");
 

@@ -22,7 +22,6 @@ std::string read_text(const std::string& path) {
 
 const std::string kCheckpoint = shared_path("models/aidreams260K.bin");
 const std::string kTokenizerFile = shared_path("models/aidreams260K.tok512.bin");
-const std::string kGguf = shared_path("models/aidreams260K.gguf");
 const std::string kGreedyText = shared_path("reference/aidreams260K.llama2c-greedy.txt");
 
 // The end-to-end check: greedy text from the llama2.c checkpoint and its tokenizer file is what a

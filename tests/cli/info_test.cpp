@@ -15,7 +15,6 @@ namespace {
 using loom::compute::testing::ScratchDir;
 using loom::compute::testing::shared_path;
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(InfoCommand, AFileLoomRunsShowsItsShapeTypesAndRunsYes) {
   const std::string model = shared_path("models/aidreams260K.gguf");

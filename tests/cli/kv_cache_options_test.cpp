@@ -15,7 +15,6 @@ namespace {
 
 using loom::compute::testing::shared_path;
 
-const std::string kGguf = shared_path("models/aidreams260K.gguf");
 
 ProcessResult logits_with(const std::vector<std::string>& kv_options) {
   std::vector<std::string> args{"logits", "--model", kGguf, "--tokens", "1,403,407,285,446", "--greedy", "20",

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "test_files.hpp"
+
 namespace loom::cli::testing {
 
 inline const char* loom_binary() { return LOOM_CLI_PATH; }
@@ -172,5 +174,10 @@ class PtySession {
   int exit_code_ = -1;
   std::string screen_;
 };
+
+// Shared by several test files (one copy each would clash in the suite's unity build).
+inline const std::string kGguf = loom::compute::testing::shared_path("models/aidreams260K.gguf");
+inline const char* gateway_binary() { return LOOM_GATEWAY_PATH; }
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace loom::cli::testing

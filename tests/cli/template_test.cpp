@@ -25,7 +25,6 @@ std::string read_all(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(TemplateCommand, RendersASharedTemplateByteForByte) {
   const std::string tmpl = shared_path("templates/templates/meta-llama-Llama-3.1-8B-Instruct.jinja");

@@ -44,7 +44,6 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 const char* ws_client_binary() { return LOOM_WS_CLIENT_PATH; }
-const char* gateway_binary() { return LOOM_GATEWAY_PATH; }
 
 constexpr const char* kPrompt = "Once upon a time";
 

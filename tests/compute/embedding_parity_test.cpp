@@ -25,15 +25,15 @@ namespace {
 using testing::ScratchDir;
 using testing::shared_path;
 
-constexpr std::int64_t kBlockSize = 4;
-constexpr std::int64_t kBlocksPerSequence = 32;  // 128 positions: the model's whole context
+constexpr std::int64_t kParityBlockSize = 4;
+constexpr std::int64_t kParityBlocksPerSequence = 32;  // 128 positions: the model's whole context
 constexpr std::int64_t kChunk = 8;               // max_batch_tokens: the prompt takes several steps
 
-std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
+std::string parity_model_path() { return shared_path("models/aidreams260K.gguf"); }
 
 // The shared file with `llama.pooling_type` set, written to `dir`.
 std::string with_pooling(const ScratchDir& dir, std::uint32_t pooling) {
-  const GgufFile source = GgufFile::open(model_path());
+  const GgufFile source = GgufFile::open(parity_model_path());
   GgufWriter writer;
   for (const GgufKeyValue& entry : source.metadata()) writer.add(entry.key, entry.value);
   writer.add_u32("llama.pooling_type", pooling);
@@ -47,18 +47,18 @@ std::unique_ptr<CpuBackend> load(const std::string& path) {
   LoadOptions o;
   o.model_path = path;
   o.threads = 2;
-  o.kv.block_size = kBlockSize;
+  o.kv.block_size = kParityBlockSize;
   // F16 keys and values would round a row by ~1e-4 against the double forward; with F32 the largest
   // difference is ~1e-7.
   o.kv.type = TensorType::f32;
-  o.kv_tokens = kBlockSize * kBlocksPerSequence * 2;
+  o.kv_tokens = kParityBlockSize * kParityBlocksPerSequence * 2;
   o.max_batch_tokens = kChunk;
   return CpuBackend::load(o);
 }
 
 std::vector<BlockId> table(std::int64_t first) {
   std::vector<BlockId> blocks;
-  for (std::int64_t b = 0; b < kBlocksPerSequence; ++b) blocks.push_back(static_cast<BlockId>(first + b));
+  for (std::int64_t b = 0; b < kParityBlocksPerSequence; ++b) blocks.push_back(static_cast<BlockId>(first + b));
   return blocks;
 }
 
@@ -76,7 +76,7 @@ std::vector<float> embed_in_chunks(CpuBackend& backend, const std::vector<std::i
     embed.tokens.assign(prompt.begin() + static_cast<std::ptrdiff_t>(start), prompt.begin() + static_cast<std::ptrdiff_t>(end));
     embed.start = static_cast<std::int64_t>(start);
     embed.sample = end == prompt.size();
-    embed.table_from = start == 0 ? 0 : kBlocksPerSequence;
+    embed.table_from = start == 0 ? 0 : kParityBlocksPerSequence;
     if (start == 0) {
       embed.begin = SequenceStart{};
       embed.blocks = table(0);
@@ -86,12 +86,12 @@ std::vector<float> embed_in_chunks(CpuBackend& backend, const std::vector<std::i
     generate.tokens = {last_generated};
     generate.start = static_cast<std::int64_t>(start / (kChunk - 1));
     generate.sample = true;
-    generate.table_from = start == 0 ? 0 : kBlocksPerSequence;
+    generate.table_from = start == 0 ? 0 : kParityBlocksPerSequence;
     if (start == 0) {
       proto::SamplingParams greedy;
       greedy.temperature = 0.0;
       generate.begin = SequenceStart{greedy, {}};
-      generate.blocks = table(kBlocksPerSequence);
+      generate.blocks = table(kParityBlocksPerSequence);
     }
     batch.sequences = {embed, generate};
     StepResult result = backend.run(batch);
@@ -133,9 +133,9 @@ std::vector<double> reference(const testing::DoubleForward& forward, Pooling poo
 class EmbeddingParity : public ::testing::Test {
  protected:
   void SetUp() override {
-    REQUIRE_SHARED_FILE(model_path());
-    const GgufFile file = GgufFile::open(model_path());
-    const std::unique_ptr<CpuBackend> backend = load(model_path());
+    REQUIRE_SHARED_FILE(parity_model_path());
+    const GgufFile file = GgufFile::open(parity_model_path());
+    const std::unique_ptr<CpuBackend> backend = load(parity_model_path());
     prompt_ = encode_prompt(*backend->tokenizer(), "Once upon a time, a little cat sat by the warm window and dreamed", false);
     ASSERT_GT(prompt_.size(), static_cast<std::size_t>(2 * kChunk)) << "the prompt must take several steps";
     forward_ = testing::double_forward(file, backend->info().config, prompt_, backend->info().config.context_length);
@@ -162,7 +162,7 @@ class EmbeddingParity : public ::testing::Test {
 };
 
 TEST_F(EmbeddingParity, MeanByDefaultMatchesThePooledDoubleForward) {
-  expect_parity(model_path(), Pooling::mean);
+  expect_parity(parity_model_path(), Pooling::mean);
 }
 
 TEST_F(EmbeddingParity, LastAndClsPoolingFromTheFileMatchTheDoubleForward) {
@@ -172,7 +172,7 @@ TEST_F(EmbeddingParity, LastAndClsPoolingFromTheFileMatchTheDoubleForward) {
 }
 
 TEST(EmbeddingPooling, NoneAndRankGiveNoSequenceEmbedding) {
-  REQUIRE_SHARED_FILE(model_path());
+  REQUIRE_SHARED_FILE(parity_model_path());
   const ScratchDir dir("embedding_pooling");
   for (const std::uint32_t pooling : {0u, 4u}) {
     const std::unique_ptr<CpuBackend> backend = load(with_pooling(dir, pooling));
@@ -195,7 +195,7 @@ TEST(EmbeddingPooling, NoneAndRankGiveNoSequenceEmbedding) {
 }
 
 TEST(EmbeddingPooling, AnUnknownPoolingTypeIsAFileError) {
-  REQUIRE_SHARED_FILE(model_path());
+  REQUIRE_SHARED_FILE(parity_model_path());
   const ScratchDir dir("embedding_pooling_bad");
   EXPECT_THROW(load(with_pooling(dir, 9)), ModelFileError);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar_test_grammars.hpp"
 #include "loom/compute/grammar/grammar.hpp"
 #include "loom/compute/grammar/grammar_state.hpp"
 #include "loom/compute/grammar/json_schema.hpp"
@@ -16,6 +17,8 @@
 
 namespace loom::compute::grammar {
 namespace {
+
+using testing::matches;
 
 using json = nlohmann::json;
 
@@ -328,11 +331,6 @@ const std::vector<SchemaCase>& cases() {
      {R"({"\u00e9":1})", R"({"\u00E9":1})", R"({"a\/b":1})", R"({"a\u002fb":1})", R"({"\u0109\n":1})", R"({"ĉ\u000a":1})", R"({"\ud83d\ude00":1})"}},
   };
   return table;
-}
-
-bool matches(const std::shared_ptr<const Grammar>& g, const std::string& text) {
-  GrammarState state(g);
-  return state.accept(text) && state.can_end();
 }
 
 std::shared_ptr<const Grammar> compile(const json& schema) { return parse_gbnf(json_schema_to_gbnf(schema)); }

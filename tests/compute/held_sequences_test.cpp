@@ -10,7 +10,7 @@
 namespace loom::compute {
 namespace {
 
-constexpr std::int64_t kBlockSize = 4;
+constexpr std::int64_t kHeldBlockSize = 4;
 
 StepSequence start(SequenceId id, std::vector<std::int32_t> prefix, std::vector<std::int32_t> tokens,
                    std::vector<BlockId> table) {
@@ -36,7 +36,7 @@ StepSequence next(SequenceId id, std::int64_t start, std::int32_t token, std::in
 
 std::string refusal(const HeldSequences& held, const StepSequence& step) {
   try {
-    held.check(step, kBlockSize);
+    held.check(step, kHeldBlockSize);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }

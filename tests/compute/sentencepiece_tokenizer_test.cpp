@@ -34,11 +34,11 @@ using testing::llama_spm_tokenizer;
 using testing::shared_path;
 using Ids = std::vector<std::int32_t>;
 
-const std::string kSpace = "\xE2\x96\x81";  // U+2581
+const std::string kSpmSpace = "\xE2\x96\x81";  // U+2581
 
 Tokenizer gguf_tokenizer(const std::string& path) { return Tokenizer(Vocabulary::from_gguf(GgufFile::open(path))); }
 
-constexpr EncodeOptions kPlain{.add_special = false, .parse_special = false};
+constexpr EncodeOptions kSpmPlain{.add_special = false, .parse_special = false};
 
 std::string show(const Ids& ids) {
   std::string text;
@@ -56,7 +56,7 @@ TEST(SentencePieceTokenizer, ReproducesEveryReferenceVector) {
   const Tokenizer& tokenizer = llama_spm_tokenizer();
   std::size_t matched = 0;
   for (const auto& c : cases) {
-    const Ids ids = tokenizer.encode(c.input, kPlain);
+    const Ids ids = tokenizer.encode(c.input, kSpmPlain);
     EXPECT_EQ(ids, c.ids) << "input: \"" << c.input << "\"\n got: " << show(ids) << "\nwant: " << show(c.ids);
     matched += ids == c.ids;
   }
@@ -70,12 +70,12 @@ TEST(SentencePieceTokenizer, DecodeUndoesEncode) {
   ASSERT_EQ(cases.size(), 46u);
   const Tokenizer& tokenizer = llama_spm_tokenizer();
   for (const auto& c : cases) {
-    EXPECT_EQ(tokenizer.decode(tokenizer.encode(c.input, kPlain), {.strip_leading_space = true}), c.input);
+    EXPECT_EQ(tokenizer.decode(tokenizer.encode(c.input, kSpmPlain), {.strip_leading_space = true}), c.input);
     // With BOS in front the result is the same: BOS has no text.
     EXPECT_EQ(tokenizer.decode(tokenizer.encode(c.input), {.strip_leading_space = true}), c.input);
     // Without stripping, the space that add_space_prefix put in front is there (for non-empty input).
     if (!c.input.empty()) {
-      EXPECT_EQ(tokenizer.decode(tokenizer.encode(c.input, kPlain)), " " + c.input);
+      EXPECT_EQ(tokenizer.decode(tokenizer.encode(c.input, kSpmPlain)), " " + c.input);
     }
   }
 }
@@ -85,8 +85,8 @@ TEST(SentencePieceTokenizer, DecodeUndoesEncode) {
 // found wins a tie), then look up each symbol or fall back to its bytes.
 Ids quadratic_encode(const Vocabulary& v, const std::unordered_map<std::string, std::int32_t>& ids,
                      const std::string& text) {
-  std::string escaped = kSpace;
-  for (const char c : text) escaped += c == ' ' ? kSpace : std::string(1, c);
+  std::string escaped = kSpmSpace;
+  for (const char c : text) escaped += c == ' ' ? kSpmSpace : std::string(1, c);
   std::vector<std::string> symbols;
   for (std::size_t at = 0; at < escaped.size();) {
     const auto lead = static_cast<unsigned char>(escaped[at]);
@@ -140,7 +140,7 @@ void expect_agreement_on_random_texts(const Tokenizer& tokenizer, int rounds) {
     std::string text;
     const int words = 1 + round % 25;
     for (int w = 0; w < words; ++w) text += pieces[pick(rng)] + (rng() % 3 == 0 ? "" : " ");
-    EXPECT_EQ(tokenizer.encode(text, kPlain), quadratic_encode(v, ids, text)) << "\"" << text << "\"";
+    EXPECT_EQ(tokenizer.encode(text, kSpmPlain), quadratic_encode(v, ids, text)) << "\"" << text << "\"";
   }
 }
 
@@ -154,14 +154,14 @@ TEST(SentencePieceTokenizer, AgreesWithAPlainImplementation) {
 TEST(SentencePieceTokenizer, AgreesWithAPlainImplementationWhenPiecesSpanWords) {
   REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
   Vocabulary v = llama_spm_tokenizer().vocabulary();
-  for (const std::string& text : {"e" + kSpace, "s" + kSpace + "t", "." + kSpace + kSpace, "k" + kSpace + "t"}) {
+  for (const std::string& text : {"e" + kSpmSpace, "s" + kSpmSpace + "t", "." + kSpmSpace + kSpmSpace, "k" + kSpmSpace + "t"}) {
     v.tokens.push_back(text);
     v.scores.push_back(0.0f);  // above nearly every Llama score, so these merge early
     v.kinds.push_back(TokenKind::normal);
   }
   const Tokenizer spanning(std::move(v));
   // "e▁" joins "the" to the next word, as the plain implementation also finds.
-  const Ids ids = spanning.encode("the quick test", kPlain);
+  const Ids ids = spanning.encode("the quick test", kSpmPlain);
   EXPECT_NE(std::find(ids.begin(), ids.end(), 32000), ids.end()) << show(ids);
   expect_agreement_on_random_texts(spanning, 200);
 }
@@ -222,15 +222,15 @@ Vocabulary tiny_vocabulary() {
   add("</s>", 0, TokenKind::control);           // 2
   add("<0x61>", 0, TokenKind::byte);            // 3
   add("<0xC3>", 0, TokenKind::byte);            // 4
-  add(kSpace, -1, TokenKind::normal);           // 5
+  add(kSpmSpace, -1, TokenKind::normal);           // 5
   add("b", -1, TokenKind::normal);              // 6
   add("c", -1, TokenKind::normal);              // 7
   add("bc", -5, TokenKind::normal);             // 8
   add("cb", -3, TokenKind::normal);             // 9
-  add(kSpace + "b", -4, TokenKind::normal);     // 10
+  add(kSpmSpace + "b", -4, TokenKind::normal);     // 10
   add("bb", -2, TokenKind::normal);             // 11
   add("<tag>", 0, TokenKind::user_defined);     // 12
-  add(kSpace + kSpace, -9, TokenKind::normal);  // 13
+  add(kSpmSpace + kSpmSpace, -9, TokenKind::normal);  // 13
   v.bos = 1;
   v.eos = 2;
   v.unknown = 0;
@@ -242,27 +242,27 @@ Vocabulary tiny_vocabulary() {
 TEST(SentencePieceTokenizer, HighestScoreMergesFirst) {
   const Tokenizer t(tiny_vocabulary());
   // "▁bcb": pairs ▁b (-4), bc (-5), cb (-3). cb wins, leaving ▁ b cb; then ▁b (-4) merges: [▁b, cb].
-  EXPECT_EQ(t.encode("bcb", kPlain), (Ids{10, 9}));
+  EXPECT_EQ(t.encode("bcb", kSpmPlain), (Ids{10, 9}));
   // "▁bc": ▁b (-4) beats bc (-5): [▁b, c].
-  EXPECT_EQ(t.encode("bc", kPlain), (Ids{10, 7}));
+  EXPECT_EQ(t.encode("bc", kSpmPlain), (Ids{10, 7}));
 }
 
 TEST(SentencePieceTokenizer, EqualScoresMergeLeftmostFirst) {
   const Tokenizer t(tiny_vocabulary());
   // "▁bbb": ▁b (-4) loses to both bb pairs (-2, equal); the left one merges: ▁ bb b. Then ▁b is gone (b is
   // now bb, "▁bb" is no token) and "bbb" is no token: [▁, bb, b].
-  EXPECT_EQ(t.encode("bbb", kPlain), (Ids{5, 11, 6}));
+  EXPECT_EQ(t.encode("bbb", kSpmPlain), (Ids{5, 11, 6}));
   // Without the space prefix the same rule gives [bb, b], not [b, bb].
   Vocabulary v = tiny_vocabulary();
   v.add_space_prefix = false;
-  EXPECT_EQ(Tokenizer(std::move(v)).encode("bbb", kPlain), (Ids{11, 6}));
+  EXPECT_EQ(Tokenizer(std::move(v)).encode("bbb", kSpmPlain), (Ids{11, 6}));
 }
 
 TEST(SentencePieceTokenizer, UnknownCharactersFallBackToBytesThenUnknown) {
   const Tokenizer t(tiny_vocabulary());
   // 'a' has a byte token; "é" is C3 A9: C3 has a byte token, A9 does not, so it is <unk>.
-  EXPECT_EQ(t.encode("a", kPlain), (Ids{5, 3}));
-  EXPECT_EQ(t.encode("\xC3\xA9", kPlain), (Ids{5, 4, 0}));
+  EXPECT_EQ(t.encode("a", kSpmPlain), (Ids{5, 3}));
+  EXPECT_EQ(t.encode("\xC3\xA9", kSpmPlain), (Ids{5, 4, 0}));
   // Pieces: a byte token is its byte; <unk> is hidden like a control token unless specials are rendered,
   // and its text in the input is matched only with parse_special (as in the reference).
   EXPECT_EQ(t.piece(3), "a");
@@ -270,33 +270,33 @@ TEST(SentencePieceTokenizer, UnknownCharactersFallBackToBytesThenUnknown) {
   EXPECT_EQ(t.piece(0), "");
   EXPECT_EQ(t.piece(0, true), "<unk>");
   EXPECT_EQ(t.encode("<unk>", {.add_special = false, .parse_special = true}), (Ids{0}));
-  EXPECT_NE(t.encode("<unk>", kPlain), (Ids{0}));
+  EXPECT_NE(t.encode("<unk>", kSpmPlain), (Ids{0}));
 }
 
 TEST(SentencePieceTokenizer, SpacePrefixOnlyAtTheStartAndAfterSpecialTokens) {
   const Tokenizer t(tiny_vocabulary());
   // The user-defined <tag> splits the text; the run after it starts with a prefix space again, as the
   // reference does after any special token.
-  EXPECT_EQ(t.encode("b<tag>b", kPlain), (Ids{10, 12, 10}));
-  EXPECT_EQ(t.encode("<tag>", kPlain), (Ids{12}));
+  EXPECT_EQ(t.encode("b<tag>b", kSpmPlain), (Ids{10, 12, 10}));
+  EXPECT_EQ(t.encode("<tag>", kSpmPlain), (Ids{12}));
   // " b" is "▁▁b" with the prefix: ▁b (-4) beats ▁▁ (-9), and "▁▁b" is no token: [▁, ▁b].
-  EXPECT_EQ(t.encode(" b", kPlain), (Ids{5, 10}));
+  EXPECT_EQ(t.encode(" b", kSpmPlain), (Ids{5, 10}));
   // "  " is "▁▁▁": both pairs are ▁▁ (-9), the left one merges: [▁▁, ▁].
-  EXPECT_EQ(t.encode("  ", kPlain), (Ids{13, 5}));
+  EXPECT_EQ(t.encode("  ", kSpmPlain), (Ids{13, 5}));
   Vocabulary v = tiny_vocabulary();
   v.add_space_prefix = false;
-  EXPECT_EQ(Tokenizer(std::move(v)).encode("b b", kPlain), (Ids{6, 10}));
+  EXPECT_EQ(Tokenizer(std::move(v)).encode("b b", kSpmPlain), (Ids{6, 10}));
 }
 
 TEST(SentencePieceTokenizer, PiecesThatSpanWordsStillMerge) {
   Vocabulary v = tiny_vocabulary();
-  v.tokens.push_back("b" + kSpace);  // 14
+  v.tokens.push_back("b" + kSpmSpace);  // 14
   v.scores.push_back(-1);
   v.kinds.push_back(TokenKind::normal);
   // "▁b▁b": b▁ (-1) beats both ▁b (-4): ▁ b▁ b, and no longer pair is a token: [▁, b▁, b]. Cutting
   // the text into words before the second ▁ would give [▁b, ▁b] instead.
-  EXPECT_EQ(Tokenizer(std::move(v)).encode("b b", kPlain), (Ids{5, 14, 6}));
-  EXPECT_EQ(Tokenizer(tiny_vocabulary()).encode("b b", kPlain), (Ids{10, 10}));
+  EXPECT_EQ(Tokenizer(std::move(v)).encode("b b", kSpmPlain), (Ids{5, 14, 6}));
+  EXPECT_EQ(Tokenizer(tiny_vocabulary()).encode("b b", kSpmPlain), (Ids{10, 10}));
 }
 
 TEST(SentencePieceTokenizer, VocabularyWithoutAnyFallbackIsRefused) {
@@ -313,13 +313,13 @@ TEST(SentencePieceTokenizer, VocabularyWithoutAnyFallbackIsRefused) {
 TEST(SentencePieceTokenizer, BosFollowsAddBos) {
   REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
   const Tokenizer& t = llama_spm_tokenizer();
-  const Ids plain = t.encode("Hello world", kPlain);
+  const Ids plain = t.encode("Hello world", kSpmPlain);
   EXPECT_EQ(plain, (Ids{15043, 3186}));  // from the conformance vectors
   Ids with_bos{1};
   with_bos.insert(with_bos.end(), plain.begin(), plain.end());
   EXPECT_EQ(t.encode("Hello world"), with_bos);
   EXPECT_EQ(t.encode(""), (Ids{1}));
-  EXPECT_EQ(t.encode("", kPlain), Ids{});
+  EXPECT_EQ(t.encode("", kSpmPlain), Ids{});
 
   Vocabulary no_bos = t.vocabulary();
   no_bos.add_bos = false;
@@ -332,7 +332,7 @@ TEST(SentencePieceTokenizer, BosFollowsAddBos) {
 TEST(SentencePieceTokenizer, APromptGetsBosAsTheVocabularyAsksButNeverEos) {
   REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
   const Tokenizer& t = llama_spm_tokenizer();
-  const Ids plain = t.encode("Hello world", kPlain);
+  const Ids plain = t.encode("Hello world", kSpmPlain);
   Ids with_bos{1};
   with_bos.insert(with_bos.end(), plain.begin(), plain.end());
   EXPECT_EQ(encode_prompt(t, "Hello world", false), with_bos);
@@ -354,15 +354,15 @@ TEST(SentencePieceTokenizer, ControlTokensAreParsedOnlyWhenAsked) {
   REQUIRE_SHARED_FILE(shared_path(kLlamaSpmVocab));
   const Tokenizer& t = llama_spm_tokenizer();
   const std::string text = "Hello</s>world";
-  const Ids literal = t.encode(text, kPlain);
+  const Ids literal = t.encode(text, kSpmPlain);
   EXPECT_EQ(std::count(literal.begin(), literal.end(), 2), 0);
   EXPECT_EQ(t.decode(literal, {.strip_leading_space = true}), text);
 
   const Ids parsed = t.encode(text, {.add_special = false, .parse_special = true});
   // "Hello" as at the start of a text, then </s>, then "world" with a prefix space again.
-  Ids expected = t.encode("Hello", kPlain);
+  Ids expected = t.encode("Hello", kSpmPlain);
   expected.push_back(2);
-  const Ids world = t.encode("world", kPlain);
+  const Ids world = t.encode("world", kSpmPlain);
   expected.insert(expected.end(), world.begin(), world.end());
   EXPECT_EQ(parsed, expected);
 }
@@ -394,7 +394,7 @@ TEST(SentencePieceTokenizer, OneMegabyteOfText) {
       "日本語のテキストも少し。 Emoji 🦙🎉 and\ttabs\nnew lines.  ";
   while (text.size() < (1u << 20)) text += paragraph;
   const auto start = std::chrono::steady_clock::now();
-  const Ids ids = t.encode(text, kPlain);
+  const Ids ids = t.encode(text, kSpmPlain);
   const auto encoded = std::chrono::steady_clock::now();
   const std::string back = t.decode(ids, {.strip_leading_space = true});
   const auto decoded = std::chrono::steady_clock::now();

@@ -35,8 +35,8 @@ std::string describe(const WindowCase& c) {
 }
 
 // One KV head's blocks in a shuffled table: keys as rows, values transposed or rows.
-struct Storage {
-  Storage(const WindowCase& c, std::mt19937& rng) : c_(c) {
+struct WindowStorage {
+  WindowStorage(const WindowCase& c, std::mt19937& rng) : c_(c) {
     const std::int64_t last = c.first + c.queries - 1;
     blocks = (last + c.block_size - 1) / c.block_size;
     const auto elements = static_cast<std::size_t>(blocks * c.block_size * c.head_dim);
@@ -92,7 +92,7 @@ class SlidingWindowAttention : public ::testing::TestWithParam<WindowCase> {};
 TEST_P(SlidingWindowAttention, AttendsOnlyTheWindowAndReadsNothingBeforeIt) {
   const WindowCase c = GetParam();
   std::mt19937 rng(static_cast<unsigned>(c.first * 7 + c.window * 131 + c.head_dim));
-  Storage clean(c, rng);
+  WindowStorage clean(c, rng);
   const std::int64_t rows = c.group * c.head_dim;
   std::vector<float> queries(static_cast<std::size_t>(rows * c.queries));
   std::normal_distribution<float> g(0.0f, 3.0f);  // scores of a few units: the soft-cap bites
@@ -117,7 +117,7 @@ TEST_P(SlidingWindowAttention, AttendsOnlyTheWindowAndReadsNothingBeforeIt) {
   head.window = c.window;
   head.softcap = c.softcap;
   head.lanes = c.lanes;
-  const auto run = [&](const Storage& s, KernelPath path) {
+  const auto run = [&](const WindowStorage& s, KernelPath path) {
     std::vector<float> scratch(attention_scratch_floats(span, c.head_dim, c.group, c.queries), NAN);
     std::vector<float> out(queries.size(), NAN);
     HeadAttention h = head;
@@ -131,7 +131,7 @@ TEST_P(SlidingWindowAttention, AttendsOnlyTheWindowAndReadsNothingBeforeIt) {
   };
 
   // Nothing before the first query's window may be read: poisoned, it changes no bit.
-  Storage poisoned = clean;
+  WindowStorage poisoned = clean;
   const std::int64_t unseen = window_start(head, c.first);
   ASSERT_GT(unseen, 0) << "the case must have positions outside every window";
   for (std::int64_t p = 0; p < unseen; ++p) poisoned.poison(p);

@@ -25,7 +25,7 @@
 namespace loom::compute {
 namespace {
 
-std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+std::uint32_t summation_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
 
 // Sixteen lanes summed as an AVX-512 horizontal add: lanes l and l + 8, then four apart, then pairs.
 float sum_16_lanes(const float (&x)[16]) {
@@ -43,7 +43,7 @@ TEST(VectorExpf, WithinTwoUlpOfExpf) {
     const float x = u(rng);
     const float want = std::exp(x);
     const float got = vector_expf(x);
-    const auto ulps = std::abs(static_cast<std::int64_t>(bits(got)) - static_cast<std::int64_t>(bits(want)));
+    const auto ulps = std::abs(static_cast<std::int64_t>(summation_bits(got)) - static_cast<std::int64_t>(summation_bits(want)));
     ASSERT_LE(ulps, 2) << "x = " << x << ": " << got << " vs expf " << want;
   }
 }
@@ -70,13 +70,13 @@ TEST(VectorExpf, Avx2GivesTheScalarBits) {
     x.push_back(v);
   std::vector<float> scalar(x.size()), simd(x.size());
   vector_expf(x.data(), scalar.data(), static_cast<std::int64_t>(x.size()), KernelPath::scalar);
-  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(scalar[i]), bits(vector_expf(x[i]))) << x[i];
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(summation_bits(scalar[i]), summation_bits(vector_expf(x[i]))) << x[i];
   int subnormal = 0;
   for (float v : scalar) subnormal += v > 0.0f && v < std::numeric_limits<float>::min();
   EXPECT_GT(subnormal, 1000) << "the sweep misses the subnormal results";
   if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path ran";
   vector_expf(x.data(), simd.data(), static_cast<std::int64_t>(x.size()), KernelPath::avx2);
-  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(simd[i]), bits(scalar[i])) << "x = " << x[i];
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(summation_bits(simd[i]), summation_bits(scalar[i])) << "x = " << x[i];
 }
 
 // The AVX2 reference's exp (avx2_expf, the softmax of LaneWidth::avx2): the AVX2 kernel gives its bits on the
@@ -93,7 +93,7 @@ TEST(VectorExpf, Avx2ReferenceFormGivesTheScalarBits) {
     if (std::isfinite(v) && v > -80.0f && v < 80.0f) {
       ASSERT_NEAR(want, std::exp(static_cast<double>(v)), 4e-7 * std::exp(static_cast<double>(v))) << v;
     }
-    differs += bits(want) != bits(vector_expf(v));
+    differs += summation_bits(want) != summation_bits(vector_expf(v));
   }
   EXPECT_EQ(avx2_expf(-INFINITY), 0.0f);
   EXPECT_EQ(avx2_expf(0.0f), 1.0f);
@@ -101,10 +101,10 @@ TEST(VectorExpf, Avx2ReferenceFormGivesTheScalarBits) {
   EXPECT_GT(differs, 0) << "the two exps never differ on the sweep";
   std::vector<float> scalar(x.size()), simd(x.size());
   avx2_expf(x.data(), scalar.data(), static_cast<std::int64_t>(x.size()), KernelPath::scalar);
-  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(scalar[i]), bits(avx2_expf(x[i]))) << x[i];
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(summation_bits(scalar[i]), summation_bits(avx2_expf(x[i]))) << x[i];
   if (!kernel_path_supported(KernelPath::avx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the scalar path ran";
   avx2_expf(x.data(), simd.data(), static_cast<std::int64_t>(x.size()), KernelPath::avx2);
-  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(bits(simd[i]), bits(scalar[i])) << "x = " << x[i];
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(summation_bits(simd[i]), summation_bits(scalar[i])) << "x = " << x[i];
 }
 
 // The exp's last step: 1 + p(b) is rounded to float and then scaled (not 2^n + 2^n p(b) with one rounding).
@@ -121,8 +121,8 @@ TEST(VectorExpf, RoundsOnePlusPolynomialThenScales) {
     const float scale = std::ldexp(1.0f, static_cast<int>(n));
     const float want = std::fma(p, u, std::fma(0x1.ffffecp-1f, b, 1.0f)) * scale;
     const float other = std::fma(scale, std::fma(p, u, 0x1.ffffecp-1f * b), scale);
-    ASSERT_EQ(bits(vector_expf(x)), bits(want)) << "x = " << x;
-    other_form_differs += bits(other) != bits(want);
+    ASSERT_EQ(summation_bits(vector_expf(x)), summation_bits(want)) << "x = " << x;
+    other_form_differs += summation_bits(other) != summation_bits(want);
   }
   EXPECT_GT(other_form_differs, 0) << "the sweep does not tell the two forms apart";
 }
@@ -174,7 +174,7 @@ TEST(Swiglu, Avx2MatchesScalarBitForBitAndMath) {
       swiglu(b.data(), up.data(), n, KernelPath::avx2, lanes);
       for (std::int64_t i = 0; i < n; ++i) {
         const auto k = static_cast<std::size_t>(i);
-        ASSERT_EQ(bits(a[k]), bits(b[k])) << "n " << n << " i " << i << (lanes == LaneWidth::avx2 ? " (AVX2 form)" : "");
+        ASSERT_EQ(summation_bits(a[k]), summation_bits(b[k])) << "n " << n << " i " << i << (lanes == LaneWidth::avx2 ? " (AVX2 form)" : "");
         const double x = gate[k];
         const double want = x / (1.0 + std::exp(-x)) * up[k];
         EXPECT_NEAR(a[k], want, 1e-5 * (1.0 + std::fabs(want))) << "n " << n << " i " << i;
@@ -208,7 +208,7 @@ TEST(RotatePairs, FusesTheFirstProductOfEachLine) {
         want[a] = std::fma(x[a], c, -(x[b] * s));
         want[b] = std::fma(x[a], s, x[b] * c);
         const float plain_a = x[a] * c - x[b] * s, plain_b = x[a] * s + x[b] * c;
-        unfused_differs += (bits(plain_a) != bits(want[a])) + (bits(plain_b) != bits(want[b]));
+        unfused_differs += (summation_bits(plain_a) != summation_bits(want[a])) + (summation_bits(plain_b) != summation_bits(want[b]));
       }
     }
     EXPECT_GT(unfused_differs, 0) << "the data does not tell fused from unfused products";
@@ -220,7 +220,7 @@ TEST(RotatePairs, FusesTheFirstProductOfEachLine) {
       std::vector<float> got = x;
       rotate_pairs(got.data(), heads, head_dim, rotation.data(), adjacent, path);
       for (std::size_t k = 0; k < got.size(); ++k) {
-        ASSERT_EQ(bits(got[k]), bits(want[k])) << (adjacent ? "adjacent" : "halves") << " path " << static_cast<int>(path) << " at " << k;
+        ASSERT_EQ(summation_bits(got[k]), summation_bits(want[k])) << (adjacent ? "adjacent" : "halves") << " path " << static_cast<int>(path) << " at " << k;
       }
     }
   }
@@ -312,7 +312,7 @@ TEST_P(AttentionOrders, PathsAgreeBitForBitAndMatchPlainMath) {
   head.out = simd_out.data();
   attend(head, KernelPath::avx2);
   for (std::int64_t d = 0; d < head_dim; ++d) {
-    ASSERT_EQ(bits(scalar_out[static_cast<std::size_t>(d)]), bits(simd_out[static_cast<std::size_t>(d)])) << "dim " << d;
+    ASSERT_EQ(summation_bits(scalar_out[static_cast<std::size_t>(d)]), summation_bits(simd_out[static_cast<std::size_t>(d)])) << "dim " << d;
   }
 }
 
@@ -412,7 +412,7 @@ TEST(Attention, PaddedSpanChoosesTheLaneOrders) {
         result = static_cast<float>(sum);
       }
       want[static_cast<std::size_t>(d)] = result;
-      differs_from_double += bits(result) != bits(static_cast<float>(plain));
+      differs_from_double += summation_bits(result) != summation_bits(static_cast<float>(plain));
     }
     ASSERT_GT(differs_from_double, 0) << "span " << c.span << ": the data does not tell the order from a double sum";
 
@@ -427,7 +427,7 @@ TEST(Attention, PaddedSpanChoosesTheLaneOrders) {
       std::fill(out.begin(), out.end(), 0.0f);
       attend(head, path);
       for (std::int64_t d = 0; d < head_dim; ++d) {
-        ASSERT_EQ(bits(out[static_cast<std::size_t>(d)]), bits(want[static_cast<std::size_t>(d)]))
+        ASSERT_EQ(summation_bits(out[static_cast<std::size_t>(d)]), summation_bits(want[static_cast<std::size_t>(d)]))
             << "span " << c.span << " path " << static_cast<int>(path) << " dim " << d;
       }
     }
@@ -452,7 +452,7 @@ TEST(Attention, OneQueryAddsWeightedValuesInDouble) {
       float_sum += product;
     }
     want[static_cast<std::size_t>(d)] = static_cast<float>(sum);
-    float_order_differs += bits(float_sum) != bits(static_cast<float>(sum));
+    float_order_differs += summation_bits(float_sum) != summation_bits(static_cast<float>(sum));
   }
   ASSERT_GT(float_order_differs, 0) << "the data does not tell a double sum from a float one";
 
@@ -466,7 +466,7 @@ TEST(Attention, OneQueryAddsWeightedValuesInDouble) {
     std::fill(out.begin(), out.end(), 0.0f);
     attend(head, path);
     for (std::int64_t d = 0; d < head_dim; ++d) {
-      ASSERT_EQ(bits(out[static_cast<std::size_t>(d)]), bits(want[static_cast<std::size_t>(d)]))
+      ASSERT_EQ(summation_bits(out[static_cast<std::size_t>(d)]), summation_bits(want[static_cast<std::size_t>(d)]))
           << "path " << static_cast<int>(path) << " dim " << d;
     }
   }
@@ -569,9 +569,9 @@ TEST(ReferenceOrder, Q8_0AndQ4_0KernelsSumLikeTheReference) {
                     as_q8[b].qs[i + 16] = static_cast<std::int8_t>((w[b].qs[i] >> 4) - 8);
                   }
                 }
-                q4_0_lane_order_differs += bits(q8_0_reference_order(as_q8.data(), a, nb)) != bits(want);
+                q4_0_lane_order_differs += summation_bits(q8_0_reference_order(as_q8.data(), a, nb)) != summation_bits(want);
               }
-              ASSERT_EQ(bits(out[static_cast<std::size_t>(c * rows + r)]), bits(want))
+              ASSERT_EQ(summation_bits(out[static_cast<std::size_t>(c * rows + r)]), summation_bits(want))
                   << name(type) << " path " << static_cast<int>(path) << " row " << r << " of " << rows << " column " << c
                   << " of " << cols;
             }
@@ -618,14 +618,14 @@ TEST(ReferenceOrder, F32KernelUsesTheSingleAndBatchOrders) {
               single += product;
               fused = std::fma(wr[i], xc[i], fused);
             }
-            fused_differs += bits(single) != bits(fused);
+            fused_differs += summation_bits(single) != summation_bits(fused);
             // A batch (n a multiple of 16): one 16-lane accumulator.
             float lanes[16] = {};
             for (std::int64_t i = 0; i < n; ++i) lanes[i % 16] = std::fma(wr[i], xc[i], lanes[i % 16]);
             const float batch = sum_16_lanes(lanes);
-            single_differs_from_batch += bits(single) != bits(batch);
+            single_differs_from_batch += summation_bits(single) != summation_bits(batch);
             const float want = cols > 1 && n % 16 == 0 ? batch : single;
-            ASSERT_EQ(bits(out[static_cast<std::size_t>(c * rows + r)]), bits(want))
+            ASSERT_EQ(summation_bits(out[static_cast<std::size_t>(c * rows + r)]), summation_bits(want))
                 << "path " << static_cast<int>(path) << " n " << n << " row " << r << " column " << c << " of " << cols;
           }
         }
@@ -680,7 +680,7 @@ TEST(ReferenceOrder, Q8_KQuantizesByTheSignedMaximum) {
   for (int b = 0; b < 2; ++b) {
     const float max = b == 0 ? -9.0f : 7.5f;
     const float iscale = -127.0f / max;
-    EXPECT_EQ(bits(blocks[b].d), bits(1.0f / iscale)) << "block " << b;
+    EXPECT_EQ(summation_bits(blocks[b].d), summation_bits(1.0f / iscale)) << "block " << b;
     for (int i = 0; i < 256; ++i) {
       const float v = iscale * x[static_cast<std::size_t>(256 * b + i)];
       ASSERT_EQ(blocks[b].qs[i], static_cast<int>(std::min(127.0f, std::nearbyint(v)))) << "block " << b << " value " << i;
@@ -764,7 +764,7 @@ TEST(ReferenceOrder, Q4_KSumsWholeSuperblocksThenSubtractsTheMins) {
         total = std::fma(static_cast<float>(isum), half_to_float(w[b].d) * a[b].d, total);
         mins = std::fma(static_cast<float>(msum), half_to_float(w[b].dmin) * a[b].d, mins);
       }
-      ASSERT_EQ(bits(p.out[static_cast<std::size_t>(c * p.rows + r)]), bits(total - mins)) << "row " << r << " column " << c;
+      ASSERT_EQ(summation_bits(p.out[static_cast<std::size_t>(c * p.rows + r)]), summation_bits(total - mins)) << "row " << r << " column " << c;
     }
   }
 }
@@ -795,7 +795,7 @@ TEST(ReferenceOrder, Q6_KSumsEightLanesPerSuperblock) {
         const float d = half_to_float(w[b].d) * a[b].d;
         for (int u = 0; u < 8; ++u) acc[u] = std::fma(d, static_cast<float>(lanes[u]), acc[u]);
       }
-      ASSERT_EQ(bits(p.out[static_cast<std::size_t>(c * p.rows + r)]), bits(sum_lanes(acc))) << "row " << r << " column " << c;
+      ASSERT_EQ(summation_bits(p.out[static_cast<std::size_t>(c * p.rows + r)]), summation_bits(sum_lanes(acc))) << "row " << r << " column " << c;
     }
   }
 }

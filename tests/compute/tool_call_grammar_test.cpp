@@ -31,12 +31,12 @@ const nlohmann::ordered_json& tools() {
   return t;
 }
 
-struct Family {
+struct GrammarFamily {
   const char* label;
   ReplyFormat format;
 };
 
-std::vector<Family> families() {
+std::vector<GrammarFamily> grammar_families() {
   auto f = [](F tools) { ReplyFormat r; r.tools = tools; return r; };
   ReplyFormat small = f(F::mistral);
   small.name_then_args = true;
@@ -101,14 +101,14 @@ bool accepts(const std::string& gbnf, const std::string& text) {
   return state.accept(text) && state.can_end();
 }
 
-const Call kParis{"get_weather", R"({"city": "Paris"})"};
+const Call kParisCall{"get_weather", R"({"city": "Paris"})"};
 const Call kTokyo{"get_weather", R"({"city":"Tokyo","unit":"celsius"})"};
-const Call kTime{"get_time", R"({"any": [1, {"x": null}]})"};
+const Call kTimeCall{"get_time", R"({"any": [1, {"x": null}]})"};
 
 TEST(ToolCallGrammar, AcceptsTheFamilysCallsAndParsesThemBack) {
-  for (const auto& [label, f] : families()) {
+  for (const auto& [label, f] : grammar_families()) {
     const std::string g = tool_call_grammar(f, tools(), std::nullopt, true);
-    for (const auto& calls : std::vector<std::vector<Call>>{{kParis}, {kTime}, {kParis, kTokyo, kTime}}) {
+    for (const auto& calls : std::vector<std::vector<Call>>{{kParisCall}, {kTimeCall}, {kParisCall, kTokyo, kTimeCall}}) {
       const std::string text = write(f, calls);
       EXPECT_TRUE(accepts(g, text)) << label << ": " << text << "\n" << g;
       ReplyParseOptions o;
@@ -125,21 +125,21 @@ TEST(ToolCallGrammar, AcceptsTheFamilysCallsAndParsesThemBack) {
 }
 
 TEST(ToolCallGrammar, RefusesWrongNamesArgumentsAndCounts) {
-  for (const auto& [label, f] : families()) {
+  for (const auto& [label, f] : grammar_families()) {
     const std::string g = tool_call_grammar(f, tools(), std::nullopt, false);
-    EXPECT_TRUE(accepts(g, write(f, {kParis}))) << label;
-    EXPECT_FALSE(accepts(g, write(f, {kParis, kTokyo}))) << label << ": two calls, not parallel";
+    EXPECT_TRUE(accepts(g, write(f, {kParisCall}))) << label;
+    EXPECT_FALSE(accepts(g, write(f, {kParisCall, kTokyo}))) << label << ": two calls, not parallel";
     EXPECT_FALSE(accepts(g, write(f, {{"get_wether", R"({"city": "Paris"})"}}))) << label << ": unknown name";
     EXPECT_FALSE(accepts(g, write(f, {{"get_weather", R"({"city": 5})"}}))) << label << ": city not a string";
     EXPECT_FALSE(accepts(g, write(f, {{"get_weather", R"({})"}}))) << label << ": city missing";
     EXPECT_FALSE(accepts(g, write(f, {{"get_weather", R"({"city": "P", "x": 1})"}}))) << label << ": extra key";
     EXPECT_FALSE(accepts(g, write(f, {{"get_time", R"([1])"}}))) << label << ": not an object";
     if (!f.starts_in_reasoning) {  // there, text first is reasoning
-      EXPECT_FALSE(accepts(g, "Sure! " + write(f, {kParis}))) << label << ": text before the call";
+      EXPECT_FALSE(accepts(g, "Sure! " + write(f, {kParisCall}))) << label << ": text before the call";
     }
     const std::string only = tool_call_grammar(f, tools(), "get_time", false);
-    EXPECT_TRUE(accepts(only, write(f, {kTime}))) << label;
-    EXPECT_FALSE(accepts(only, write(f, {kParis}))) << label << ": not the only function";
+    EXPECT_TRUE(accepts(only, write(f, {kTimeCall}))) << label;
+    EXPECT_FALSE(accepts(only, write(f, {kParisCall}))) << label << ": not the only function";
   }
 }
 
@@ -150,7 +150,7 @@ TEST(ToolCallGrammar, ReasoningMayComeFirst) {
   qwen3.reasoning_open = "<think>";
   qwen3.reasoning_close = "</think>";
   const std::string g = tool_call_grammar(qwen3, tools(), std::nullopt, false);
-  const std::string call = write(qwen3, {kParis});
+  const std::string call = write(qwen3, {kParisCall});
   const std::string thought = "<think>\nThe user wants <b>weather</b> in </thin Paris. 🌧\n</think>\n\n";
   EXPECT_TRUE(accepts(g, call));
   EXPECT_TRUE(accepts(g, thought + call));
@@ -169,16 +169,16 @@ TEST(ToolCallGrammar, ReasoningMayComeFirst) {
   r1.tools = F::deepseek;
   r1.starts_in_reasoning = true;
   const std::string g1 = tool_call_grammar(r1, tools(), std::nullopt, false);
-  EXPECT_TRUE(accepts(g1, "Okay, weather.\n" + write(r1, {kParis})));
-  EXPECT_FALSE(accepts(g1, write(ReplyFormat{F::deepseek, "", "", false, false}, {kParis}))) << "reasoning not closed";
+  EXPECT_TRUE(accepts(g1, "Okay, weather.\n" + write(r1, {kParisCall})));
+  EXPECT_FALSE(accepts(g1, write(ReplyFormat{F::deepseek, "", "", false, false}, {kParisCall}))) << "reasoning not closed";
 
   ReplyFormat oss;
   oss.tools = F::gpt_oss;
   const std::string g2 = tool_call_grammar(oss, tools(), std::nullopt, false);
   const std::string analysis = "<|channel|>analysis<|message|>Need <|the weather|>.<|end|><|start|>assistant";
-  EXPECT_TRUE(accepts(g2, analysis + write(oss, {kParis})));
-  EXPECT_FALSE(accepts(g2, "<|channel|>final<|message|>Hi<|end|><|start|>assistant" + write(oss, {kParis})));
-  const ParsedReply r2 = parse_reply(oss, analysis + write(oss, {kParis}), o);
+  EXPECT_TRUE(accepts(g2, analysis + write(oss, {kParisCall})));
+  EXPECT_FALSE(accepts(g2, "<|channel|>final<|message|>Hi<|end|><|start|>assistant" + write(oss, {kParisCall})));
+  const ParsedReply r2 = parse_reply(oss, analysis + write(oss, {kParisCall}), o);
   EXPECT_EQ(r2.reasoning, "Need <|the weather|>.");
   ASSERT_EQ(r2.tool_calls.size(), 1u);
 }
@@ -190,7 +190,7 @@ TEST(ToolCallGrammar, WithoutReasoningTheCallComesAtOnce) {
   qwen3.reasoning_open = "<think>";
   qwen3.reasoning_close = "</think>";
   const std::string g = tool_call_grammar(qwen3, tools(), std::nullopt, false, false);
-  const std::string call = write(qwen3, {kParis});
+  const std::string call = write(qwen3, {kParisCall});
   EXPECT_TRUE(accepts(g, call));
   EXPECT_FALSE(accepts(g, "<think>x</think>" + call));
   EXPECT_FALSE(accepts(g, "<think></think>" + call));
@@ -199,7 +199,7 @@ TEST(ToolCallGrammar, WithoutReasoningTheCallComesAtOnce) {
   r1.tools = F::deepseek;
   r1.starts_in_reasoning = true;
   const std::string g1 = tool_call_grammar(r1, tools(), std::nullopt, false, false);
-  const std::string r1_call = write(ReplyFormat{F::deepseek, "", "", false, false}, {kParis});
+  const std::string r1_call = write(ReplyFormat{F::deepseek, "", "", false, false}, {kParisCall});
   EXPECT_TRUE(accepts(g1, "</think>\n\n" + r1_call));
   EXPECT_FALSE(accepts(g1, "Okay.</think>" + r1_call)) << "no reasoning text";
   EXPECT_FALSE(accepts(g1, r1_call)) << "the open block must close";
@@ -207,8 +207,8 @@ TEST(ToolCallGrammar, WithoutReasoningTheCallComesAtOnce) {
   ReplyFormat oss;
   oss.tools = F::gpt_oss;
   const std::string g2 = tool_call_grammar(oss, tools(), std::nullopt, false, false);
-  EXPECT_TRUE(accepts(g2, write(oss, {kParis})));
-  EXPECT_FALSE(accepts(g2, "<|channel|>analysis<|message|>x<|end|><|start|>assistant" + write(oss, {kParis})));
+  EXPECT_TRUE(accepts(g2, write(oss, {kParisCall})));
+  EXPECT_FALSE(accepts(g2, "<|channel|>analysis<|message|>x<|end|><|start|>assistant" + write(oss, {kParisCall})));
 }
 
 TEST(ToolCallGrammar, RefusesWhatCannotBeForced) {
@@ -256,7 +256,7 @@ TEST(ToolCallGrammar, ManyToolsCompileUnderDefaultLimits) {
           "when": {"type": "string", "format": "date"}},
           "required": ["query"]}}})"));
   }
-  for (const auto& [label, f] : families()) {
+  for (const auto& [label, f] : grammar_families()) {
     const std::string g = tool_call_grammar(f, many, std::nullopt, true);
     EXPECT_NO_THROW(grammar::parse_gbnf(g)) << label;
     const Call c{"tool_11", R"({"query": "x", "filters": [{"field": "b", "value": null}], "when": "2024-02-29"})"};

@@ -41,8 +41,8 @@ TEST(UnicodeText, MalformedSequencesGiveOneInvalidByte) {
   };
   for (const std::string_view text : cases) {
     const Utf8Unit unit = decode_utf8(text, 0);
-    EXPECT_EQ(unit.code_point, kInvalidCodePoint) << testing::PrintToString(std::string(text));
-    EXPECT_EQ(unit.length, 1u) << testing::PrintToString(std::string(text));
+    EXPECT_EQ(unit.code_point, kInvalidCodePoint) << ::testing::PrintToString(std::string(text));
+    EXPECT_EQ(unit.length, 1u) << ::testing::PrintToString(std::string(text));
   }
 }
 

@@ -22,11 +22,11 @@ using namespace std::chrono_literals;
 using actors::error_code;
 using compute::testing::shared_path;
 
-constexpr auto kTimeout = 120s;
+constexpr auto kChoicesTimeout = 120s;
 
-std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
+std::string choices_model_path() { return shared_path("models/aidreams260K.gguf"); }
 
-struct Events {
+struct ChoicesEvents {
   std::vector<proto::ServerMessage> all;
   std::promise<void> ended;
 
@@ -46,15 +46,15 @@ struct Events {
 };
 
 // Runs one request to its end; the events as its handler saw them (read after the last one arrived).
-std::shared_ptr<Events> run(Engine& engine, proto::GenerateRequest request) {
-  auto events = std::make_shared<Events>();
+std::shared_ptr<ChoicesEvents> run(Engine& engine, proto::GenerateRequest request) {
+  auto events = std::make_shared<ChoicesEvents>();
   auto ended = events->ended.get_future();
   engine.generate(std::move(request), [events](proto::ServerMessage event) {
     const bool last = std::holds_alternative<proto::DoneEvent>(event) || std::holds_alternative<proto::ErrorEvent>(event);
     events->all.push_back(std::move(event));
     if (last && events->last_events() == 1) events->ended.set_value();
   });
-  if (ended.wait_for(kTimeout) != std::future_status::ready) throw std::runtime_error("the request did not end");
+  if (ended.wait_for(kChoicesTimeout) != std::future_status::ready) throw std::runtime_error("the request did not end");
   return events;
 }
 
@@ -62,16 +62,16 @@ Engine::Stats stats(Engine& engine) {
   auto promise = std::make_shared<std::promise<Engine::Stats>>();
   engine.async_stats([promise](error_code, Engine::Stats s) { promise->set_value(std::move(s)); });
   auto future = promise->get_future();
-  if (future.wait_for(kTimeout) != std::future_status::ready) throw std::runtime_error("no stats");
+  if (future.wait_for(kChoicesTimeout) != std::future_status::ready) throw std::runtime_error("no stats");
   return future.get();
 }
 
 class EngineChoices : public ::testing::Test {
  protected:
   void SetUp() override {
-    REQUIRE_SHARED_FILE(model_path());
+    REQUIRE_SHARED_FILE(choices_model_path());
     Engine::Config config;
-    config.model.model_path = model_path();
+    config.model.model_path = choices_model_path();
     config.model.threads = 2;
     config.model.kv_tokens = 1024;
     config.io_threads = 2;
@@ -79,7 +79,7 @@ class EngineChoices : public ::testing::Test {
     auto promise = std::make_shared<std::promise<actors::LoadResult>>();
     engine_->async_load([promise](error_code, actors::LoadResult r) { promise->set_value(std::move(r)); });
     auto loaded = promise->get_future();
-    ASSERT_EQ(loaded.wait_for(kTimeout), std::future_status::ready);
+    ASSERT_EQ(loaded.wait_for(kChoicesTimeout), std::future_status::ready);
     ASSERT_TRUE(loaded.get().loaded());
   }
 
@@ -144,7 +144,7 @@ TEST_F(EngineChoices, MoreThanOneChoiceInASessionIsRefused) {
   open.session_id = "s";
   auto promise = std::make_shared<std::promise<void>>();
   engine_->async_open_session(open, [promise](error_code, proto::ServerMessage) { promise->set_value(); });
-  ASSERT_EQ(promise->get_future().wait_for(kTimeout), std::future_status::ready);
+  ASSERT_EQ(promise->get_future().wait_for(kChoicesTimeout), std::future_status::ready);
   auto r = request("in-session", 2, 0.0, 1);
   r.session_id = "s";
   const auto refused = run(*engine_, r);

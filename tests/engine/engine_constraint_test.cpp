@@ -25,25 +25,25 @@ using namespace std::chrono_literals;
 using actors::error_code;
 using compute::testing::shared_path;
 
-constexpr auto kTimeout = 120s;
+constexpr auto kConstraintTimeout = 120s;
 
-std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
+std::string constraint_model_path() { return shared_path("models/aidreams260K.gguf"); }
 
-Engine::Config engine_config() {
+Engine::Config constraint_engine_config() {
   Engine::Config config;
-  config.model.model_path = model_path();
+  config.model.model_path = constraint_model_path();
   config.model.threads = 2;
   config.model.kv_tokens = 4096;  // room for every request of a test at once
   config.io_threads = 2;
   return config;
 }
 
-struct Events {
+struct ConstraintEvents {
   std::vector<proto::ServerMessage> all;
   std::promise<void> ended;
   std::shared_future<void> ended_future = ended.get_future().share();
 
-  bool wait() const { return ended_future.wait_for(kTimeout) == std::future_status::ready; }
+  bool wait() const { return ended_future.wait_for(kConstraintTimeout) == std::future_status::ready; }
   std::string text() const {
     std::string t;
     for (const auto& e : all) {
@@ -54,8 +54,8 @@ struct Events {
   const proto::DoneEvent* done() const { return all.empty() ? nullptr : std::get_if<proto::DoneEvent>(&all.back()); }
 };
 
-std::shared_ptr<Events> generate(Engine& engine, proto::GenerateRequest request) {
-  auto events = std::make_shared<Events>();
+std::shared_ptr<ConstraintEvents> generate(Engine& engine, proto::GenerateRequest request) {
+  auto events = std::make_shared<ConstraintEvents>();
   engine.generate(std::move(request), [events](proto::ServerMessage event) {
     const bool last = std::holds_alternative<proto::DoneEvent>(event) || std::holds_alternative<proto::ErrorEvent>(event);
     events->all.push_back(std::move(event));
@@ -68,7 +68,7 @@ void expect_loaded(Engine& engine) {
   auto promise = std::make_shared<std::promise<std::pair<error_code, actors::LoadResult>>>();
   engine.async_load([promise](error_code ec, actors::LoadResult r) { promise->set_value({ec, std::move(r)}); });
   auto future = promise->get_future();
-  ASSERT_EQ(future.wait_for(kTimeout), std::future_status::ready);
+  ASSERT_EQ(future.wait_for(kConstraintTimeout), std::future_status::ready);
   const auto [ec, result] = future.get();
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_TRUE(result.loaded()) << result.error;
@@ -93,16 +93,16 @@ proto::OutputConstraint gbnf(std::string text) {
 
 class EngineConstraint : public ::testing::Test {
  protected:
-  void SetUp() override { REQUIRE_SHARED_FILE(model_path()); }
+  void SetUp() override { REQUIRE_SHARED_FILE(constraint_model_path()); }
 };
 
 TEST_F(EngineConstraint, ConstrainedRequestsFollowTheirGrammarAndStopWhereItCompletes) {
   // Two grammars and free requests, all at once so that they share steps.
   const std::string answer = "root ::= [0-9]{1,6} \" \" (\"yes\" | \"no\") \".\"\n";
   const std::string tag = "root ::= \"<\" [a-z]{2,10} \">\"\n";
-  Engine engine(engine_config());
+  Engine engine(constraint_engine_config());
   expect_loaded(engine);
-  std::vector<std::shared_ptr<Events>> answers, tags, free;
+  std::vector<std::shared_ptr<ConstraintEvents>> answers, tags, free;
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     auto a = request("answer" + std::to_string(seed), seed);
     a.params.constraint = gbnf(answer);
@@ -112,7 +112,7 @@ TEST_F(EngineConstraint, ConstrainedRequestsFollowTheirGrammarAndStopWhereItComp
     tags.push_back(generate(engine, std::move(t)));
     free.push_back(generate(engine, request("free" + std::to_string(seed), seed + 100)));
   }
-  const auto check = [](const std::vector<std::shared_ptr<Events>>& all, const std::regex& shape) {
+  const auto check = [](const std::vector<std::shared_ptr<ConstraintEvents>>& all, const std::regex& shape) {
     for (const auto& events : all) {
       ASSERT_TRUE(events->wait());
       const proto::DoneEvent* done = events->done();
@@ -132,13 +132,13 @@ TEST_F(EngineConstraint, ConstrainedRequestsFollowTheirGrammarAndStopWhereItComp
 }
 
 TEST_F(EngineConstraint, ARequestWhoseGrammarCannotGoOnEndsAloneWithAnError) {
-  Engine engine(engine_config());
+  Engine engine(constraint_engine_config());
   expect_loaded(engine);
   // After each "x" the grammar owes one of two characters that every request bans (their lead byte): the
   // live stacks double with every x until the state's limit (see constrained_decoding_test).
   auto failing = request("failing", 3);
   failing.params.constraint = gbnf("root ::= \"x\" r\nr ::= \"x\" r \"\\U0001F600\" | \"x\" r \"\\U0001F601\" | \"\\U0001F602\"\n");
-  const auto tokenizer = compute::CpuBackend::load(engine_config().model)->tokenizer();
+  const auto tokenizer = compute::CpuBackend::load(constraint_engine_config().model)->tokenizer();
   for (std::int32_t id = 0; id < tokenizer->vocabulary().size(); ++id) {
     if (tokenizer->piece(id).find('\xF0') != std::string::npos) {
       failing.params.logit_bias[id] = -100.0;  // the wire's strongest ban: enough against these logits

@@ -30,10 +30,10 @@ using namespace std::chrono_literals;
 using actors::error_code;
 using compute::testing::shared_path;
 
-constexpr auto kTimeout = 120s;
+constexpr auto kEmbeddingTimeout = 120s;
 constexpr std::int32_t kReferenceTokens = 64;
 
-std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
+std::string embedding_model_path() { return shared_path("models/aidreams260K.gguf"); }
 
 using testing::reference_greedy;
 
@@ -56,7 +56,7 @@ class WatchedBackend final : public compute::Backend {
   compute::StepResult run(const compute::StepBatch& batch) override {
     if (watch_->steps++ == 0) {
       watch_->first_arrived.set_value();
-      watch_->release.wait_for(kTimeout);
+      watch_->release.wait_for(kEmbeddingTimeout);
     }
     bool embeds = false, generates = false;
     for (const auto& s : batch.sequences) (s.embed ? embeds : generates) = true;
@@ -70,9 +70,9 @@ class WatchedBackend final : public compute::Backend {
   std::shared_ptr<StepWatch> watch_;
 };
 
-Engine::Config engine_config(std::shared_ptr<StepWatch> watch = nullptr) {
+Engine::Config embedding_engine_config(std::shared_ptr<StepWatch> watch = nullptr) {
   Engine::Config config;
-  config.model.model_path = model_path();
+  config.model.model_path = embedding_model_path();
   config.model.threads = 2;
   config.model.kv_tokens = 1024;
   config.model.max_batch_tokens = 16;  // an embedding of 100 tokens takes several steps
@@ -88,7 +88,7 @@ Engine::Config engine_config(std::shared_ptr<StepWatch> watch = nullptr) {
 
 template <class T>
 T await(std::future<T> future) {
-  if (future.wait_for(kTimeout) != std::future_status::ready) throw std::runtime_error("no completion in time");
+  if (future.wait_for(kEmbeddingTimeout) != std::future_status::ready) throw std::runtime_error("no completion in time");
   return future.get();
 }
 
@@ -117,10 +117,10 @@ std::vector<std::int32_t> long_input() {
 }
 
 TEST(EngineEmbedding, SharesStepsWithAGenerationWhoseTokensAreUnchanged) {
-  REQUIRE_SHARED_FILE(model_path());
+  REQUIRE_SHARED_FILE(embedding_model_path());
   const auto reference = reference_greedy();
   auto watch = std::make_shared<StepWatch>();
-  Engine engine(engine_config(watch));
+  Engine engine(embedding_engine_config(watch));
   load(engine);
 
   proto::GenerateRequest request;
@@ -136,13 +136,13 @@ TEST(EngineEmbedding, SharesStepsWithAGenerationWhoseTokensAreUnchanged) {
     if (!std::holds_alternative<proto::TokenEvent>(event)) ended->set_value();
   });
   // The generation's prefill is held at the backend until the embedding is queued too.
-  ASSERT_EQ(watch->first_arrived.get_future().wait_for(kTimeout), std::future_status::ready);
+  ASSERT_EQ(watch->first_arrived.get_future().wait_for(kEmbeddingTimeout), std::future_status::ready);
   auto embedded = embed(engine, {long_input()});
   std::this_thread::sleep_for(50ms);  // the embedding reaches the scheduler's queue while the step is out
   watch->release_promise.set_value();
 
   const actors::EmbedResult result = await(std::move(embedded));
-  ASSERT_EQ(ended->get_future().wait_for(kTimeout), std::future_status::ready);
+  ASSERT_EQ(ended->get_future().wait_for(kEmbeddingTimeout), std::future_status::ready);
   ASSERT_TRUE(result.ok()) << result.error->message;
   EXPECT_GT(watch->shared_steps.load(), 0) << "no step held the embedding and the generation together";
   EXPECT_EQ(*tokens, std::vector<std::int32_t>(reference.begin(), reference.begin() + kReferenceTokens));
@@ -163,8 +163,8 @@ TEST(EngineEmbedding, SharesStepsWithAGenerationWhoseTokensAreUnchanged) {
 }
 
 TEST(EngineEmbedding, SeveralInputsComeBackInOrder) {
-  REQUIRE_SHARED_FILE(model_path());
-  Engine engine(engine_config());
+  REQUIRE_SHARED_FILE(embedding_model_path());
+  Engine engine(embedding_engine_config());
   load(engine);
   const actors::EmbedResult both = await(embed(engine, {std::string("a cat"), std::string("a dog on the moon")}));
   ASSERT_TRUE(both.ok()) << both.error->message;
@@ -180,8 +180,8 @@ TEST(EngineEmbedding, SeveralInputsComeBackInOrder) {
 }
 
 TEST(EngineEmbedding, RefusalsNameTheInput) {
-  REQUIRE_SHARED_FILE(model_path());
-  Engine engine(engine_config());
+  REQUIRE_SHARED_FILE(embedding_model_path());
+  Engine engine(embedding_engine_config());
   load(engine);
   const auto expect_refused = [&](std::vector<actors::EmbedInput> inputs, const std::string& field) {
     const actors::EmbedResult result = await(embed(engine, std::move(inputs)));

@@ -20,7 +20,7 @@ using namespace std::chrono_literals;
 using namespace loom::actors::testing;
 using proto::FinishReason;
 
-constexpr auto kLong = 60s;
+constexpr auto kOverloadLong = 60s;
 
 TEST(EngineOverload, AFullWaitingQueueRefusesAtOnceWhileTheAdmittedStreamsGetATokenEveryStep) {
   REQUIRE_SHARED_FILE(compute::testing::shared_path(kScriptedModel));
@@ -41,27 +41,27 @@ TEST(EngineOverload, AFullWaitingQueueRefusesAtOnceWhileTheAdmittedStreamsGetATo
   for (const auto& id : admitted) engine.generate(small_request(id, 30), outcomes.handler(id));
   // Steps one at a time until one (held at the gate) samples both streams: from there on both decode.
   std::size_t held = 0;  // index of the step at the gate
-  ASSERT_TRUE(script->wait_for_steps(1, kLong));
+  ASSERT_TRUE(script->wait_for_steps(1, kOverloadLong));
   while (script->steps().at(held).sampled.size() < 2) {
     ASSERT_LT(held, 4u) << "the two streams never shared a step";
     script->allow(1);
-    ASSERT_TRUE(script->wait_for_steps(++held + 1, kLong));
+    ASSERT_TRUE(script->wait_for_steps(++held + 1, kOverloadLong));
   }
   const auto stream_ids = script->steps().at(held).sampled;
   for (const auto& id : queued) engine.generate(small_request(id, 2), outcomes.handler(id));
-  ASSERT_TRUE(eventually([&] { return stats_of(engine).scheduler.waiting == 2; }, kLong));
+  ASSERT_TRUE(eventually([&] { return stats_of(engine).scheduler.waiting == 2; }, kOverloadLong));
 
   constexpr std::size_t kWindow = 6;  // steps during which refusals keep coming
   const std::size_t first = held;
   std::vector<std::string> refused;
   for (std::size_t step = first; step < first + kWindow; ++step) {
-    ASSERT_TRUE(script->wait_for_steps(step + 1, kLong));  // this step is held at the gate
+    ASSERT_TRUE(script->wait_for_steps(step + 1, kOverloadLong));  // this step is held at the gate
     std::vector<std::string> now;
     for (int i = 0; i < 3; ++i) {
       now.push_back("over-" + std::to_string(step) + "-" + std::to_string(i));
       engine.generate(small_request(now.back(), 5), outcomes.handler(now.back()));
     }
-    ASSERT_TRUE(eventually([&] { return outcomes.over(now); }, kLong)) << "refused while step " << step << " is held";
+    ASSERT_TRUE(eventually([&] { return outcomes.over(now); }, kOverloadLong)) << "refused while step " << step << " is held";
     EXPECT_EQ(script->steps_entered(), step + 1) << "no step ran while the refusals came";
     for (const auto& id : now) {
       const Outcomes::Of of = outcomes.get(id);
@@ -74,7 +74,7 @@ TEST(EngineOverload, AFullWaitingQueueRefusesAtOnceWhileTheAdmittedStreamsGetATo
   }
 
   // Every step of the window gave both streams their token (and nobody else one: the queue waits).
-  ASSERT_TRUE(script->wait_for_steps(first + kWindow + 1, kLong));
+  ASSERT_TRUE(script->wait_for_steps(first + kWindow + 1, kOverloadLong));
   const auto steps = script->steps();
   for (std::size_t step = first; step < first + kWindow; ++step) {
     EXPECT_EQ(steps.at(step).sampled, stream_ids) << "step " << step;
@@ -83,7 +83,7 @@ TEST(EngineOverload, AFullWaitingQueueRefusesAtOnceWhileTheAdmittedStreamsGetATo
   script->open();
   std::vector<std::string> all = admitted;
   all.insert(all.end(), queued.begin(), queued.end());
-  ASSERT_TRUE(eventually([&] { return outcomes.over(all); }, kLong));
+  ASSERT_TRUE(eventually([&] { return outcomes.over(all); }, kOverloadLong));
   all.insert(all.end(), refused.begin(), refused.end());
   EXPECT_TRUE(outcomes.not_exactly_one_last_event(all).empty());
   for (const auto& id : admitted) EXPECT_EQ(outcomes.get(id).done->finish_reason, FinishReason::length) << id;

@@ -33,7 +33,7 @@ using compute::testing::shared_path;
 using proto::FinishReason;
 using testing::eventually;
 
-constexpr auto kLong = 300s;  // bounds for "eventually": generous, the suite also runs under sanitizers
+constexpr auto kScenarioLong = 300s;  // bounds for "eventually": generous, the suite also runs under sanitizers
 
 // One request's events, gathered from the engine's callback (any thread; the lock is the test's).
 struct Gathered {
@@ -105,9 +105,9 @@ struct BackendProbe {
   }
 };
 
-class ProbedBackend final : public compute::Backend {
+class ScenarioProbedBackend final : public compute::Backend {
  public:
-  ProbedBackend(std::unique_ptr<compute::Backend> inner, std::shared_ptr<BackendProbe> probe)
+  ScenarioProbedBackend(std::unique_ptr<compute::Backend> inner, std::shared_ptr<BackendProbe> probe)
       : inner_(std::move(inner)), probe_(std::move(probe)) {}
   compute::BackendInfo info() const override { return inner_->info(); }
   std::shared_ptr<const compute::Tokenizer> tokenizer() const override { return inner_->tokenizer(); }
@@ -140,13 +140,13 @@ Engine::Config config_for(const std::string& model, std::shared_ptr<BackendProbe
   c.io_threads = 2;
   if (probe) {
     c.backend_factory = [probe](const compute::LoadOptions& o) -> std::unique_ptr<compute::Backend> {
-      return std::make_unique<ProbedBackend>(compute::load_cpu_backend(o), probe);
+      return std::make_unique<ScenarioProbedBackend>(compute::load_cpu_backend(o), probe);
     };
   }
   return c;
 }
 
-void load(Engine& engine) {
+void load_scenario_model(Engine& engine) {
   const LoadResult loaded = engine.async_load(boost::asio::use_future).get();
   ASSERT_TRUE(loaded.loaded()) << loaded.error;
 }
@@ -179,13 +179,13 @@ TEST(EngineScenarios, ThirtyTwoConcurrentGreedyRequestsEachEqualTheSamePromptRun
   const std::string model = "aidreams260K.gguf";
   REQUIRE_SHARED_FILE(shared_path("models/" + model));
   Engine engine(config_for(model));
-  load(engine);
+  load_scenario_model(engine);
   Recorder alone;
   const auto& prompts = story_prompts();
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string id = "alone-" + std::to_string(i);
     engine.generate(greedy_request(id, prompts[i], 24), alone.handler(id));
-    ASSERT_TRUE(eventually([&] { return alone.over({id}); }, kLong)) << id;
+    ASSERT_TRUE(eventually([&] { return alone.over({id}); }, kScenarioLong)) << id;
   }
   Recorder together;
   std::vector<std::string> ids;
@@ -193,7 +193,7 @@ TEST(EngineScenarios, ThirtyTwoConcurrentGreedyRequestsEachEqualTheSamePromptRun
     ids.push_back("together-" + std::to_string(i));
     engine.generate(greedy_request(ids.back(), prompts[i], 24), together.handler(ids.back()));
   }
-  ASSERT_TRUE(eventually([&] { return together.over(ids); }, kLong));
+  ASSERT_TRUE(eventually([&] { return together.over(ids); }, kScenarioLong));
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const Gathered a = alone.get("alone-" + std::to_string(i));
     const Gathered t = together.get(ids[i]);
@@ -213,7 +213,7 @@ TEST(EngineScenarios, CancelEndsTheRequestWithinOneStepAndGivesItsBlocksBack) {
   auto config = config_for(model);
   config.scheduler.thermal.nominal.step_delay = 20ms;  // hops between actors take far less than a step
   Engine engine(config);
-  load(engine);
+  load_scenario_model(engine);
   Recorder recorder;
   std::atomic<int> tokens_at_cancel{-1};
   int seen = 0;  // only touched by the handler, which runs on one strand at a time
@@ -223,18 +223,18 @@ TEST(EngineScenarios, CancelEndsTheRequestWithinOneStepAndGivesItsBlocksBack) {
       engine.cancel("long");
     }
   }));
-  ASSERT_TRUE(eventually([&] { return recorder.over({"long"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"long"}); }, kScenarioLong));
   const Gathered g = recorder.get("long");
   ASSERT_TRUE(g.done);
   EXPECT_EQ(g.done->finish_reason, FinishReason::cancelled);
   EXPECT_LE(static_cast<int>(g.tokens.size()), tokens_at_cancel.load() + 1) << "at most one step after the cancel";
-  ASSERT_TRUE(eventually([&] { return stats_of(engine).cache.cache.used_blocks == 0; }, kLong))
+  ASSERT_TRUE(eventually([&] { return stats_of(engine).cache.cache.used_blocks == 0; }, kScenarioLong))
       << "the cancelled sequence's blocks are back in the pool";
 
   engine.cancel("long");             // finished: harmless
   engine.cancel("no-such-request");  // unknown: harmless
   engine.generate(greedy_request("after", "Once upon a time", 5), recorder.handler("after"));
-  ASSERT_TRUE(eventually([&] { return recorder.over({"after"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"after"}); }, kScenarioLong));
   EXPECT_EQ(recorder.get("after").done->finish_reason, FinishReason::length);
 }
 
@@ -245,7 +245,7 @@ TEST(EngineScenarios, AHighPriorityRequestGetsItsFirstTokenBeforeAnyOfEightLowOn
   config.scheduler.thermal.nominal.step_delay = 5ms;
   config.model.kv_tokens = 2048;  // room for all nine: priority alone decides here, not a KV shortage
   Engine engine(config);
-  load(engine);
+  load_scenario_model(engine);
   Recorder recorder;
   std::vector<std::string> ids;
   for (int i = 0; i < 8; ++i) {
@@ -256,10 +256,10 @@ TEST(EngineScenarios, AHighPriorityRequestGetsItsFirstTokenBeforeAnyOfEightLowOn
   }
   ASSERT_TRUE(eventually([&] {
     return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) { return recorder.token_count(id) >= 1; });
-  }, kLong)) << "the eight low-priority requests are decoding";
+  }, kScenarioLong)) << "the eight low-priority requests are decoding";
   engine.generate(greedy_request("high", "The little dog", 10, 5), recorder.handler("high"));
   ids.push_back("high");
-  ASSERT_TRUE(eventually([&] { return recorder.over(ids); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over(ids); }, kScenarioLong));
   const auto log = recorder.log();
   const auto first_high = std::find_if(log.begin(), log.end(), [](const auto& e) { return e.first == "high" && e.second == 1; });
   const auto first_low_done = std::find_if(log.begin(), log.end(), [](const auto& e) { return e.first != "high" && e.second == 2; });
@@ -281,30 +281,30 @@ TEST(EngineScenarios, CriticalPausesLowPrioritySessionsAndNominalResumesThemWith
   config.thermal.interval = 10ms;
   config.scheduler.thermal.nominal.step_delay = 5ms;
   Engine engine(config);
-  load(engine);
+  load_scenario_model(engine);
 
   Recorder unthrottled;
   engine.generate(greedy_request("reference", "Once upon a time", 100, -2), unthrottled.handler("reference"));
-  ASSERT_TRUE(eventually([&] { return unthrottled.over({"reference"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return unthrottled.over({"reference"}); }, kScenarioLong));
 
   Recorder recorder;
   engine.generate(greedy_request("background", "Once upon a time", 100, -2), recorder.handler("background"));
-  ASSERT_TRUE(eventually([&] { return recorder.token_count("background") >= 3; }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.token_count("background") >= 3; }, kScenarioLong));
   set_state("critical");
   ASSERT_TRUE(eventually([&] {
     const auto s = stats_of(engine);
     return s.thermal == ThermalState::critical && s.scheduler.paused == 1;
-  }, kLong));
+  }, kScenarioLong));
   // A user prompt (priority 0) still runs while critical; once it has tokens, the step that was out when
   // the state changed is surely back, and the background one must not move until nominal.
   engine.generate(greedy_request("user", "The little dog", 8, 0), recorder.handler("user"));
-  ASSERT_TRUE(eventually([&] { return recorder.token_count("user") >= 1; }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.token_count("user") >= 1; }, kScenarioLong));
   const std::size_t paused_at = recorder.token_count("background");
-  ASSERT_TRUE(eventually([&] { return recorder.over({"user"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"user"}); }, kScenarioLong));
   EXPECT_EQ(recorder.token_count("background"), paused_at) << "no tokens for low-priority work while critical";
   EXPECT_FALSE(recorder.over({"background"}));
   set_state("nominal");
-  ASSERT_TRUE(eventually([&] { return recorder.over({"background"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"background"}); }, kScenarioLong));
   EXPECT_EQ(recorder.get("background").tokens, unthrottled.get("reference").tokens);
   EXPECT_EQ(recorder.get("background").text, unthrottled.get("reference").text);
 }
@@ -316,12 +316,12 @@ TEST(EngineScenarios, AKvBudgetFarTooSmallForAllRequestsStillCompletesEachAsAlon
   config.model.kv.block_size = 4;
   config.model.kv_tokens = 128;  // 32 blocks: one sequence's whole context, while 8 want ~90 tokens each
   Engine engine(config);
-  load(engine);
+  load_scenario_model(engine);
   Recorder alone;
   for (int i = 0; i < 8; ++i) {
     const std::string id = "alone-" + std::to_string(i);
     engine.generate(greedy_request(id, story_prompts()[static_cast<std::size_t>(i)], 80), alone.handler(id));
-    ASSERT_TRUE(eventually([&] { return alone.over({id}); }, kLong));
+    ASSERT_TRUE(eventually([&] { return alone.over({id}); }, kScenarioLong));
   }
   Recorder together;
   std::vector<std::string> ids;
@@ -329,7 +329,7 @@ TEST(EngineScenarios, AKvBudgetFarTooSmallForAllRequestsStillCompletesEachAsAlon
     ids.push_back("together-" + std::to_string(i));
     engine.generate(greedy_request(ids.back(), story_prompts()[static_cast<std::size_t>(i)], 80), together.handler(ids.back()));
   }
-  ASSERT_TRUE(eventually([&] { return together.over(ids); }, kLong));
+  ASSERT_TRUE(eventually([&] { return together.over(ids); }, kScenarioLong));
   for (int i = 0; i < 8; ++i) {
     const Gathered a = alone.get("alone-" + std::to_string(i));
     const Gathered t = together.get(ids[static_cast<std::size_t>(i)]);
@@ -348,11 +348,11 @@ TEST(EngineScenarios, ABackendFailureOnOneStepFailsOnlyThatStepsRequests) {
   auto probe = std::make_shared<BackendProbe>();
   probe->fail_at = 4;
   Engine engine(config_for(model, probe));
-  load(engine);
+  load_scenario_model(engine);
   Recorder recorder;
   engine.generate(greedy_request("a", "Once upon a time", 20), recorder.handler("a"));
   engine.generate(greedy_request("b", "The little dog", 20), recorder.handler("b"));
-  ASSERT_TRUE(eventually([&] { return recorder.over({"a", "b"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"a", "b"}); }, kScenarioLong));
   const auto steps = probe->snapshot();
   ASSERT_GT(steps.size(), 4u);
   // Which requests were in the failed step: their done says error; the others completed.
@@ -368,7 +368,7 @@ TEST(EngineScenarios, ABackendFailureOnOneStepFailsOnlyThatStepsRequests) {
   }
   EXPECT_EQ(errors, static_cast<int>(failed.sequences.size()));
   engine.generate(greedy_request("c", "Once upon a time", 20), recorder.handler("c"));
-  ASSERT_TRUE(eventually([&] { return recorder.over({"c"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"c"}); }, kScenarioLong));
   EXPECT_EQ(recorder.get("c").done->finish_reason, FinishReason::length);
   EXPECT_EQ(recorder.get("c").tokens.size(), 20u);
 }
@@ -388,22 +388,22 @@ TEST(EngineScenarios, WhileALongPromptPrefillsADecodingStreamGetsATokenAtEverySt
   auto config = config_for(model, probe);
   config.model.kv_tokens = 4096;
   Engine engine(config);
-  load(engine);
+  load_scenario_model(engine);
   Recorder recorder;
   proto::GenerateRequest stream = greedy_request("stream", "Hello", 200);
   stream.params.ignore_eos = true;
   engine.generate(stream, recorder.handler("stream"));
-  ASSERT_TRUE(eventually([&] { return recorder.token_count("stream") >= 2; }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.token_count("stream") >= 2; }, kScenarioLong));
   std::string long_text;
   for (int i = 0; i < kLongPromptWords; ++i) long_text += "one two ";
   proto::GenerateRequest long_prompt = greedy_request("long", long_text, 1);
   engine.generate(long_prompt, recorder.handler("long"));
-  ASSERT_TRUE(eventually([&] { return recorder.over({"long"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"long"}); }, kScenarioLong));
   const Gathered l = recorder.get("long");
   ASSERT_TRUE(l.done) << (l.error ? l.error->message : "");
   ASSERT_GE(l.done->usage.prompt_tokens, 2 * kLongPromptWords);
   engine.cancel("stream");
-  ASSERT_TRUE(eventually([&] { return recorder.over({"stream"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"stream"}); }, kScenarioLong));
 
   // The long prompt is the sequence whose step carried more than one token; every such step also
   // carried the stream's single sampled token.
@@ -434,7 +434,7 @@ TEST(EngineScenarios, TurnTwoOfASessionPrefillsOnlyItsNewTokens) {
   config.chat_template = "chatml";  // the tiny model has none of its own
   config.model.kv.block_size = 4;
   Engine engine(config);
-  load(engine);
+  load_scenario_model(engine);
   proto::SessionOpen open;
   open.session_id = "chat";
   // No system prompt, short messages: chatml's markers cost this vocabulary many tokens each, and both
@@ -460,12 +460,12 @@ TEST(EngineScenarios, TurnTwoOfASessionPrefillsOnlyItsNewTokens) {
   };
   Recorder recorder;
   engine.generate(turn("t1", "Once upon a time"), recorder.handler("t1"));
-  ASSERT_TRUE(eventually([&] { return recorder.over({"t1"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"t1"}); }, kScenarioLong));
   const Gathered one = recorder.get("t1");
   ASSERT_TRUE(one.done);
   const std::size_t before = computed();
   engine.generate(turn("t2", "A dog"), recorder.handler("t2"));
-  ASSERT_TRUE(eventually([&] { return recorder.over({"t2"}); }, kLong));
+  ASSERT_TRUE(eventually([&] { return recorder.over({"t2"}); }, kScenarioLong));
   const Gathered two = recorder.get("t2");
   ASSERT_TRUE(two.done);
   const std::size_t turn2_computed = computed() - before;

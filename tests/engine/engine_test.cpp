@@ -41,7 +41,7 @@ using actors::error_code;
 using compute::testing::shared_path;
 
 constexpr auto kTimeout = 120s;  // generous: the suite also runs under sanitizers on a busy machine
-constexpr std::int32_t kReferenceTokens = 64;
+constexpr std::int32_t kFacadeReferenceTokens = 64;
 
 std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
 
@@ -62,7 +62,7 @@ proto::GenerateRequest greedy_request(std::string id, std::optional<std::string>
   request.session_id = std::move(session);
   request.input = std::string("Once upon a time");
   request.params.temperature = 0.0;
-  request.params.max_tokens = kReferenceTokens;
+  request.params.max_tokens = kFacadeReferenceTokens;
   request.params.ignore_eos = true;  // the reference ran its full length
   return request;
 }
@@ -100,7 +100,7 @@ Engine::EventHandler handler_for(const std::shared_ptr<Events>& events) {
   };
 }
 
-std::shared_ptr<Events> generate(Engine& engine, proto::GenerateRequest request, Engine::GenerateOptions options = {}) {
+std::shared_ptr<Events> generate_all(Engine& engine, proto::GenerateRequest request, Engine::GenerateOptions options = {}) {
   auto events = std::make_shared<Events>();
   engine.generate(std::move(request), handler_for(events), options);
   return events;
@@ -120,7 +120,7 @@ Outcome<T> await(std::future<Outcome<T>> future) {
   return future.get();
 }
 
-Outcome<actors::LoadResult> load(Engine& engine) {
+Outcome<actors::LoadResult> load_model(Engine& engine) {
   auto promise = std::make_shared<std::promise<Outcome<actors::LoadResult>>>();
   engine.async_load([promise](error_code ec, actors::LoadResult r) { promise->set_value({ec, std::move(r)}); });
   return await(promise->get_future());
@@ -133,7 +133,7 @@ Outcome<proto::ServerMessage> open_session(Engine& engine, proto::SessionOpen op
   return await(promise->get_future());
 }
 
-Outcome<Engine::Stats> stats(Engine& engine) {
+Outcome<Engine::Stats> engine_stats(Engine& engine) {
   auto promise = std::make_shared<std::promise<Outcome<Engine::Stats>>>();
   engine.async_stats([promise](error_code ec, Engine::Stats s) { promise->set_value({ec, std::move(s)}); });
   return await(promise->get_future());
@@ -145,8 +145,8 @@ Outcome<bool> shutdown(Engine& engine, Engine::ShutdownMode mode) {
   return await(promise->get_future());
 }
 
-void expect_loaded(Engine& engine) {
-  const auto loaded = load(engine);
+void expect_model_loaded(Engine& engine) {
+  const auto loaded = load_model(engine);
   ASSERT_FALSE(loaded.ec) << loaded.ec.message();
   ASSERT_TRUE(loaded.value.loaded()) << loaded.value.error;
 }
@@ -221,14 +221,14 @@ class EngineTest : public ::testing::Test {
 TEST_F(EngineTest, AGreedyGenerationEqualsTheReference) {
   const auto reference = reference_greedy();
   Engine engine(engine_config());
-  expect_loaded(engine);
-  auto events = generate(engine, greedy_request("r1"));
+  expect_model_loaded(engine);
+  auto events = generate_all(engine, greedy_request("r1"));
   ASSERT_TRUE(events->wait());
   ASSERT_NE(events->done(), nullptr) << "the last event is not a done event";
   EXPECT_EQ(events->done()->finish_reason, proto::FinishReason::length);
   EXPECT_EQ(events->done()->request_id, "r1");
   EXPECT_EQ(events->tokens(), reference);
-  EXPECT_EQ(events->done()->usage.completion_tokens, kReferenceTokens);
+  EXPECT_EQ(events->done()->usage.completion_tokens, kFacadeReferenceTokens);
   EXPECT_EQ(events->last_events(), 1u);
   for (std::size_t i = 0; i + 1 < events->all.size(); ++i) {
     const auto& token = std::get<proto::TokenEvent>(events->all[i]);
@@ -239,13 +239,13 @@ TEST_F(EngineTest, AGreedyGenerationEqualsTheReference) {
 
 TEST_F(EngineTest, AGreedyGenerationInASessionEqualsTheReferenceToo) {
   Engine engine(engine_config());
-  expect_loaded(engine);
+  expect_model_loaded(engine);
   const auto opened = open_session(engine, {});
   ASSERT_FALSE(opened.ec);
   ASSERT_TRUE(std::holds_alternative<proto::SessionOpened>(opened.value));
   const auto session_id = std::get<proto::SessionOpened>(opened.value).session_id;
   EXPECT_FALSE(session_id.empty());
-  auto events = generate(engine, greedy_request("in-session", session_id));
+  auto events = generate_all(engine, greedy_request("in-session", session_id));
   ASSERT_TRUE(events->wait());
   ASSERT_NE(events->done(), nullptr);
   EXPECT_EQ(events->tokens(), reference_greedy());
@@ -253,7 +253,7 @@ TEST_F(EngineTest, AGreedyGenerationInASessionEqualsTheReferenceToo) {
 
 TEST_F(EngineTest, ACoroutineReadsTheSameGenerationAsAStream) {
   Engine engine(engine_config());
-  expect_loaded(engine);
+  expect_model_loaded(engine);
   auto outcome = asio::co_spawn(
       engine.get_executor(),
       [&engine]() -> asio::awaitable<std::vector<std::int32_t>> {
@@ -299,7 +299,7 @@ TEST_F(EngineTest, TheAsyncCallsWorkAwaitedInACoroutine) {
 
 TEST_F(EngineTest, RequestsBeforeALoadAreRefusedAsUnavailable) {
   Engine engine(engine_config());
-  auto events = generate(engine, greedy_request("early"));
+  auto events = generate_all(engine, greedy_request("early"));
   ASSERT_TRUE(events->wait());
   ASSERT_NE(events->error(), nullptr);
   EXPECT_EQ(events->error()->code, proto::ErrorCode::unavailable);
@@ -311,7 +311,7 @@ TEST_F(EngineTest, RequestsBeforeALoadAreRefusedAsUnavailable) {
   ASSERT_TRUE(std::holds_alternative<proto::ErrorEvent>(opened.value));
   EXPECT_EQ(std::get<proto::ErrorEvent>(opened.value).code, proto::ErrorCode::unavailable);
 
-  const auto s = stats(engine);
+  const auto s = engine_stats(engine);
   ASSERT_FALSE(s.ec);
   EXPECT_FALSE(s.value.model_loaded);
   EXPECT_FALSE(s.value.executor.model_loaded);
@@ -325,11 +325,11 @@ TEST_F(EngineTest, AMissingModelFileFailsTheLoadNamingThePath) {
   auto config = engine_config();
   config.model.model_path = shared_path("models/no-such-model.gguf");
   Engine engine(config);
-  const auto loaded = load(engine);
+  const auto loaded = load_model(engine);
   ASSERT_FALSE(loaded.ec);
   EXPECT_FALSE(loaded.value.loaded());
   EXPECT_NE(loaded.value.error.find("no-such-model.gguf"), std::string::npos) << loaded.value.error;
-  auto events = generate(engine, greedy_request("after-failed-load"));
+  auto events = generate_all(engine, greedy_request("after-failed-load"));
   ASSERT_TRUE(events->wait());
   ASSERT_NE(events->error(), nullptr);
   EXPECT_EQ(events->error()->code, proto::ErrorCode::unavailable);
@@ -337,8 +337,8 @@ TEST_F(EngineTest, AMissingModelFileFailsTheLoadNamingThePath) {
 
 TEST_F(EngineTest, ASecondLoadAnswersAnError) {
   Engine engine(engine_config());
-  expect_loaded(engine);
-  const auto again = load(engine);
+  expect_model_loaded(engine);
+  const auto again = load_model(engine);
   ASSERT_FALSE(again.ec);
   EXPECT_FALSE(again.value.loaded());
   EXPECT_NE(again.value.error.find("already"), std::string::npos) << again.value.error;
@@ -352,8 +352,8 @@ TEST_F(EngineTest, AnUnknownChatTemplateNameIsRefusedAtConstruction) {
 
 TEST_F(EngineTest, AnUnknownSessionIsNotFound) {
   Engine engine(engine_config());
-  expect_loaded(engine);
-  auto events = generate(engine, greedy_request("lost", "no-such-session"));
+  expect_model_loaded(engine);
+  auto events = generate_all(engine, greedy_request("lost", "no-such-session"));
   ASSERT_TRUE(events->wait());
   ASSERT_NE(events->error(), nullptr);
   EXPECT_EQ(events->error()->code, proto::ErrorCode::not_found);
@@ -364,10 +364,10 @@ TEST_F(EngineTest, ARequestIdStillRunningIsAConflictAndTheFirstRequestIsUnharmed
   auto gate = std::make_shared<StepGate>();
   Engine engine(gated_config(gate));
   OpenOnExit open_on_exit{gate};
-  expect_loaded(engine);
-  auto first = generate(engine, greedy_request("same"));
+  expect_model_loaded(engine);
+  auto first = generate_all(engine, greedy_request("same"));
   ASSERT_TRUE(gate->wait_for_step());
-  auto second = generate(engine, greedy_request("same"));
+  auto second = generate_all(engine, greedy_request("same"));
   ASSERT_TRUE(second->wait());
   ASSERT_NE(second->error(), nullptr);
   EXPECT_EQ(second->error()->code, proto::ErrorCode::conflict);
@@ -378,7 +378,7 @@ TEST_F(EngineTest, ARequestIdStillRunningIsAConflictAndTheFirstRequestIsUnharmed
   EXPECT_EQ(first->tokens(), reference_greedy());
 
   // Once its done event has come, the id is free again.
-  auto third = generate(engine, greedy_request("same"));
+  auto third = generate_all(engine, greedy_request("same"));
   ASSERT_TRUE(third->wait());
   ASSERT_NE(third->done(), nullptr);
   EXPECT_EQ(third->tokens(), reference_greedy());
@@ -388,40 +388,40 @@ TEST_F(EngineTest, CancellingARunningRequestEndsItAsCancelled) {
   auto gate = std::make_shared<StepGate>();
   Engine engine(gated_config(gate));
   OpenOnExit open_on_exit{gate};
-  expect_loaded(engine);
-  auto events = generate(engine, greedy_request("to-cancel"));
+  expect_model_loaded(engine);
+  auto events = generate_all(engine, greedy_request("to-cancel"));
   ASSERT_TRUE(gate->wait_for_step());
   engine.cancel("to-cancel");
   // The cancel must have reached the scheduler before the step is let go; stats is a round trip through it.
-  ASSERT_FALSE(stats(engine).ec);
+  ASSERT_FALSE(engine_stats(engine).ec);
   gate->open();
   ASSERT_TRUE(events->wait());
   ASSERT_NE(events->done(), nullptr);
   EXPECT_EQ(events->done()->finish_reason, proto::FinishReason::cancelled);
-  EXPECT_LT(events->tokens().size(), static_cast<std::size_t>(kReferenceTokens));
+  EXPECT_LT(events->tokens().size(), static_cast<std::size_t>(kFacadeReferenceTokens));
 }
 
 TEST_F(EngineTest, CancellingAnUnknownOrFinishedRequestIsHarmless) {
   Engine engine(engine_config());
-  expect_loaded(engine);
+  expect_model_loaded(engine);
   engine.cancel("never-existed");
-  auto first = generate(engine, greedy_request("finished"));
+  auto first = generate_all(engine, greedy_request("finished"));
   ASSERT_TRUE(first->wait());
   engine.cancel("finished");
   engine.cancel("finished");
-  auto second = generate(engine, greedy_request("after-cancels"));
+  auto second = generate_all(engine, greedy_request("after-cancels"));
   ASSERT_TRUE(second->wait());
   ASSERT_NE(second->done(), nullptr);
   EXPECT_EQ(second->done()->finish_reason, proto::FinishReason::length);
   EXPECT_EQ(second->tokens(), reference_greedy());
-  EXPECT_EQ(first->all.size(), static_cast<std::size_t>(kReferenceTokens + 1)) << "events after the done event";
+  EXPECT_EQ(first->all.size(), static_cast<std::size_t>(kFacadeReferenceTokens + 1)) << "events after the done event";
 }
 
 TEST_F(EngineTest, SessionsOpenWithChosenOrGeneratedIdsAndCloseForGood) {
   auto config = engine_config();
   config.max_sessions = 2;
   Engine engine(config);
-  expect_loaded(engine);
+  expect_model_loaded(engine);
 
   proto::SessionOpen named;
   named.session_id = "chat";
@@ -441,15 +441,15 @@ TEST_F(EngineTest, SessionsOpenWithChosenOrGeneratedIdsAndCloseForGood) {
   const auto third = open_session(engine, {});
   ASSERT_TRUE(std::holds_alternative<proto::ErrorEvent>(third.value));
   EXPECT_EQ(std::get<proto::ErrorEvent>(third.value).code, proto::ErrorCode::overloaded);
-  EXPECT_EQ(stats(engine).value.sessions, 2u);
+  EXPECT_EQ(engine_stats(engine).value.sessions, 2u);
 
   engine.close_session("chat");
   engine.close_session("never-opened");  // ignored
-  auto after_close = generate(engine, greedy_request("too-late", "chat"));
+  auto after_close = generate_all(engine, greedy_request("too-late", "chat"));
   ASSERT_TRUE(after_close->wait());
   ASSERT_NE(after_close->error(), nullptr);
   EXPECT_EQ(after_close->error()->code, proto::ErrorCode::not_found);
-  EXPECT_EQ(stats(engine).value.sessions, 1u);
+  EXPECT_EQ(engine_stats(engine).value.sessions, 1u);
 
   // Its id and its place are free again.
   const auto reopened = open_session(engine, named);
@@ -458,13 +458,13 @@ TEST_F(EngineTest, SessionsOpenWithChosenOrGeneratedIdsAndCloseForGood) {
 
 TEST_F(EngineTest, StatsCountTheRequestsAndShowTheModelsCacheAndLatencies) {
   Engine engine(engine_config());
-  expect_loaded(engine);
-  auto events = generate(engine, greedy_request("counted"));
+  expect_model_loaded(engine);
+  auto events = generate_all(engine, greedy_request("counted"));
   ASSERT_TRUE(events->wait());
-  auto refused = generate(engine, greedy_request("refused", "no-such-session"));
+  auto refused = generate_all(engine, greedy_request("refused", "no-such-session"));
   ASSERT_TRUE(refused->wait());
 
-  const auto s = stats(engine);
+  const auto s = engine_stats(engine);
   ASSERT_FALSE(s.ec);
   EXPECT_TRUE(s.value.model_loaded);
   EXPECT_TRUE(s.value.executor.model_loaded);
@@ -472,7 +472,7 @@ TEST_F(EngineTest, StatsCountTheRequestsAndShowTheModelsCacheAndLatencies) {
   EXPECT_EQ(s.value.requests_completed, 1u);
   EXPECT_EQ(s.value.requests_refused, 1u);
   EXPECT_EQ(s.value.active_requests, 0u);
-  EXPECT_GE(s.value.scheduler.generated_tokens, static_cast<std::uint64_t>(kReferenceTokens));
+  EXPECT_GE(s.value.scheduler.generated_tokens, static_cast<std::uint64_t>(kFacadeReferenceTokens));
   EXPECT_EQ(s.value.scheduler.time_to_first_token.count(), 1u);
   EXPECT_GE(s.value.scheduler.inter_token_latency.count(), 1u);
   EXPECT_GT(s.value.cache.cache.total_blocks, 0u);
@@ -486,12 +486,12 @@ TEST_F(EngineTest, TheThermalMonitorsStateReachesTheScheduler) {
   config.thermal_provider = std::make_shared<actors::FixedThermalProvider>(actors::ThermalState::serious);
   config.thermal.interval = 10ms;
   Engine engine(config);
-  EXPECT_EQ(stats(engine).value.thermal, actors::ThermalState::nominal) << "no monitor before a load";
-  expect_loaded(engine);
+  EXPECT_EQ(engine_stats(engine).value.thermal, actors::ThermalState::nominal) << "no monitor before a load";
+  expect_model_loaded(engine);
   EXPECT_TRUE(actors::testing::eventually(
-      [&] { return stats(engine).value.thermal == actors::ThermalState::serious; }, 30s));
+      [&] { return engine_stats(engine).value.thermal == actors::ThermalState::serious; }, 30s));
   // A user request (priority 0) still runs under serious, to the same tokens.
-  auto events = generate(engine, greedy_request("warm"));
+  auto events = generate_all(engine, greedy_request("warm"));
   ASSERT_TRUE(events->wait());
   ASSERT_NE(events->done(), nullptr);
   EXPECT_EQ(events->tokens(), reference_greedy());
@@ -501,9 +501,9 @@ TEST_F(EngineTest, TheThermalMonitorsStateReachesTheScheduler) {
 TEST_F(EngineTest, ADrainingShutdownLetsRunningRequestsFinishThenRefusesNewOnes) {
   const auto reference = reference_greedy();
   Engine engine(engine_config());
-  expect_loaded(engine);
-  auto a = generate(engine, greedy_request("a"));
-  auto b = generate(engine, greedy_request("b"));
+  expect_model_loaded(engine);
+  auto a = generate_all(engine, greedy_request("a"));
+  auto b = generate_all(engine, greedy_request("b"));
   const auto shut = shutdown(engine, Engine::ShutdownMode::drain);
   ASSERT_FALSE(shut.ec) << shut.ec.message();
   EXPECT_TRUE(shut.value);
@@ -513,27 +513,27 @@ TEST_F(EngineTest, ADrainingShutdownLetsRunningRequestsFinishThenRefusesNewOnes)
     EXPECT_EQ(events->done()->finish_reason, proto::FinishReason::length);
     EXPECT_EQ(events->tokens(), reference);
   }
-  auto late = generate(engine, greedy_request("late"));
+  auto late = generate_all(engine, greedy_request("late"));
   ASSERT_TRUE(late->wait());
   ASSERT_NE(late->error(), nullptr);
   EXPECT_EQ(late->error()->code, proto::ErrorCode::unavailable);
   const auto again = shutdown(engine, Engine::ShutdownMode::cancel);
   EXPECT_TRUE(again.value) << "a second shutdown answers at once";
-  EXPECT_FALSE(stats(engine).value.model_loaded);
+  EXPECT_FALSE(engine_stats(engine).value.model_loaded);
 }
 
 TEST_F(EngineTest, ACancellingShutdownEndsRunningRequestsAsCancelled) {
   auto gate = std::make_shared<StepGate>();
   Engine engine(gated_config(gate));
   OpenOnExit open_on_exit{gate};
-  expect_loaded(engine);
-  auto running = generate(engine, greedy_request("running"));
+  expect_model_loaded(engine);
+  auto running = generate_all(engine, greedy_request("running"));
   ASSERT_TRUE(gate->wait_for_step());
   auto promise = std::make_shared<std::promise<Outcome<bool>>>();
   engine.async_shutdown(Engine::ShutdownMode::cancel,
                         [promise](error_code ec, bool ok) { promise->set_value({ec, ok}); });
   // Requests arriving once the shutdown has begun are refused.
-  auto late = generate(engine, greedy_request("late"));
+  auto late = generate_all(engine, greedy_request("late"));
   ASSERT_TRUE(late->wait());
   ASSERT_NE(late->error(), nullptr);
   EXPECT_EQ(late->error()->code, proto::ErrorCode::unavailable);
@@ -569,7 +569,7 @@ TEST_F(EngineTest, AShutdownDuringALoadAnswersBoth) {
   const auto shut_outcome = await(shut->get_future());
   ASSERT_FALSE(shut_outcome.ec);
   EXPECT_TRUE(shut_outcome.value);
-  EXPECT_FALSE(stats(engine).value.model_loaded);
+  EXPECT_FALSE(engine_stats(engine).value.model_loaded);
 }
 
 TEST_F(EngineTest, DestroyingAnEngineWithItsOwnPoolEndsWhatRunsWithADoneEvent) {
@@ -579,8 +579,8 @@ TEST_F(EngineTest, DestroyingAnEngineWithItsOwnPoolEndsWhatRunsWithADoneEvent) {
   {
     Engine engine(gated_config(gate));
     OpenOnExit open_on_failure{gate};
-    expect_loaded(engine);
-    events = generate(engine, greedy_request("cut-short"));
+    expect_model_loaded(engine);
+    events = generate_all(engine, greedy_request("cut-short"));
     ASSERT_TRUE(gate->wait_for_step());
     open_on_failure.armed = false;
     // The destructor waits for the step in flight; let it go a little later, from outside. Whatever the
@@ -599,8 +599,8 @@ TEST_F(EngineTest, DestroyingAnEngineWithItsOwnPoolEndsWhatRunsWithADoneEvent) {
 TEST_F(EngineTest, RunsOnAnApplicationsExecutor) {
   actors::testing::RunningContext app(2);
   auto engine = std::make_unique<Engine>(app.executor(), engine_config());
-  expect_loaded(*engine);
-  auto events = generate(*engine, greedy_request("embedded"));
+  expect_model_loaded(*engine);
+  auto events = generate_all(*engine, greedy_request("embedded"));
   ASSERT_TRUE(events->wait());
   ASSERT_NE(events->done(), nullptr);
   EXPECT_EQ(events->tokens(), reference_greedy());
@@ -621,11 +621,11 @@ TEST(EngineLimits, APromptOverMaxPromptTokensIsRefusedNamingTheLimit) {
   auto config = engine_config();
   config.max_prompt_tokens = 24;
   Engine engine(config);
-  expect_loaded(engine);
+  expect_model_loaded(engine);
   auto long_request = greedy_request("long");
   long_request.input = std::string(
       "Once upon a time there was a little girl who liked to play in the sun with her friends every day");
-  auto refused = generate(engine, long_request);
+  auto refused = generate_all(engine, long_request);
   ASSERT_TRUE(refused->wait());
   ASSERT_NE(refused->error(), nullptr);
   EXPECT_EQ(refused->error()->code, proto::ErrorCode::invalid_request);
@@ -633,7 +633,7 @@ TEST(EngineLimits, APromptOverMaxPromptTokensIsRefusedNamingTheLimit) {
   EXPECT_NE(refused->error()->message.find("prompt limit"), std::string::npos) << refused->error()->message;
   auto short_request = greedy_request("short");
   short_request.params.max_tokens = 2;
-  auto accepted = generate(engine, short_request);  // "Once upon a time": fewer than 24 tokens
+  auto accepted = generate_all(engine, short_request);  // "Once upon a time": fewer than 24 tokens
   ASSERT_TRUE(accepted->wait());
   ASSERT_NE(accepted->done(), nullptr) << (accepted->error() ? accepted->error()->message : "");
   EXPECT_LE(accepted->done()->usage.prompt_tokens, 24);
@@ -652,8 +652,8 @@ TEST(EngineChatTemplate, AFallbackTemplateLetsAModelWithoutOneChat) {
   chat.params.max_tokens = 3;
   {
     Engine engine(engine_config());
-    expect_loaded(engine);
-    auto events = generate(engine, chat);
+    expect_model_loaded(engine);
+    auto events = generate_all(engine, chat);
     ASSERT_TRUE(events->wait());
     ASSERT_NE(events->error(), nullptr);
     EXPECT_EQ(events->error()->code, proto::ErrorCode::unsupported);
@@ -661,8 +661,8 @@ TEST(EngineChatTemplate, AFallbackTemplateLetsAModelWithoutOneChat) {
   auto config = engine_config();
   config.fallback_chat_template = "chatml";
   Engine engine(config);
-  expect_loaded(engine);
-  auto events = generate(engine, chat);
+  expect_model_loaded(engine);
+  auto events = generate_all(engine, chat);
   ASSERT_TRUE(events->wait());
   ASSERT_NE(events->done(), nullptr);
   // "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n" is far more than the 2 tokens of "Hello".
@@ -678,7 +678,7 @@ TEST(EngineKvSizing, KvContextsSizeTheCacheInModelContexts) {
   config.model.kv_tokens = 0;
   config.model.kv_contexts = 3;
   Engine engine(config);
-  const auto loaded = load(engine);
+  const auto loaded = load_model(engine);
   ASSERT_TRUE(loaded.value.loaded()) << loaded.value.error;
   const auto& info = loaded.value.info;
   EXPECT_GE(info.kv_blocks * info.kv_block_size, 3 * info.config.context_length);
@@ -691,7 +691,7 @@ TEST(EngineKvSizing, KvAutoTakesAShareOfTheMemoryLeftAfterTheWeights) {
   auto one_context = engine_config();
   one_context.model.kv_tokens = 0;
   Engine probe(one_context);
-  const auto probed = load(probe);
+  const auto probed = load_model(probe);
   ASSERT_TRUE(probed.value.loaded()) << probed.value.error;
   const std::int64_t context = probed.value.info.config.context_length;
   const std::uint64_t context_bytes = probed.value.info.kv_bytes;  // one context, in whole blocks
@@ -708,7 +708,7 @@ TEST(EngineKvSizing, KvAutoTakesAShareOfTheMemoryLeftAfterTheWeights) {
                                                .margin_bytes = 1 << 20,
                                                .available_bytes = weights + (1 << 20) + 16 * context_bytes};
     Engine engine(config);
-    auto loaded = load(engine);
+    auto loaded = load_model(engine);
     EXPECT_TRUE(loaded.value.loaded()) << loaded.value.error;
     return loaded.value.info;
   };

@@ -37,8 +37,8 @@ namespace asio = boost::asio;
 using compute::testing::shared_path;
 using testing::RunningContext;
 
-constexpr auto kTimeout = 120s;  // generous: the suite also runs under sanitizers
-constexpr std::int64_t kBlockSize = 4;
+constexpr auto kGpuTimeout = 120s;  // generous: the suite also runs under sanitizers
+constexpr std::int64_t kGpuBlockSize = 4;
 constexpr std::int64_t kKvTokens = 512;  // 128 blocks of 4
 
 struct TopEntry {
@@ -64,13 +64,13 @@ Reference read_reference(const std::string& name) {
   return r;
 }
 
-std::string model_path() { return shared_path("models/aidreams260K.gguf"); }
+std::string gpu_model_path() { return shared_path("models/aidreams260K.gguf"); }
 
 compute::LoadOptions load_options() {
   compute::LoadOptions o;
-  o.model_path = model_path();
+  o.model_path = gpu_model_path();
   o.threads = 2;
-  o.kv.block_size = kBlockSize;
+  o.kv.block_size = kGpuBlockSize;
   o.kv_tokens = kKvTokens;
   o.max_batch_tokens = 128;
   return o;
@@ -145,7 +145,7 @@ const compute::SampledToken* find_sampled(const StepDone& done, cache::SequenceI
 }
 
 // Counts and checks what the executor does with its backend: wraps the real one.
-struct Probe {
+struct GpuProbe {
   int fail_on_run = -1;                // this run() call (0-based) throws instead of computing
   asio::io_context* io = nullptr;      // when set: count calls made on one of its threads
   std::atomic<int> runs{0};
@@ -157,9 +157,9 @@ struct Probe {
   std::vector<cache::SequenceId> first_sequence_of_run;
 };
 
-class ProbedBackend final : public compute::Backend {
+class GpuProbedBackend final : public compute::Backend {
  public:
-  ProbedBackend(std::unique_ptr<compute::Backend> inner, std::shared_ptr<Probe> probe)
+  GpuProbedBackend(std::unique_ptr<compute::Backend> inner, std::shared_ptr<GpuProbe> probe)
       : inner_(std::move(inner)), probe_(std::move(probe)) {}
   compute::BackendInfo info() const override { return inner_->info(); }
   std::shared_ptr<const compute::Tokenizer> tokenizer() const override { return inner_->tokenizer(); }
@@ -170,7 +170,7 @@ class ProbedBackend final : public compute::Backend {
     probe_->first_sequence_of_run.push_back(batch.sequences.empty() ? 0 : batch.sequences.front().sequence);
     const int run = probe_->runs++;
     struct Leave {
-      Probe& p;
+      GpuProbe& p;
       ~Leave() { --p.inside; }
     } leave{*probe_};
     if (run == probe_->fail_on_run) throw std::runtime_error("injected failure on step " + std::to_string(run));
@@ -180,14 +180,14 @@ class ProbedBackend final : public compute::Backend {
 
  private:
   std::unique_ptr<compute::Backend> inner_;
-  std::shared_ptr<Probe> probe_;
+  std::shared_ptr<GpuProbe> probe_;
 };
 
-compute::BackendFactory probed_factory(std::shared_ptr<Probe> probe) {
+compute::BackendFactory probed_factory(std::shared_ptr<GpuProbe> probe) {
   return [probe](const compute::LoadOptions& options) -> std::unique_ptr<compute::Backend> {
     ++probe->loads;
     if (probe->io != nullptr && probe->io->get_executor().running_in_this_thread()) ++probe->calls_on_io_thread;
-    return std::make_unique<ProbedBackend>(compute::load_cpu_backend(options), probe);
+    return std::make_unique<GpuProbedBackend>(compute::load_cpu_backend(options), probe);
   };
 }
 
@@ -200,14 +200,14 @@ class GpuExecutorTest : public ::testing::Test {
   }
   static LoadResult load(const Executor& executor, compute::LoadOptions options = load_options()) {
     LoadModel request{std::move(options), {}};
-    return executor.address().ask(std::move(request), kTimeout, asio::use_future).get();
+    return executor.address().ask(std::move(request), kGpuTimeout, asio::use_future).get();
   }
   static StepOutcome run(const Executor& executor, compute::StepBatch batch) {
     RunStep request{std::move(batch), {}};
-    return executor.address().ask(std::move(request), kTimeout, asio::use_future).get();
+    return executor.address().ask(std::move(request), kGpuTimeout, asio::use_future).get();
   }
   static ExecutorStats stats(const Executor& executor) {
-    return executor.address().ask(GetExecutorStats{}, kTimeout, asio::use_future).get();
+    return executor.address().ask(GetExecutorStats{}, kGpuTimeout, asio::use_future).get();
   }
   // Runs one step of the driven sequences together; a StepFailed fails the test and gives nullopt.
   static std::optional<StepDone> step(const Executor& executor, std::vector<Driven*> sequences,
@@ -236,7 +236,7 @@ class GpuExecutorTest : public ::testing::Test {
     }
   }
 
-  void SetUp() override { REQUIRE_SHARED_FILE(model_path()); }
+  void SetUp() override { REQUIRE_SHARED_FILE(gpu_model_path()); }
 
   RunningContext ctx_{2};
 };
@@ -246,8 +246,8 @@ TEST_F(GpuExecutorTest, LoadsTheModelAndReportsItsKvStorage) {
   const auto result = load(executor);
   ASSERT_TRUE(result.loaded()) << result.error;
   EXPECT_EQ(result.info.config.vocab_size, 512);
-  EXPECT_EQ(result.info.kv_block_size, kBlockSize);
-  EXPECT_EQ(result.info.kv_blocks, kKvTokens / kBlockSize);  // room for exactly the positions asked
+  EXPECT_EQ(result.info.kv_block_size, kGpuBlockSize);
+  EXPECT_EQ(result.info.kv_blocks, kKvTokens / kGpuBlockSize);  // room for exactly the positions asked
   EXPECT_EQ(result.info.max_batch_tokens, 128);
   ASSERT_NE(result.tokenizer, nullptr);
   EXPECT_EQ(result.tokenizer->vocabulary().size(), 512);
@@ -256,7 +256,7 @@ TEST_F(GpuExecutorTest, LoadsTheModelAndReportsItsKvStorage) {
   auto ids = result.tokenizer->encode("Once upon a time");
   EXPECT_EQ(ids, reference.prompt);
 
-  const auto again = executor.address().ask(GetLoadedModel{}, kTimeout, asio::use_future).get();
+  const auto again = executor.address().ask(GetLoadedModel{}, kGpuTimeout, asio::use_future).get();
   EXPECT_TRUE(again.loaded());
   EXPECT_EQ(again.info.kv_blocks, result.info.kv_blocks);
   const auto s = stats(executor);
@@ -382,10 +382,10 @@ TEST_F(GpuExecutorTest, SeededSamplingIsReproducibleAcrossExecutors) {
   EXPECT_NE(first, sample_with(99));  // a different seed draws differently
 
   // The independent computation: the model's own forward pass over a per-sequence cache, one Sampler.
-  const auto loaded = compute::LoadedModel::open(model_path());
+  const auto loaded = compute::LoadedModel::open(gpu_model_path());
   compute::ThreadPool pool(2);
   compute::LlamaModel model(loaded->config(), loaded->weights(), pool, 128);
-  auto cache = model.make_cache(0, {.block_size = kBlockSize});
+  auto cache = model.make_cache(0, {.block_size = kGpuBlockSize});
   compute::Sampler sampler(sampling, 512);
   std::vector<float> logits(512);
   std::vector<std::int32_t> history = reference.prompt;
@@ -530,7 +530,7 @@ TEST_F(GpuExecutorTest, LogprobsFollowTheModelsLogits) {
 
 TEST_F(GpuExecutorTest, AFailingStepFailsOnlyItsSequencesAndTheNextStepRuns) {
   const auto reference = read_reference("aidreams260K.once.json");
-  auto probe = std::make_shared<Probe>();
+  auto probe = std::make_shared<GpuProbe>();
   probe->fail_on_run = 3;
   auto executor = spawn_executor(probed_factory(probe));
   ASSERT_TRUE(load(executor).loaded());
@@ -588,7 +588,7 @@ TEST_F(GpuExecutorTest, AFailingStepFailsOnlyItsSequencesAndTheNextStepRuns) {
 
 TEST_F(GpuExecutorTest, RunsSentTogetherRunOneAtATimeInOrder) {
   const auto reference = read_reference("aidreams260K.once.json");
-  auto probe = std::make_shared<Probe>();
+  auto probe = std::make_shared<GpuProbe>();
   auto executor = spawn_executor(probed_factory(probe));
   ASSERT_TRUE(load(executor).loaded());
   // Six prefills of six sequences, all sent before the first is done.
@@ -598,7 +598,7 @@ TEST_F(GpuExecutorTest, RunsSentTogetherRunOneAtATimeInOrder) {
     compute::StepBatch batch;
     batch.sequences.push_back(d.next());
     RunStep request{std::move(batch), {}};
-    outcomes.push_back(executor.address().ask(std::move(request), kTimeout, asio::use_future));
+    outcomes.push_back(executor.address().ask(std::move(request), kGpuTimeout, asio::use_future));
   }
   for (auto& f : outcomes) {
     const auto outcome = f.get();
@@ -611,7 +611,7 @@ TEST_F(GpuExecutorTest, RunsSentTogetherRunOneAtATimeInOrder) {
 
 TEST_F(GpuExecutorTest, LoadAndStepsRunOffTheIoContextThreads) {
   const auto reference = read_reference("aidreams260K.once.json");
-  auto probe = std::make_shared<Probe>();
+  auto probe = std::make_shared<GpuProbe>();
   probe->io = &ctx_.io();
   auto executor = spawn_executor(probed_factory(probe));
   ASSERT_TRUE(load(executor).loaded());

@@ -30,7 +30,7 @@ using namespace std::chrono_literals;
 namespace asio = boost::asio;
 using compute::LlamaModel;
 
-constexpr std::int64_t kBlockSize = 16;
+constexpr std::int64_t kReuseBlockSize = 16;
 constexpr std::int64_t kBlocks = 128;  // 2,048 token slots
 constexpr std::int64_t kPrompt = 1000, kShared = 960;
 
@@ -84,9 +84,9 @@ class PrefixReuse : public ::testing::Test {
  protected:
   PrefixReuse()
       : manager(spawn<CacheManagerActor>(ctx.executor(), {.name = "cache_manager"},
-                                         cache::BlockManagerConfig{.block_count = kBlocks, .block_size = kBlockSize})),
+                                         cache::BlockManagerConfig{.block_count = kBlocks, .block_size = kReuseBlockSize})),
         model(*tiny.model),
-        pages(model.config().layers, model.config().kv_dim(), kBlockSize, kBlocks) {}
+        pages(model.config().layers, model.config().kv_dim(), kReuseBlockSize, kBlocks) {}
   ~PrefixReuse() override { manager.stop(); }
 
   ReserveResult reserve(std::vector<ReserveItem> plan) {
@@ -130,10 +130,10 @@ TEST_F(PrefixReuse, ASharedPrefixIsNotComputedAgainAndGivesTheSameLogits) {
   EXPECT_EQ(model.positions_computed() - before_b, static_cast<std::uint64_t>(kPrompt - kShared));
 
   // The same prompt computed from scratch in a cache of its own gives the same logits.
-  compute::PagedKvCache fresh_pages(c.layers, c.kv_dim(), kBlockSize, kBlocks);
+  compute::PagedKvCache fresh_pages(c.layers, c.kv_dim(), kReuseBlockSize, kBlocks);
   cache::Reservation whole;
   std::vector<cache::BlockId> contiguous;
-  for (cache::BlockId b_id = 0; b_id < static_cast<cache::BlockId>(kPrompt / kBlockSize + 1); ++b_id) contiguous.push_back(b_id);
+  for (cache::BlockId b_id = 0; b_id < static_cast<cache::BlockId>(kPrompt / kReuseBlockSize + 1); ++b_id) contiguous.push_back(b_id);
   const auto full = compute_reserved(model, fresh_pages, second, whole, contiguous);
   float worst = 0;
   for (std::size_t i = 0; i < full.size(); ++i) worst = std::max(worst, std::abs(full[i] - reused[i]));

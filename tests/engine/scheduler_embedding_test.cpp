@@ -16,7 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = Scheduler::Clock;
-const Clock::time_point t0 = Clock::time_point{} + 1h;
+const Clock::time_point kEmbeddingT0 = Clock::time_point{} + 1h;
 
 SubmitSequence submission(cache::SequenceId id, std::size_t prompt, bool embed) {
   SubmitSequence s;
@@ -25,12 +25,12 @@ SubmitSequence submission(cache::SequenceId id, std::size_t prompt, bool embed) 
   s.params.max_tokens = 6;
   s.embed = embed;
   s.fairness_key = "key" + std::to_string(id);
-  s.accepted = t0;
+  s.accepted = kEmbeddingT0;
   s.sink = [](SequenceEvent) {};
   return s;
 }
 
-ReserveResult grant(const std::vector<ReserveItem>& items) {
+ReserveResult grant_embedding(const std::vector<ReserveItem>& items) {
   ReserveResult result;
   result.reserved = true;
   for (const auto& item : items) {
@@ -49,7 +49,7 @@ std::optional<SequenceFinished> finished_of(const SchedulerActions& actions, cac
   return std::nullopt;
 }
 
-bool releases(const SchedulerActions& actions, cache::SequenceId id) {
+bool releases_embedding(const SchedulerActions& actions, cache::SequenceId id) {
   for (const auto& a : actions) {
     if (const auto* r = std::get_if<Release>(&a); r != nullptr && r->sequence == id) return true;
   }
@@ -61,7 +61,7 @@ TEST(SchedulerEmbedding, RunsInChunksBesideAGenerationAndEndsWithItsVector) {
   ASSERT_FALSE(scheduler.submit(submission(1, 10, true)));
   ASSERT_FALSE(scheduler.submit(submission(2, 2, false)));
   const std::vector<float> vector{0.6f, 0.8f};
-  Clock::time_point now = t0;
+  Clock::time_point now = kEmbeddingT0;
   std::size_t embedded_positions = 0;
   int generated = 0;
   std::optional<SequenceFinished> embedding_end;
@@ -74,7 +74,7 @@ TEST(SchedulerEmbedding, RunsInChunksBesideAGenerationAndEndsWithItsVector) {
       }
     }
     now += 1ms;
-    const compute::StepBatch batch = scheduler.start_step(grant(plan.reserve), now);
+    const compute::StepBatch batch = scheduler.start_step(grant_embedding(plan.reserve), now);
     StepDone done;
     for (const compute::StepSequence& s : batch.sequences) {
       EXPECT_EQ(s.embed, s.sequence == 1);
@@ -92,7 +92,7 @@ TEST(SchedulerEmbedding, RunsInChunksBesideAGenerationAndEndsWithItsVector) {
     const AppliedStep applied = scheduler.apply_step(std::move(done), now);
     if (auto end = finished_of(applied.actions, 1)) {
       embedding_end = end;
-      EXPECT_TRUE(releases(applied.actions, 1)) << "its blocks go back";
+      EXPECT_TRUE(releases_embedding(applied.actions, 1)) << "its blocks go back";
     }
   }
   EXPECT_EQ(embedded_positions, 10u);
@@ -115,10 +115,10 @@ TEST(SchedulerEmbedding, ALastChunkWithoutAVectorFailsTheSequence) {
   Scheduler scheduler(SchedulerConfig{.context_length = 16});
   ASSERT_FALSE(scheduler.submit(submission(1, 3, true)));
   const StepPlan plan = scheduler.plan_step();
-  const compute::StepBatch batch = scheduler.start_step(grant(plan.reserve), t0);
+  const compute::StepBatch batch = scheduler.start_step(grant_embedding(plan.reserve), kEmbeddingT0);
   ASSERT_EQ(batch.sequences.size(), 1u);
   ASSERT_TRUE(batch.sequences[0].sample);
-  const AppliedStep applied = scheduler.apply_step(StepDone{}, t0);
+  const AppliedStep applied = scheduler.apply_step(StepDone{}, kEmbeddingT0);
   const auto end = finished_of(applied.actions, 1);
   ASSERT_TRUE(end.has_value());
   EXPECT_EQ(end->reason, proto::FinishReason::error);

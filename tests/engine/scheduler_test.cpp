@@ -22,9 +22,9 @@ namespace {
 using namespace std::chrono_literals;
 using proto::FinishReason;
 using Clock = Scheduler::Clock;
-using Ids = std::vector<cache::SequenceId>;
+using SequenceIds = std::vector<cache::SequenceId>;
 
-constexpr std::int32_t kEnd = 1;
+constexpr std::int32_t kSchedulerEnd = 1;
 constexpr std::int32_t kToken = 7;  // what the fake executor samples unless a test says otherwise
 const Clock::time_point t0 = Clock::time_point{} + 1h;
 
@@ -65,8 +65,8 @@ bool releases(const SchedulerActions& actions, cache::SequenceId id) {
   return false;
 }
 
-Ids batch_ids(const compute::StepBatch& batch) {
-  Ids ids;
+SequenceIds batch_ids(const compute::StepBatch& batch) {
+  SequenceIds ids;
   for (const auto& s : batch.sequences) ids.push_back(s.sequence);
   return ids;
 }
@@ -112,7 +112,7 @@ struct Harness {
     s.sequence = id;
     s.prompt = prompt(prompt_length);
     s.params.max_tokens = max_tokens;
-    s.end_ids = {kEnd};
+    s.end_ids = {kSchedulerEnd};
     s.priority = priority;
     s.fairness_key = key.empty() ? "key" + std::to_string(id) : key;
     s.accepted = t0;
@@ -164,7 +164,7 @@ TEST(Scheduler, AdmitsByPriorityThenTheLeastRecentlyServedKeyThenArrival) {
   h.submit(4, 4, 1, 1, "c");
   h.submit(5, 4, 1, 0, "c");
   EXPECT_EQ(h.scheduler.waiting().size(), 5u);
-  Ids order;
+  SequenceIds order;
   for (int i = 0; i < 5; ++i) {
     const Step s = h.step();
     ASSERT_EQ(s.batch.sequences.size(), 1u);
@@ -173,7 +173,7 @@ TEST(Scheduler, AdmitsByPriorityThenTheLeastRecentlyServedKeyThenArrival) {
   }
   // 4: the only priority 1. Then among priority 0: a and b never served, a arrived first (1); then b (3);
   // then c (5: served before a's last admission); then a again (2).
-  EXPECT_EQ(order, (Ids{4, 1, 3, 5, 2}));
+  EXPECT_EQ(order, (SequenceIds{4, 1, 3, 5, 2}));
   EXPECT_TRUE(h.scheduler.empty());
 }
 
@@ -191,7 +191,7 @@ TEST(Scheduler, ANextTurnWaitsOnlyForTheBacklogAheadOfItNotForEveryNewKey) {
     h.submit(id, 4, 1, 0, "request:" + std::to_string(id));
   };
   h.submit(next++, 4, 1, 0, "chat");  // turn 1: admitted and finished
-  ASSERT_EQ(batch_ids(h.step().batch), (Ids{1}));
+  ASSERT_EQ(batch_ids(h.step().batch), (SequenceIds{1}));
   constexpr int kBacklog = 6;
   for (int i = 0; i < kBacklog; ++i) stand_alone();
   const cache::SequenceId turn_two = next++;
@@ -204,7 +204,7 @@ TEST(Scheduler, ANextTurnWaitsOnlyForTheBacklogAheadOfItNotForEveryNewKey) {
     stand_alone();
     const Step s = h.step();
     ++steps;
-    const Ids ids = batch_ids(s.batch);
+    const SequenceIds ids = batch_ids(s.batch);
     admitted = std::find(ids.begin(), ids.end(), turn_two) != ids.end();
   }
   ASSERT_TRUE(admitted) << "turn two starved behind " << steps << " steps of new keys";
@@ -282,7 +282,7 @@ TEST(Scheduler, PlansEveryDecodeFirstThenPrefillChunksUnderTheTokenBudget) {
   EXPECT_EQ(s.plan.reserve[0].tokens, (std::vector<std::int32_t>{kToken}));
   EXPECT_TRUE(s.plan.reserve[1].new_sequence);
   EXPECT_EQ(s.plan.reserve[1].tokens.size(), 40u) << "a new sequence reserves its whole prompt at once";
-  EXPECT_EQ(batch_ids(s.batch), (Ids{1, 2}));
+  EXPECT_EQ(batch_ids(s.batch), (SequenceIds{1, 2}));
   EXPECT_EQ(in_batch(s.batch, 1).tokens.size(), 1u);
   EXPECT_EQ(in_batch(s.batch, 1).start, 6);
   EXPECT_EQ(in_batch(s.batch, 2).tokens.size(), 15u);
@@ -292,7 +292,7 @@ TEST(Scheduler, PlansEveryDecodeFirstThenPrefillChunksUnderTheTokenBudget) {
 
   s = h.step();
   ASSERT_EQ(s.plan.reserve.size(), 1u) << "a later chunk reserves nothing";
-  EXPECT_EQ(batch_ids(s.batch), (Ids{1, 2}));
+  EXPECT_EQ(batch_ids(s.batch), (SequenceIds{1, 2}));
   EXPECT_EQ(in_batch(s.batch, 2).start, 15);
   EXPECT_EQ(in_batch(s.batch, 2).tokens.size(), 15u);
 
@@ -305,7 +305,7 @@ TEST(Scheduler, PlansEveryDecodeFirstThenPrefillChunksUnderTheTokenBudget) {
   EXPECT_EQ(tokens(s.applied.actions, 2), (std::vector<std::int32_t>{kToken}));
 
   s = h.step();
-  EXPECT_EQ(batch_ids(s.batch), (Ids{2, 1})) << "decodes in priority order";
+  EXPECT_EQ(batch_ids(s.batch), (SequenceIds{2, 1})) << "decodes in priority order";
   for (const auto& seq : s.batch.sequences) EXPECT_EQ(seq.tokens.size(), 1u);
 }
 
@@ -331,7 +331,7 @@ TEST(Scheduler, AShortagePreemptsTheLowestPriorityMostRecentlyAdmittedWhichRecom
   h.submit(3, 4, 10, -1, "bg");
   h.step();  // prefill + first token
   h.step();  // one decode each
-  EXPECT_EQ(h.scheduler.running(), (Ids{1, 2, 3}));
+  EXPECT_EQ(h.scheduler.running(), (SequenceIds{1, 2, 3}));
 
   const StepPlan plan = h.scheduler.plan_step();
   ASSERT_TRUE(plan.planned);
@@ -339,19 +339,19 @@ TEST(Scheduler, AShortagePreemptsTheLowestPriorityMostRecentlyAdmittedWhichRecom
   EXPECT_FALSE(h.scheduler.step_out());
   EXPECT_TRUE(releases(actions, 3));
   EXPECT_FALSE(finished(actions, 3)) << "a preempted sequence is not ended";
-  EXPECT_EQ(h.scheduler.running(), (Ids{1, 2}));
+  EXPECT_EQ(h.scheduler.running(), (SequenceIds{1, 2}));
   EXPECT_EQ(h.scheduler.waiting(), (std::deque<cache::SequenceId>{3}));
   EXPECT_EQ(h.scheduler.preemptions(), 1u);
 
   // Admissions wait until a sequence leaves, even for a waiting one of the same priority.
   h.submit(4, 4, 10, -1, "bg");
   Step s = h.step();
-  EXPECT_EQ(batch_ids(s.batch), (Ids{1, 2}));
+  EXPECT_EQ(batch_ids(s.batch), (SequenceIds{1, 2}));
   EXPECT_EQ(h.scheduler.waiting().size(), 2u);
 
   ASSERT_TRUE(finished(h.scheduler.cancel(2, FinishReason::cancelled, h.now), 2));
   s = h.step([](cache::SequenceId) { return kToken; }, {{3, 4}});
-  ASSERT_EQ(batch_ids(s.batch), (Ids{1, 3, 4})) << "3 is ahead of 4 in its class";
+  ASSERT_EQ(batch_ids(s.batch), (SequenceIds{1, 3, 4})) << "3 is ahead of 4 in its class";
   const ReserveItem& again = s.plan.reserve[1];
   EXPECT_EQ(again.sequence, 3u);
   EXPECT_TRUE(again.new_sequence);
@@ -378,13 +378,13 @@ TEST(Scheduler, AHigherPriorityTakesThePlaceOfTheLowestRunningOneWhenFull) {
   h.submit(3, 4, 10);  // the same priority: waits for a place
   const Step s = h.step();
   EXPECT_TRUE(s.plan.actions.empty());
-  EXPECT_EQ(batch_ids(s.batch), (Ids{1, 2}));
+  EXPECT_EQ(batch_ids(s.batch), (SequenceIds{1, 2}));
   EXPECT_EQ(h.scheduler.waiting(), (std::deque<cache::SequenceId>{3}));
 
   h.submit(9, 4, 10, 5);
   const StepPlan plan = h.scheduler.plan_step();
   EXPECT_TRUE(releases(plan.actions, 2)) << "the most recently admitted among the lowest yields";
-  EXPECT_EQ(h.scheduler.running(), (Ids{1, 9}));
+  EXPECT_EQ(h.scheduler.running(), (SequenceIds{1, 9}));
   EXPECT_EQ(h.scheduler.waiting(), (std::deque<cache::SequenceId>{2, 3})) << "the preempted one first";
   EXPECT_EQ(h.scheduler.preemptions(), 1u);
 }
@@ -418,14 +418,14 @@ TEST(Scheduler, CriticalPausesPrioritiesBelowItsMinimumAndCapsTheBatch) {
   h.submit(4, 4, 100, 0);
   h.submit(5, 4, 100, 0);
   Step s = h.step();
-  EXPECT_EQ(batch_ids(s.batch), (Ids{3, 4}));
+  EXPECT_EQ(batch_ids(s.batch), (SequenceIds{3, 4}));
   EXPECT_EQ(h.scheduler.waiting(), (std::deque<cache::SequenceId>{2})) << "background work is not admitted";
-  EXPECT_EQ(h.scheduler.running(), (Ids{1, 3, 4, 5}));
+  EXPECT_EQ(h.scheduler.running(), (SequenceIds{1, 3, 4, 5}));
 
   EXPECT_TRUE(h.scheduler.set_thermal(ThermalState::nominal));
   EXPECT_EQ(h.scheduler.paused_count(), 0u);
   s = h.step();
-  EXPECT_EQ(batch_ids(s.batch), (Ids{3, 4, 1, 5, 2}));
+  EXPECT_EQ(batch_ids(s.batch), (SequenceIds{3, 4, 1, 5, 2}));
   EXPECT_EQ(tokens(s.applied.actions, 1).size(), 1u) << "the paused one resumes";
 }
 
@@ -438,7 +438,7 @@ TEST(Scheduler, SeriousHalvesMaxRunningWhenItsTableHasNoCap) {
   EXPECT_EQ(h.scheduler.step_cap(), 4u);
   for (cache::SequenceId id = 1; id <= 6; ++id) h.submit(id, 4, 10);
   const Step s = h.step();
-  EXPECT_EQ(batch_ids(s.batch), (Ids{1, 2, 3, 4}));
+  EXPECT_EQ(batch_ids(s.batch), (SequenceIds{1, 2, 3, 4}));
 
   SchedulerConfig capped{.max_running = 8};
   capped.thermal.serious.max_running = 3;
@@ -580,7 +580,7 @@ TEST(Scheduler, EndIdsStopIdsMaxTokensAndTheContextEndASequence) {
   std::map<cache::SequenceId, int> count;
   const auto token = [&](cache::SequenceId id) {
     const int n = count[id]++;
-    if (id == 1) return kEnd;
+    if (id == 1) return kSchedulerEnd;
     if (id == 2 && n == 1) return 9;
     return kToken;
   };
@@ -633,7 +633,7 @@ TEST(Scheduler, AMissingSampledTokenOrAFailedStepEndsOnlyThatStepsSequences) {
   h.submit(3, 4, 10);
   StepPlan plan = h.scheduler.plan_step();
   const compute::StepBatch batch = h.scheduler.start_step(grant(plan.reserve), h.now);
-  EXPECT_EQ(batch_ids(batch), (Ids{1, 2}));
+  EXPECT_EQ(batch_ids(batch), (SequenceIds{1, 2}));
   const SchedulerActions actions = h.scheduler.fail_step("boom", h.now);
   for (const cache::SequenceId id : {1u, 2u}) {
     ASSERT_TRUE(finished(actions, id));
@@ -645,7 +645,7 @@ TEST(Scheduler, AMissingSampledTokenOrAFailedStepEndsOnlyThatStepsSequences) {
 
   plan = h.scheduler.plan_step();
   const compute::StepBatch next = h.scheduler.start_step(grant(plan.reserve), h.now);
-  EXPECT_EQ(batch_ids(next), (Ids{3}));
+  EXPECT_EQ(batch_ids(next), (SequenceIds{3}));
   const AppliedStep applied = h.scheduler.apply_step(StepDone{}, h.now);
   ASSERT_TRUE(finished(applied.actions, 3));
   EXPECT_EQ(finished(applied.actions, 3)->reason, FinishReason::error);
@@ -660,7 +660,7 @@ TEST(Scheduler, ASampledTokenWithAnErrorEndsOnlyItsSequence) {
   h.submit(2, 4, 10);
   StepPlan plan = h.scheduler.plan_step();
   const compute::StepBatch batch = h.scheduler.start_step(grant(plan.reserve), h.now);
-  ASSERT_EQ(batch_ids(batch), (Ids{1, 2}));
+  ASSERT_EQ(batch_ids(batch), (SequenceIds{1, 2}));
   StepDone done = Harness::answer(batch, [](cache::SequenceId) { return kToken; });
   done.sampled[0].error = "sequence 1: no token of the vocabulary can continue the text under the output constraint";
   const AppliedStep applied = h.scheduler.apply_step(std::move(done), h.now);
@@ -675,7 +675,7 @@ TEST(Scheduler, ASampledTokenWithAnErrorEndsOnlyItsSequence) {
   EXPECT_EQ(tokens(applied.actions, 2), std::vector<std::int32_t>{kToken});
   EXPECT_TRUE(h.scheduler.contains(2));
   EXPECT_FALSE(h.scheduler.contains(1));
-  EXPECT_EQ(batch_ids(h.step().batch), (Ids{2}));
+  EXPECT_EQ(batch_ids(h.step().batch), (SequenceIds{2}));
 }
 
 // ---- Deadlines and cancellation ----

@@ -9,8 +9,8 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = StepTimer::Clock;
 
-const Clock::time_point t0{};
-Clock::time_point at(std::chrono::microseconds us) { return t0 + us; }
+const Clock::time_point kStepT0{};
+Clock::time_point at(std::chrono::microseconds us) { return kStepT0 + us; }
 
 // One step from an idle loop: a Tick plans and asks for blocks, the Reserve's answer sends the step, the
 // StepDone comes back.

@@ -52,13 +52,13 @@ TEST(ThermalStateTest, NamesRoundTripAndOnlyExactNamesParse) {
 
 // --- Thresholds ---
 
-struct Step {
+struct ThermalStep {
   double celsius;
   ThermalState expected;
 };
 
 // Feeds the readings in order, each from the state the previous one left.
-void walk(ThermalState start, const std::vector<Step>& steps, const ThermalThresholds& thresholds = {}) {
+void walk(ThermalState start, const std::vector<ThermalStep>& steps, const ThermalThresholds& thresholds = {}) {
   ThermalState state = start;
   for (const auto& step : steps) {
     state = next_thermal_state(state, step.celsius, thresholds);
@@ -337,7 +337,7 @@ class ThrowingProvider final : public ThermalProvider {
 struct GetChanges {
   Reply<std::vector<ThermalStateChanged>> reply;
 };
-class Recorder : public Actor<Recorder, std::variant<ThermalStateChanged, GetChanges>> {
+class ThermalRecorder : public Actor<ThermalRecorder, std::variant<ThermalStateChanged, GetChanges>> {
  public:
   void on(ThermalStateChanged m) { changes_.push_back(std::move(m)); }
   void on(GetChanges m) { m.reply(changes_); }
@@ -377,7 +377,7 @@ class ThermalMonitorActorTest : public ::testing::Test {
 
   asio::thread_pool reads_{1};  // the blocking-work pool the engine would give
   RunningContext ctx_{2};
-  ActorHandle<std::variant<ThermalStateChanged, GetChanges>> recorder_ = spawn<Recorder>(ctx_.executor(), {.name = "recorder"});
+  ActorHandle<std::variant<ThermalStateChanged, GetChanges>> recorder_ = spawn<ThermalRecorder>(ctx_.executor(), {.name = "recorder"});
   ActorHandle<ThermalMonitorProtocol> monitor_;
 };
 

@@ -19,7 +19,7 @@ namespace loom::net::test {
 namespace {
 
 const std::string kApp = "http://app.example:3000";
-const std::string kChat = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":2})";
+const std::string kCorsChatBody = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":2})";
 const std::string kStreamedChat = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":2,"stream":true})";
 
 GatewayConfig cors_config(std::vector<std::string> origins) {
@@ -56,10 +56,10 @@ TEST(GatewayCors, APreflightFromAListedOriginIsAnsweredWithoutTheApiKey) {
 
   // The actual request still wants the key; its answer (error or not) carries the CORS headers so the page
   // can read it.
-  const auto without_key = http_request(gateway.port(), "POST", "/v1/chat/completions", kChat, {{"Origin", kApp}});
+  const auto without_key = http_request(gateway.port(), "POST", "/v1/chat/completions", kCorsChatBody, {{"Origin", kApp}});
   EXPECT_EQ(without_key.status, 401);
   EXPECT_EQ(header(without_key, "access-control-allow-origin"), kApp);
-  const auto with_key = http_request(gateway.port(), "POST", "/v1/chat/completions", kChat,
+  const auto with_key = http_request(gateway.port(), "POST", "/v1/chat/completions", kCorsChatBody,
                                      {{"Origin", kApp}, {"Authorization", "Bearer secret"}});
   EXPECT_EQ(with_key.status, 200) << with_key.body;
   EXPECT_EQ(header(with_key, "access-control-allow-origin"), kApp);
@@ -123,7 +123,7 @@ TEST(GatewayCors, A503ExposesRetryAfterToThePage) {
   http::read_header(stream, buffer, parser);  // the place is taken
   ASSERT_EQ(parser.get().result_int(), 200u);
 
-  const auto refused = http_request(gateway.port(), "POST", "/v1/chat/completions", kChat, {{"Origin", kApp}});
+  const auto refused = http_request(gateway.port(), "POST", "/v1/chat/completions", kCorsChatBody, {{"Origin", kApp}});
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_EQ(header(refused, "retry-after"), "1");
   EXPECT_EQ(header(refused, "access-control-allow-origin"), kApp);
@@ -138,7 +138,7 @@ TEST(GatewayCors, AnUnlistedOriginGetsNoCorsHeaders) {
   EXPECT_EQ(answer.status, 403);
   EXPECT_EQ(header(answer, "access-control-allow-origin"), "<absent>");
   const auto actual =
-      http_request(gateway.port(), "POST", "/v1/chat/completions", kChat, {{"Origin", "http://evil.example"}});
+      http_request(gateway.port(), "POST", "/v1/chat/completions", kCorsChatBody, {{"Origin", "http://evil.example"}});
   EXPECT_EQ(actual.status, 200);  // served (a simple request is sent anyway), but the browser will not show it
   EXPECT_EQ(header(actual, "access-control-allow-origin"), "<absent>");
   EXPECT_EQ(header(actual, "vary"), "Origin");

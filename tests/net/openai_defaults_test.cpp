@@ -19,8 +19,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kCompletions = "/v1/completions";
-constexpr const char* kChat = "/v1/chat/completions";
+constexpr const char* kDefaultsCompletionsRoute = "/v1/completions";
+constexpr const char* kDefaultsChatRoute = "/v1/chat/completions";
 constexpr int kContext = 128;      // aidreams260K's
 constexpr int kPromptTokens = 13;  // BOS and the 12 tokens of "Once upon a time"
 
@@ -44,7 +44,7 @@ std::vector<json> chunks_of(const HttpResult& result) {
 TEST_F(OpenAiDefaults, NoMaxTokensGeneratesUntilTheContextIsFull) {
   const auto health = http_request(port(), "GET", "/health").json();
   ASSERT_EQ(health.at("context_length"), kContext);
-  const auto whole = post(kCompletions, endless({{"prompt", "Once upon a time"}}));
+  const auto whole = post(kDefaultsCompletionsRoute, endless({{"prompt", "Once upon a time"}}));
   ASSERT_EQ(whole.status, 200) << whole.body;
   const json answer = whole.json();
   EXPECT_EQ(answer["choices"][0]["finish_reason"], "length");
@@ -52,8 +52,8 @@ TEST_F(OpenAiDefaults, NoMaxTokensGeneratesUntilTheContextIsFull) {
   EXPECT_EQ(answer["usage"]["completion_tokens"], kContext - kPromptTokens) << "not the old default of 256, nor less";
 
   // llama.cpp's name and its "no limit".
-  EXPECT_EQ(post(kCompletions, endless({{"prompt", "Once upon a time"}, {"n_predict", 5}})).json()["usage"]["completion_tokens"], 5);
-  EXPECT_EQ(post(kCompletions, endless({{"prompt", "Once upon a time"}, {"n_predict", -1}})).json()["usage"]["completion_tokens"],
+  EXPECT_EQ(post(kDefaultsCompletionsRoute, endless({{"prompt", "Once upon a time"}, {"n_predict", 5}})).json()["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(post(kDefaultsCompletionsRoute, endless({{"prompt", "Once upon a time"}, {"n_predict", -1}})).json()["usage"]["completion_tokens"],
             kContext - kPromptTokens);
 
   WsClient client(port());
@@ -69,12 +69,12 @@ TEST(OpenAiDefaultsCeiling, NoMaxTokensStopsAtTheServersCeilingAndMoreIsRefused)
   GatewayConfig config = test_config();
   config.max_tokens_limit = 10;
   GatewayUnderTest gateway(config);
-  const auto capped = http_request(gateway.port(), "POST", kCompletions, endless({{"prompt", "Once upon a time"}}).dump());
+  const auto capped = http_request(gateway.port(), "POST", kDefaultsCompletionsRoute, endless({{"prompt", "Once upon a time"}}).dump());
   ASSERT_EQ(capped.status, 200) << capped.body;
   EXPECT_EQ(capped.json()["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(capped.json()["usage"]["completion_tokens"], 10);
   const auto above =
-      http_request(gateway.port(), "POST", kCompletions, endless({{"prompt", "x"}, {"max_tokens", 11}}).dump());
+      http_request(gateway.port(), "POST", kDefaultsCompletionsRoute, endless({{"prompt", "x"}, {"max_tokens", 11}}).dump());
   EXPECT_EQ(above.status, 400) << above.body;
   EXPECT_EQ(above.json()["error"]["param"], "max_tokens");
 }
@@ -87,7 +87,7 @@ TEST_F(OpenAiDefaults, FieldsLoomCannotHonourAreRefusedUnlessLenient) {
            {"cache_prompt", false}, {"audio", {{"voice", "alloy"}}}, {"modalities", {"text", "audio"}}}) {
     json body = chat;
     body[field] = value;
-    const auto refused = post(kChat, body);
+    const auto refused = post(kDefaultsChatRoute, body);
     EXPECT_EQ(refused.status, 400) << field << ": " << refused.body;
     const json error = refused.json()["error"];
     EXPECT_EQ(error["type"], "invalid_request_error") << field;
@@ -104,7 +104,7 @@ TEST_F(OpenAiDefaults, FieldsLoomCannotHonourAreRefusedUnlessLenient) {
            {"an_unknown_field", 1}}) {
     off[field] = value;
   }
-  const auto accepted = post(kChat, off);
+  const auto accepted = post(kDefaultsChatRoute, off);
   EXPECT_EQ(accepted.status, 200) << accepted.body;
   EXPECT_EQ(accepted.headers.count("x-loom-ignored-fields"), 0u);
 
@@ -112,17 +112,17 @@ TEST_F(OpenAiDefaults, FieldsLoomCannotHonourAreRefusedUnlessLenient) {
   lenient["lenient"] = true;
   lenient["mirostat"] = 2;
   lenient["typical_p"] = 0.5;
-  const auto whole = post(kChat, lenient);
+  const auto whole = post(kDefaultsChatRoute, lenient);
   ASSERT_EQ(whole.status, 200) << whole.body;
   EXPECT_EQ(whole.headers.at("x-loom-ignored-fields"), "mirostat, typical_p");
   lenient["stream"] = true;
-  const auto streamed = post(kChat, lenient);
+  const auto streamed = post(kDefaultsChatRoute, lenient);
   ASSERT_EQ(streamed.status, 200) << streamed.body;
   EXPECT_EQ(streamed.headers.at("x-loom-ignored-fields"), "mirostat, typical_p");
   EXPECT_FALSE(chunks_of(streamed).empty());
 
   lenient["lenient"] = "yes";
-  const auto bad = post(kChat, lenient);
+  const auto bad = post(kDefaultsChatRoute, lenient);
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.json()["error"]["param"], "lenient");
 }
@@ -152,7 +152,7 @@ TEST_F(OpenAiDefaults, ATrimmedConversationSaysHowManyMessagesItLost) {
   ASSERT_LT(expected, messages.size() - 2) << "some of the history must fit";
 
   const json body = {{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}};
-  const auto whole = post(kChat, body);
+  const auto whole = post(kDefaultsChatRoute, body);
   ASSERT_EQ(whole.status, 200) << whole.body;
   EXPECT_EQ(whole.json()["usage"]["trimmed_messages"], expected);
   EXPECT_EQ(whole.json()["usage"]["prompt_tokens"], rendered_tokens(expected));
@@ -161,7 +161,7 @@ TEST_F(OpenAiDefaults, ATrimmedConversationSaysHowManyMessagesItLost) {
   json streamed_body = body;
   streamed_body["stream"] = true;
   streamed_body["stream_options"] = {{"include_usage", true}};
-  const auto chunks = chunks_of(post(kChat, streamed_body));
+  const auto chunks = chunks_of(post(kDefaultsChatRoute, streamed_body));
   ASSERT_FALSE(chunks.empty());
   EXPECT_EQ(chunks.back()["usage"]["trimmed_messages"], expected) << chunks.back().dump();
 
@@ -171,7 +171,7 @@ TEST_F(OpenAiDefaults, ATrimmedConversationSaysHowManyMessagesItLost) {
   EXPECT_EQ(frames.back()["usage"]["trimmed_messages"], expected) << frames.back().dump();
 
   // Nothing trimmed: no field, no header.
-  const auto short_chat = post(kChat, {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 1}});
+  const auto short_chat = post(kDefaultsChatRoute, {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 1}});
   ASSERT_EQ(short_chat.status, 200) << short_chat.body;
   EXPECT_FALSE(short_chat.json()["usage"].contains("trimmed_messages"));
   EXPECT_EQ(short_chat.headers.count("x-loom-trimmed-messages"), 0u);

@@ -22,7 +22,7 @@ std::variant<openai::Request, openai::Error> translate(const std::string& body,
   return openai::translate_request(body, route, "chatcmpl-1", proto::ParseOptions{});
 }
 
-openai::Request accepted(const std::string& body, OpenAiRoute route = OpenAiRoute::chat_completions) {
+openai::Request tools_accepted(const std::string& body, OpenAiRoute route = OpenAiRoute::chat_completions) {
   auto result = translate(body, route);
   if (auto* error = std::get_if<openai::Error>(&result)) {
     ADD_FAILURE() << "refused: " << error->message << "\n" << body;
@@ -31,7 +31,7 @@ openai::Request accepted(const std::string& body, OpenAiRoute route = OpenAiRout
   return std::get<openai::Request>(std::move(result));
 }
 
-openai::Error refused(const std::string& body, OpenAiRoute route = OpenAiRoute::chat_completions) {
+openai::Error tools_refused(const std::string& body, OpenAiRoute route = OpenAiRoute::chat_completions) {
   auto result = translate(body, route);
   if (auto* error = std::get_if<openai::Error>(&result)) return *error;
   ADD_FAILURE() << "accepted: " << body;
@@ -55,7 +55,7 @@ std::string chat(const std::string& fields) { return R"({"model":"m","messages":
 // ---- The request ----
 
 TEST(OpenAiTools, ToolsAndTheirFieldsReachTheRequestInTheClientsOrder) {
-  const auto request = accepted(chat(R"("tools":[)" + kWeatherTool + R"(],"tool_choice":"required",)"
+  const auto request = tools_accepted(chat(R"("tools":[)" + kWeatherTool + R"(],"tool_choice":"required",)"
                                      R"("parallel_tool_calls":false,"chat_template_kwargs":{"enable_thinking":false,"a":1},)"
                                      R"("reasoning_format":"none")"));
   const auto& g = request.generate;
@@ -74,16 +74,16 @@ TEST(OpenAiTools, ToolsAndTheirFieldsReachTheRequestInTheClientsOrder) {
 
 TEST(OpenAiTools, EveryToolChoice) {
   const std::string tools = R"("tools":[)" + kWeatherTool + "],";
-  EXPECT_EQ(accepted(chat(tools + R"("tool_choice":"auto")")).generate.tool_choice, proto::ToolChoice{});
-  EXPECT_EQ(accepted(chat(tools + R"("tool_choice":"none")")).generate.tool_choice.mode, proto::ToolChoice::Mode::none);
-  EXPECT_EQ(accepted(chat(tools + R"("tool_choice":{"type":"function","function":{"name":"get_weather"}})")).generate.tool_choice,
+  EXPECT_EQ(tools_accepted(chat(tools + R"("tool_choice":"auto")")).generate.tool_choice, proto::ToolChoice{});
+  EXPECT_EQ(tools_accepted(chat(tools + R"("tool_choice":"none")")).generate.tool_choice.mode, proto::ToolChoice::Mode::none);
+  EXPECT_EQ(tools_accepted(chat(tools + R"("tool_choice":{"type":"function","function":{"name":"get_weather"}})")).generate.tool_choice,
             (proto::ToolChoice{proto::ToolChoice::Mode::function, "get_weather"}));
   // Without tools: defaults, and "none" is harmless.
-  const auto plain = accepted(chat(R"("tool_choice":"none","tools":[])"));
+  const auto plain = tools_accepted(chat(R"("tool_choice":"none","tools":[])"));
   EXPECT_TRUE(plain.generate.tools.empty());
   EXPECT_TRUE(plain.generate.parallel_tool_calls);
   EXPECT_EQ(plain.generate.reasoning_format, proto::ReasoningFormat::auto_);
-  EXPECT_EQ(accepted(chat(R"("reasoning_format":"deepseek")")).generate.reasoning_format, proto::ReasoningFormat::auto_);
+  EXPECT_EQ(tools_accepted(chat(R"("reasoning_format":"deepseek")")).generate.reasoning_format, proto::ReasoningFormat::auto_);
 }
 
 TEST(OpenAiTools, AToolConversationBecomesProtoMessages) {
@@ -97,7 +97,7 @@ TEST(OpenAiTools, AToolConversationBecomesProtoMessages) {
       {"role":"assistant","tool_calls":[]},
       {"role":"user","name":"ann","content":"Thanks"}],
     "tools":[)" + kWeatherTool + "]}";
-  const auto request = accepted(body);
+  const auto request = tools_accepted(body);
   const auto& m = messages_of(request);
   ASSERT_EQ(m.size(), 6u);
   EXPECT_EQ(m[1].role, proto::ChatRole::assistant);
@@ -120,29 +120,29 @@ TEST(OpenAiTools, AToolConversationBecomesProtoMessages) {
 }
 
 TEST(OpenAiTools, LegacyFunctionsAreRefusedClearly) {
-  auto error = refused(chat(R"("functions":[{"name":"f","parameters":{}}])"));
+  auto error = tools_refused(chat(R"("functions":[{"name":"f","parameters":{}}])"));
   EXPECT_EQ(error.status, 400);
   EXPECT_EQ(error.param, "functions");
   EXPECT_EQ(error.code, "unsupported");
   EXPECT_NE(error.message.find("send them as tools"), std::string::npos) << error.message;
-  error = refused(chat(R"("function_call":{"name":"f"})"));
+  error = tools_refused(chat(R"("function_call":{"name":"f"})"));
   EXPECT_EQ(error.param, "function_call");
   EXPECT_EQ(error.code, "unsupported");
   // What says "no functions" is harmless.
-  accepted(chat(R"("functions":[],"function_call":"none")"));
-  accepted(chat(R"("function_call":"auto")"));
+  tools_accepted(chat(R"("functions":[],"function_call":"none")"));
+  tools_accepted(chat(R"("function_call":"auto")"));
 }
 
 TEST(OpenAiTools, CompletionsRefuseTools) {
   const std::string prompt = R"({"prompt":"hi",)";
-  auto error = refused(prompt + R"("tools":[)" + kWeatherTool + "]}", OpenAiRoute::completions);
+  auto error = tools_refused(prompt + R"("tools":[)" + kWeatherTool + "]}", OpenAiRoute::completions);
   EXPECT_EQ(error.status, 400);
   EXPECT_EQ(error.param, "tools");
   EXPECT_EQ(error.code, "unsupported");
   EXPECT_NE(error.message.find("/v1/chat/completions"), std::string::npos) << error.message;
-  error = refused(prompt + R"("functions":[{"name":"f"}]})", OpenAiRoute::completions);
+  error = tools_refused(prompt + R"("functions":[{"name":"f"}]})", OpenAiRoute::completions);
   EXPECT_EQ(error.param, "functions");
-  accepted(prompt + R"("tools":[]})", OpenAiRoute::completions);
+  tools_accepted(prompt + R"("tools":[]})", OpenAiRoute::completions);
 }
 
 TEST(OpenAiTools, RefusalsNameTheClientsField) {
@@ -189,7 +189,7 @@ TEST(OpenAiTools, RefusalsNameTheClientsField) {
       {R"({"messages":[{"role":"function","name":"f","content":"hi"}]})", "messages[0].role", "must be one of"},
   };
   for (const auto& c : cases) {
-    const auto error = refused(c.body);
+    const auto error = tools_refused(c.body);
     EXPECT_EQ(error.status, 400) << c.body;
     EXPECT_EQ(error.type, "invalid_request_error") << c.body;
     EXPECT_EQ(error.param, c.param) << c.body << " -> " << error.message;
@@ -201,7 +201,7 @@ TEST(OpenAiTools, RefusalsNameTheClientsField) {
 TEST(OpenAiTools, AnEngineErrorAboutAToolNamesTheClientsField) {
   const proto::ErrorEvent event{"chatcmpl-1", proto::ErrorCode::invalid_request, "at /properties: ...",
                                 "tools[0].function.parameters"};
-  const auto error = openai::from_error_event(event, accepted(chat(R"("tools":[)" + kWeatherTool + "]")).client_names);
+  const auto error = openai::from_error_event(event, tools_accepted(chat(R"("tools":[)" + kWeatherTool + "]")).client_names);
   EXPECT_EQ(error.param, "tools[0].function.parameters");
 }
 

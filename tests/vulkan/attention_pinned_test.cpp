@@ -22,7 +22,9 @@
 #include "ops_test_support.hpp"
 
 namespace loom::compute::vulkan {
-namespace {
+// Named, not anonymous: the suite is a unity build and attention_paged_test.cpp / backend_steps_test.cpp use the
+// same helper names.
+namespace pinned_attention_test {
 
 using testing::buffer_of;
 using testing::random_floats;
@@ -214,5 +216,5 @@ TEST(AttentionPinnedTest, SoftCappedScoresEqualTheCpu) {
   check_case({.lanes = LaneWidth::avx2, .softcap = 2.0f});
 }
 
-}  // namespace
+}  // namespace pinned_attention_test
 }  // namespace loom::compute::vulkan

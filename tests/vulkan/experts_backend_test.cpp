@@ -11,7 +11,9 @@
 #include "vulkan_test_device.hpp"
 
 namespace loom::compute::vulkan::testing {
-namespace {
+// Named, not anonymous: the suite is a unity build and attention_paged_test.cpp / backend_steps_test.cpp use the
+// same helper names.
+namespace experts_backend_test {
 
 const std::vector<std::int32_t> kPrompt{1, 17, 42, 5, 88, 3, 60, 9};
 const std::vector<std::int32_t> kOther{2, 71, 30, 12, 99, 45, 7, 64, 23, 50, 11};
@@ -68,5 +70,5 @@ TEST(ExpertsBackend, SequencesInOneStepGetWhatEachGetsAlone) {
   }
 }
 
-}  // namespace
+}  // namespace experts_backend_test
 }  // namespace loom::compute::vulkan::testing

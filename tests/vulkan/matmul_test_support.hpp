@@ -85,15 +85,4 @@ std::vector<T> download(const BufferRange& range, std::size_t count) {
   return values;
 }
 
-// Records what `ops` records, runs it and waits.
-inline void run_ops(const std::function<void(OpContext&)>& ops) {
-  auto& device = test_device();
-  CommandRecording recording(*device.context);
-  recording.begin();
-  OpContext op{*device.pipelines, recording};
-  ops(op);
-  recording.end();
-  recording.submit_and_wait();
-}
-
 }  // namespace loom::compute::vulkan::testing

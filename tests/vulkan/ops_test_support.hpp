@@ -35,17 +35,6 @@ void write(Buffer& buffer, const std::vector<T>& values) {
   std::memcpy(buffer.mapped(), values.data(), values.size() * sizeof(T));
 }
 
-// Records what `record` asks for into a fresh recording, submits it and waits.
-inline void run_ops(const std::function<void(OpContext&)>& record) {
-  auto& device = test_device();
-  CommandRecording recording(*device.context);
-  recording.begin();
-  OpContext op{*device.pipelines, recording};
-  record(op);
-  recording.end();
-  recording.submit_and_wait();
-}
-
 inline std::vector<float> random_floats(std::size_t count, float low, float high, std::uint32_t seed) {
   std::mt19937 generator(seed);
   std::uniform_real_distribution<float> distribution(low, high);

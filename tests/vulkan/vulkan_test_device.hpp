@@ -5,10 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "loom/compute/vulkan/vulkan_commands.hpp"
 #include "loom/compute/vulkan/vulkan_context.hpp"
+#include "loom/compute/vulkan/vulkan_matmul.hpp"
 #include "loom/compute/vulkan/vulkan_pipeline.hpp"
 
 namespace loom::compute::vulkan::testing {
@@ -34,6 +37,17 @@ inline TestDevice& test_device() {
     return d;
   }());
   return device;
+}
+
+// Records what `record` asks for into a fresh recording on the test device, submits it and waits.
+inline void run_ops(const std::function<void(OpContext&)>& record) {
+  auto& device = test_device();
+  CommandRecording recording(*device.context);
+  recording.begin();
+  OpContext op{*device.pipelines, recording};
+  record(op);
+  recording.end();
+  recording.submit_and_wait();
 }
 
 }  // namespace loom::compute::vulkan::testing
