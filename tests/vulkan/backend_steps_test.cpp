@@ -48,6 +48,27 @@ TEST(VulkanBackendSteps, GreedyTokensEqualTheCpuBackendsAndOneRecordingServesEve
   EXPECT_EQ(vulkan->recordings_made(), 2u);
 }
 
+// The device's own arithmetic (a GPU's default: online-softmax attention, tiled products) gives the same greedy
+// tokens on this F32 model, whose logits are well apart, as the CPU backend; on lavapipe it is chosen here, as
+// lavapipe starts pinned.
+TEST(VulkanBackendSteps, TheFastArithmeticGivesTheCpuBackendsGreedyTokens) {
+  LOOM_REQUIRE_VULKAN();
+  const LoadOptions options = shared_model_options(kModel, 256);
+  const auto vulkan = VulkanBackend::load(options);
+  EXPECT_EQ(vulkan->pinned_arithmetic(), vulkan->device().type == "cpu" && vulkan->device().shader_float64)
+      << "pinned by default on a CPU device only";
+  vulkan->set_pinned_arithmetic(false);
+  LoadOptions cpu_options = options;
+  cpu_options.device = "cpu";
+  const auto cpu = CpuBackend::load(cpu_options);
+  const std::vector<BlockId> table = blocks(0, 4);
+  EXPECT_EQ(greedy_tokens(*vulkan, table, 12), greedy_tokens(*cpu, table, 12));
+  if (vulkan->device().shader_float64) {  // and back: the pinned attention's scratch is grown on demand
+    vulkan->set_pinned_arithmetic(true);
+    EXPECT_EQ(greedy_tokens(*vulkan, table, 12), greedy_tokens(*cpu, table, 12));
+  }
+}
+
 // logprobs make each row come back whole; the top logprobs carry the logits' values.
 StepSequence with_logprobs(StepSequence s) {
   s.begin->params.logprobs = 5;

@@ -140,13 +140,21 @@ struct DevicePlan {
   std::uint64_t kv_bytes = 0;
   std::int64_t table_entries = 0;  // the block tables' first capacity (grown on demand)
   std::uint64_t scratch_bytes = 0;  // the pinned attention's scores for the widest step, kept out of the KV budget
+  bool pinned = false;              // the arithmetic the steps start in
 };
+
+// The pinned arithmetic reproduces the CPU backend's bits, but it walks each output in the CPU's lane order and
+// emulates FMAs in double: on a GPU that would cost most of its speed (and scores scratch of tokens x heads x
+// context floats), so a GPU starts with the device's own kernels; a CPU device (lavapipe), where speed is not
+// the point and agreement with the CPU backend is, starts pinned. set_pinned_arithmetic() changes it.
+bool pinned_by_default(const DeviceDescription& device) { return device.shader_float64 && device.type == "cpu"; }
 
 DevicePlan plan_device(const LoadOptions& options, const ModelConfig& config, const ModelWeights& weights,
                        const DeviceDescription& device, std::string& kv_sizing) {
   DevicePlan plan;
   plan.weight_bytes = weight_bytes(weights);
-  if (device.shader_float64) {
+  plan.pinned = pinned_by_default(device);
+  if (plan.pinned) {
     plan.scratch_bytes = attention_pinned_scratch_bytes(
         {.n = options.max_batch_tokens, .heads = config.heads, .max_positions = config.context_length});
   }
@@ -190,7 +198,7 @@ void VulkanBackend::State::allocate(const DevicePlan& plan, const std::stop_toke
     Uploader uploader(*context);
     weights = upload_weights(*context, uploader, config, loaded->weights(), stop);
     kv = allocate_kv(*context, config, plan.sized.kv.type, plan.sized.kv.block_size, plan.blocks);
-    buffers = allocate_step_buffers(*context, config, weights, kv.layout, max_batch, plan.table_entries);
+    buffers = allocate_step_buffers(*context, config, weights, kv.layout, max_batch, plan.table_entries, plan.pinned);
     if (config.ffn_activation == FfnActivation::gelu_tanh) {
       const std::vector<std::uint32_t> table = gelu_table_words();
       buffers.gelu_table = Buffer(*context, table.size() * sizeof(std::uint32_t), MemoryKind::device_local, "GELU table");
@@ -428,6 +436,13 @@ void VulkanBackend::set_pinned_arithmetic(bool pinned) {
     throw std::invalid_argument("the pinned arithmetic needs a device with shaderFloat64");
   }
   if (pinned == state_->buffers.pinned) return;
+  if (pinned) {  // loaded in the fast arithmetic: the scores need room for the widest step
+    const std::uint64_t needed = attention_pinned_scratch_bytes(
+        {.n = state_->max_batch, .heads = state_->config.heads, .max_positions = state_->config.context_length});
+    if (state_->buffers.attention_scratch.size() < needed) {
+      state_->buffers.attention_scratch = Buffer(*state_->context, needed, MemoryKind::device_local, "attention scratch");
+    }
+  }
   state_->buffers.pinned = pinned;
   state_->recorded.clear();
 }

@@ -167,7 +167,8 @@ KvStorage allocate_kv(VulkanContext& context, const ModelConfig& config, TensorT
 }
 
 StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& c, const DeviceWeights& weights,
-                                  const KvLayout& layout, std::int64_t max_batch, std::int64_t max_table_entries) {
+                                  const KvLayout& layout, std::int64_t max_batch, std::int64_t max_table_entries,
+                                  bool pinned) {
   const auto b = static_cast<std::uint64_t>(max_batch);
   const auto floats = [b](std::int64_t width) { return b * static_cast<std::uint64_t>(width) * sizeof(float); };
   const auto device = [&](std::uint64_t bytes, const char* what) { return Buffer(context, bytes, MemoryKind::device_local, what); };
@@ -200,7 +201,7 @@ StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& c, 
       .prepared = device(prepared, "prepared activations"),
       // The pinned attention keeps every (token, head)'s scores; the online one only a long decode's parts.
       .attention_scratch = device(std::max(attention_scratch_bytes(widest, layout),
-                                           pinned_supported(context) ? attention_pinned_scratch_bytes(widest) : 0),
+                                           pinned ? attention_pinned_scratch_bytes(widest) : 0),
                                   "attention scratch"),
       .logits = device(floats(c.vocab_size), "logits"),
       .experts = device(experts_scratch, "experts scratch"),
@@ -219,7 +220,7 @@ StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& c, 
       .max_table_entries = max_table_entries};
   auto* identity = static_cast<std::int32_t*>(s.identity.mapped());
   for (std::int64_t i = 0; i < max_batch; ++i) identity[i] = static_cast<std::int32_t>(i);
-  s.pinned = pinned_supported(context);
+  s.pinned = pinned;
   s.lanes = default_kernel_path() == KernelPath::avx2 ? LaneWidth::avx2 : LaneWidth::avx512;  // as LlamaModel's
   return s;
 }

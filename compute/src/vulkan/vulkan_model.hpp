@@ -99,8 +99,11 @@ struct StepBuffers {
   LaneWidth lanes = LaneWidth::avx512;
   Buffer gelu_table;
 };
+// `pinned`: the step starts in the pinned arithmetic, its attention scratch sized for it (else for the online
+// attention; VulkanBackend::set_pinned_arithmetic grows it when asked later).
 StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& config, const DeviceWeights& weights,
-                                  const KvLayout& layout, std::int64_t max_batch, std::int64_t max_table_entries);
+                                  const KvLayout& layout, std::int64_t max_batch, std::int64_t max_table_entries,
+                                  bool pinned);
 
 // The cosine and sine of each rotary pair's angle per position, exactly as LlamaModel::rotation_angles
 // computes them (repeated multiplication in float, linear scaling, llama3 frequency factors or LongRoPE's,

@@ -57,9 +57,11 @@ class VulkanBackend final : public Backend {
   LaneWidth reference_lanes() const noexcept;
   void set_reference_lanes(LaneWidth lanes);
   // Whether attention, SwiGLU, the norms, rope and the quantized products run in the CPU's pinned arithmetic
-  // (vulkan_pinned.hpp, vulkan_matmul.hpp's Summation::pinned; the default where the device has shaderFloat64)
-  // or as the online-softmax attention, the device's exp and the tiled products (faster, last bits apart from
-  // the CPU's; what a device without shaderFloat64 runs). Setting true without it throws.
+  // (vulkan_pinned.hpp, vulkan_matmul.hpp's Summation::pinned: the CPU backend's bits, at a GPU's FP64 speed;
+  // the default on a CPU device such as lavapipe that has shaderFloat64) or as the online-softmax attention, the
+  // device's exp and the tiled products (the default on GPUs: last bits apart from the CPU's, which random-weight
+  // quantized models turn into logit differences of up to ~0.15). Setting true without shaderFloat64 throws;
+  // setting it on a backend loaded fast allocates the pinned attention's scratch (tokens x heads x context floats).
   bool pinned_arithmetic() const noexcept;
   void set_pinned_arithmetic(bool pinned);
   // Positions computed since the load.
