@@ -254,23 +254,8 @@ void detail::matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferR
 }
 
 bool pinned_summation_supported(TensorType type) noexcept {
-  switch (type) {
-    case TensorType::q8_0:
-    case TensorType::q4_0:
-    case TensorType::q4_1:
-    case TensorType::q5_0:
-    case TensorType::q5_1:
-    case TensorType::iq4_nl:
-    case TensorType::q2_k:
-    case TensorType::q3_k:
-    case TensorType::q4_k:
-    case TensorType::q5_k:
-    case TensorType::q6_k:
-    case TensorType::iq4_xs:
-      return true;
-    default:
-      return false;
-  }
+  // Every quantized weight type; the float types' products are not pinned (compute/README.md).
+  return supports_weight_type(type) && type != TensorType::f32 && type != TensorType::f16 && type != TensorType::bf16;
 }
 
 void matmul_prepared(OpContext& op, const DeviceTensor& w, const BufferRange& prepared, const BufferRange& y,

@@ -116,6 +116,11 @@ void geglu(OpContext& op, const BufferRange& gate, const BufferRange& up, std::i
 
 void rope(OpContext& op, const BufferRange& vectors, const BufferRange& rotation, std::int64_t n, std::int64_t heads,
           std::int64_t head_dim, bool adjacent_pairs) {
+  detail::record_rope(op, "rope", vectors, rotation, n, heads, head_dim, adjacent_pairs);
+}
+
+void detail::record_rope(OpContext& op, const char* shader, const BufferRange& vectors, const BufferRange& rotation,
+                         std::int64_t n, std::int64_t heads, std::int64_t head_dim, bool adjacent_pairs) {
   if (head_dim % 2 != 0) throw std::invalid_argument("vulkan ops: rope head_dim must be even");
   checked_u32(n, "rope n");
   const std::uint32_t head_count = checked_u32(heads, "rope heads");
@@ -130,7 +135,7 @@ void rope(OpContext& op, const BufferRange& vectors, const BufferRange& rotation
     std::uint32_t head_dim;
     std::uint32_t adjacent;
   };
-  record_elementwise(op, "rope", {vectors, rotation}, Push{pairs, head_count, dim, adjacent_pairs ? 1u : 0u}, pairs);
+  record_elementwise(op, shader, {vectors, rotation}, Push{pairs, head_count, dim, adjacent_pairs ? 1u : 0u}, pairs);
 }
 
 void gather_rows(OpContext& op, const BufferRange& src, const BufferRange& rows, const BufferRange& dst,

@@ -52,4 +52,8 @@ inline std::uint32_t elementwise_groups(std::uint64_t count, std::uint32_t size)
   return groups == 0 ? 1 : (groups < kMaxGroups ? groups : kMaxGroups);
 }
 
+// rope() with `shader` (rope, or rope_pinned with the CPU's rounding): the checks and the dispatch they share.
+void record_rope(OpContext& op, const char* shader, const BufferRange& vectors, const BufferRange& rotation,
+                 std::int64_t n, std::int64_t heads, std::int64_t head_dim, bool adjacent_pairs);
+
 }  // namespace loom::compute::vulkan::detail

@@ -154,24 +154,7 @@ void rms_norm_pinned(OpContext& op, const BufferRange& x, const BufferRange& wei
 
 void rope_pinned(OpContext& op, const BufferRange& vectors, const BufferRange& rotation, std::int64_t n,
                  std::int64_t heads, std::int64_t head_dim, bool adjacent_pairs) {
-  if (head_dim % 2 != 0) throw std::invalid_argument("vulkan ops: rope head_dim must be even");
-  checked_u32(n, "rope n");
-  const std::uint32_t head_count = checked_u32(heads, "rope heads");
-  const std::uint32_t dim = checked_u32(head_dim, "rope head_dim");
-  require_bytes(vectors, floats(n * heads * head_dim), "rope vectors");
-  require_bytes(rotation, floats(n * head_dim), "rope rotation");
-  const std::uint32_t pairs = checked_u32(n * heads * (head_dim / 2), "rope pairs");
-  if (pairs == 0) return;
-  struct Push {
-    std::uint32_t count;
-    std::uint32_t heads;
-    std::uint32_t head_dim;
-    std::uint32_t adjacent;
-  };
-  const std::array<std::uint32_t, 1> spec{detail::group_size(op, detail::kElementwiseGroupSize)};
-  const auto& pipeline = op.pipelines.get("rope_pinned", 2, sizeof(Push), spec);
-  op.recording.dispatch(pipeline, {vectors, rotation}, Push{pairs, head_count, dim, adjacent_pairs ? 1u : 0u},
-                        detail::elementwise_groups(pairs, spec[0]));
+  detail::record_rope(op, "rope_pinned", vectors, rotation, n, heads, head_dim, adjacent_pairs);
 }
 
 std::vector<std::uint32_t> gelu_table_words() {
