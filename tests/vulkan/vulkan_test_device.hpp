@@ -22,11 +22,9 @@ struct TestDevice {
   std::string missing;  // non-empty: there is no Vulkan device on this machine (why)
 };
 
-// Opened on first use and never closed: the driver stays loaded until the process ends, so that under
-// LeakSanitizer what the driver itself never frees is still attributed to its module (tests/vulkan/lsan.supp
-// names the drivers) rather than to an unloaded, nameless one.
+// Opened on first use, kept until the binary exits.
 inline TestDevice& test_device() {
-  static TestDevice& device = *new TestDevice([] {
+  static TestDevice device = [] {
     TestDevice d;
     if (list_devices().empty()) {
       d.missing = "no Vulkan device on this machine (install mesa-vulkan-drivers for lavapipe)";
@@ -35,7 +33,7 @@ inline TestDevice& test_device() {
     d.context = VulkanContext::open();
     d.pipelines = std::make_unique<PipelineCache>(*d.context);
     return d;
-  }());
+  }();
   return device;
 }
 

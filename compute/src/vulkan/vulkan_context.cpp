@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "driver_allocations.hpp"
+
 namespace loom::compute::vulkan {
 namespace {
 
@@ -197,6 +199,7 @@ std::string_view result_name(VkResult result) noexcept {
 }
 
 std::vector<DeviceDescription> list_devices() {
+  const detail::DriverAllocations driver;
   const VkInstance instance = create_instance();
   if (instance == VK_NULL_HANDLE) return {};
   std::vector<DeviceDescription> devices;
@@ -225,6 +228,7 @@ std::optional<int> parse_device_spec(std::string_view spec) {
 }
 
 std::unique_ptr<VulkanContext> VulkanContext::open(std::optional<int> index) {
+  const detail::DriverAllocations driver;
   std::unique_ptr<VulkanContext> context(new VulkanContext());
   context->instance_ = create_instance();
   if (context->instance_ == VK_NULL_HANDLE) {
@@ -293,6 +297,7 @@ std::unique_ptr<VulkanContext> VulkanContext::open(std::optional<int> index) {
 }
 
 VulkanContext::~VulkanContext() {
+  const detail::DriverAllocations driver;
   if (device_ != VK_NULL_HANDLE) {
     vkDeviceWaitIdle(device_);
     if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "driver_allocations.hpp"
+
 namespace loom::compute::vulkan {
 namespace detail {
 struct EmbeddedShader {
@@ -71,6 +73,7 @@ ComputePipeline::ComputePipeline(VulkanContext& context, std::string_view shader
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization_info;
     info.layout = layout_;
+    const detail::DriverAllocations driver;  // the driver's compiler keeps caches for the process's life
     const VkResult result = vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline_);
     if (result != VK_SUCCESS) throw VulkanError("vkCreateComputePipelines(" + shader_ + ")", result);
   } catch (...) {
