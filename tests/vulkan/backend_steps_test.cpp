@@ -69,12 +69,6 @@ TEST(VulkanBackendSteps, TheFastArithmeticGivesTheCpuBackendsGreedyTokens) {
   }
 }
 
-// logprobs make each row come back whole; the top logprobs carry the logits' values.
-StepSequence with_logprobs(StepSequence s) {
-  s.begin->params.logprobs = 5;
-  return s;
-}
-
 TEST(VulkanBackendSteps, InterleavedSequencesWithScatteredBlocksGiveWhatEachGivesAlone) {
   LOOM_REQUIRE_VULKAN();
   const auto backend = VulkanBackend::load(shared_model_options(kModel, 256));

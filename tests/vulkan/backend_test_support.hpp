@@ -44,4 +44,10 @@ inline StepSequence decode(SequenceId id, std::int32_t token, std::int64_t posit
   return StepSequence{.sequence = id, .tokens = {token}, .start = position, .table_from = table_size, .sample = true};
 }
 
+// logprobs make a sequence's row come back whole; its top logprobs carry the logits' values.
+inline StepSequence with_logprobs(StepSequence s) {
+  s.begin->params.logprobs = 5;
+  return s;
+}
+
 }  // namespace loom::compute::vulkan::testing

@@ -42,11 +42,6 @@ TEST(ExpertsBackend, GreedyTokensEqualTheCpuBackendsWithOneDecodeRecording) {
   EXPECT_EQ(vulkan->recordings_made(), 2u);  // the prefill's shape and the decode steps'
 }
 
-StepSequence with_logprobs(StepSequence s) {
-  s.begin->params.logprobs = 5;
-  return s;
-}
-
 TEST(ExpertsBackend, SequencesInOneStepGetWhatEachGetsAlone) {
   LOOM_REQUIRE_VULKAN();
   const auto backend = VulkanBackend::load(shared_model_options("synth-qwen3moe-q8_0.gguf", 256));
