@@ -307,6 +307,11 @@ std::int32_t Sampler::sample(std::span<const float> logits, std::span<const std:
     max_logit = 0.0f;
   }
 
+  return filter_and_draw(count, max_logit);
+}
+
+// Steps 4-7 on candidates [0, count), all finite, of which max_logit is the highest.
+std::int32_t Sampler::filter_and_draw(std::size_t count, float max_logit) {
   bool ranked = false;  // candidates [0, count) sorted best first; otherwise in id order
   if (!top_k_heap_.empty() && top_k_heap_.size() < count) {
     count = keep_top_k(count);
@@ -315,6 +320,41 @@ std::int32_t Sampler::sample(std::span<const float> logits, std::span<const std:
   if (config_.top_p < 1.0f) count = keep_top_p(count, max_logit, ranked);
   if (config_.min_p > 0.0f) count = keep_min_p(count, max_logit);
   return draw(count, max_logit);
+}
+
+std::int32_t Sampler::best_logits_needed(const proto::SamplingParams& p, std::int32_t vocab_size) {
+  if (!p.logit_bias.empty() || p.repetition_penalty != 1.0 || p.frequency_penalty != 0.0 ||
+      p.presence_penalty != 0.0) {
+    return 0;
+  }
+  if (p.greedy()) return 1;
+  if (p.top_k <= 0 || p.top_k >= vocab_size) return 0;  // top-k off (or keeping everything): every token counts
+  return p.top_k + 1;
+}
+
+// With more than k candidates, all finite, the whole row's path keeps the same k best in the same order: those k
+// are the row's k best (the ranking is a total order), its maximum is the first candidate, and after top-k
+// nothing looks at the other tokens. So the candidates go through the same steps as the row's survivors.
+std::int32_t Sampler::sample_best(std::span<const std::int32_t> ids, std::span<const float> logits) {
+  const std::int32_t needed = best_logits_needed(params_, vocab_size_);
+  if (needed == 0) throw std::invalid_argument("Sampler::sample_best: these sampling parameters need the whole row");
+  if (ids.size() != logits.size() || ids.size() < static_cast<std::size_t>(needed) || ids.size() > candidates_.size()) {
+    throw std::invalid_argument("Sampler::sample_best: " + std::to_string(ids.size()) + " candidates (with " +
+                                std::to_string(logits.size()) + " logits) where at least " + std::to_string(needed) +
+                                " are needed");
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size_ || !std::isfinite(logits[i])) {
+      throw std::invalid_argument("Sampler::sample_best: candidate " + std::to_string(i) + " (token " +
+                                  std::to_string(ids[i]) + ") is outside the vocabulary or not finite");
+    }
+    candidates_[i] = {ids[i], logits[i]};
+  }
+  // Not trusting the order: the best by the ranking (for greedy) and the maximum cost k comparisons.
+  const Candidate best = *std::min_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(ids.size()),
+                                           ranks_before);
+  if (config_.temperature == 0.0f) return best.id;
+  return filter_and_draw(ids.size(), best.logit);
 }
 
 }  // namespace loom::compute

@@ -11,12 +11,6 @@ namespace {
 
 std::string name(SequenceId sequence) { return "sequence " + std::to_string(sequence); }
 
-// Whether a sequence's token is the argmax of its raw logits whatever else they hold.
-bool argmax_suffices(const proto::SamplingParams& p) {
-  return p.greedy() && !p.constraint && p.logprobs == 0 && p.logit_bias.empty() && p.repetition_penalty == 1.0 &&
-         p.frequency_penalty == 0.0 && p.presence_penalty == 0.0;
-}
-
 }  // namespace
 
 StepSampling::StepSampling(const ModelConfig& config, std::shared_ptr<const Tokenizer> tokenizer, Limits limits)
@@ -173,15 +167,29 @@ std::vector<const HeldSequences::Sequence*> StepSampling::begin(const StepBatch&
   return held;
 }
 
-bool StepSampling::sequence_wants_full_logits(SequenceId id) const {
+// A constraint and logprobs need the whole row whatever the sampler's own needs.
+std::int32_t StepSampling::sequence_best_logits_wanted(SequenceId id) const {
   const auto it = decodings_.find(id);
-  return it == decodings_.end() || !it->second.error.empty() || !argmax_suffices(it->second.sampler.params());
+  if (it == decodings_.end() || !it->second.error.empty()) return 0;
+  const proto::SamplingParams& params = it->second.sampler.params();
+  if (params.constraint || params.logprobs != 0) return 0;
+  return Sampler::best_logits_needed(params, static_cast<std::int32_t>(config_.vocab_size));
 }
 
-bool StepSampling::wants_full_logits(const StepSequence& s) const {
-  if (sequence_wants_full_logits(s.sequence)) return true;
-  return std::any_of(s.forks.begin(), s.forks.end(),
-                     [this](const SequenceFork& fork) { return sequence_wants_full_logits(fork.sequence); });
+std::int32_t StepSampling::best_logits_wanted(const StepSequence& s) const {
+  std::int32_t wanted = sequence_best_logits_wanted(s.sequence);
+  for (const SequenceFork& fork : s.forks) {
+    if (wanted == 0) break;
+    const std::int32_t fork_wanted = sequence_best_logits_wanted(fork.sequence);
+    wanted = fork_wanted == 0 ? 0 : std::max(wanted, fork_wanted);
+  }
+  return wanted;
+}
+
+bool StepSampling::best_logits_suffice(const StepSequence& s, std::span<const float> values) const {
+  const std::int32_t wanted = best_logits_wanted(s);
+  if (wanted == 0 || values.size() < static_cast<std::size_t>(wanted)) return false;
+  return std::all_of(values.begin(), values.begin() + wanted, [](float v) { return std::isfinite(v); });
 }
 
 StepResult StepSampling::finish(const StepBatch& batch, std::span<const LogitRow> rows, const float* hidden) {
@@ -256,14 +264,13 @@ SampledToken StepSampling::sample(SequenceId id, const LogitRow& row) {
   Decoding& decoding = it->second;
   SampledToken out;
   out.sequence = id;
-  if (row.logits.empty()) {  // wants_full_logits() was false: greedy, nothing to adjust, no logprobs
-    if (row.best < 0) out.error = name(id) + ": every token it may pick has a -inf or NaN logit";
-    out.token = row.best;
-    return out;
-  }
   const std::span<const float> logits = row.logits;
   if (decoding.error.empty()) {
     try {
+      if (logits.empty()) {  // best_logits_wanted() > 0: no constraint, no logprobs, nothing to adjust
+        out.token = decoding.sampler.sample_best(row.ids, row.values);
+        return out;
+      }
       out.token = decoding.masker ? sample_constrained(id, decoding, logits, held.tokens)
                                   : decoding.sampler.sample(logits, held.tokens);
     } catch (const NoTokenError& e) {

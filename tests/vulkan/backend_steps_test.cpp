@@ -112,6 +112,71 @@ TEST(VulkanBackendSteps, WholeRowsAndBestTokenRowsInOneStepEachGetTheirOwnRow) {
   EXPECT_TRUE(r.sampled[0].top.empty());
 }
 
+// Sequences that each start on kPrompt with their own params (table: blocks {i, i + count}), decoded together for
+// `steps` tokens; each sequence's tokens.
+std::vector<std::vector<std::int32_t>> decode_together(Backend& backend, const std::vector<proto::SamplingParams>& params,
+                                                       std::size_t steps) {
+  const auto count = static_cast<BlockId>(params.size());
+  StepBatch batch;
+  for (BlockId i = 0; i < count; ++i) {
+    StepSequence s = greedy_start(i + 1, kPrompt, {i, i + count});
+    s.begin->params = params[static_cast<std::size_t>(i)];
+    batch.sequences.push_back(std::move(s));
+  }
+  std::vector<std::vector<std::int32_t>> tokens(params.size());
+  for (std::size_t step = 0; step < steps; ++step) {
+    const StepResult r = backend.run(batch);
+    EXPECT_EQ(r.sampled.size(), params.size());
+    batch.sequences.clear();
+    for (std::size_t i = 0; i < r.sampled.size(); ++i) {
+      EXPECT_TRUE(r.sampled[i].error.empty()) << r.sampled[i].error;
+      tokens[i].push_back(r.sampled[i].token);
+      batch.sequences.push_back(decode(r.sampled[i].sequence, r.sampled[i].token,
+                                       static_cast<std::int64_t>(kPrompt.size() + step), 2));
+    }
+  }
+  for (BlockId i = 0; i < count; ++i) backend.release(i + 1);
+  return tokens;
+}
+
+// A temperature-sampled sequence with top-k comes back as its row's best candidates, not its whole row, and draws
+// what the whole row draws: beside it in the same step, the same prompt and seed with logprobs (which need the
+// whole row) draws the same tokens. Greedy rows, top_k 63 (64 candidates, the most the device selects) and top_k
+// 64 (65 needed: the whole row) in the same steps; in the pinned arithmetic every draw equals the CPU backend's.
+TEST(VulkanBackendSteps, SampledRowsFromTheBestCandidatesDrawWhatTheWholeRowDraws) {
+  LOOM_REQUIRE_VULKAN();
+  const LoadOptions options = shared_model_options(kModel, 256);
+  const auto vulkan = VulkanBackend::load(options);
+  const auto sampled = [](std::int32_t top_k, std::uint64_t seed, std::int32_t logprobs) {
+    proto::SamplingParams p;
+    p.temperature = 1.3;
+    p.top_k = top_k;
+    p.top_p = 0.95;
+    p.min_p = 0.02;
+    p.seed = seed;
+    p.logprobs = logprobs;
+    return p;
+  };
+  proto::SamplingParams greedy;
+  greedy.temperature = 0.0;
+  const std::vector<proto::SamplingParams> params{sampled(40, 42, 0), sampled(40, 42, 1), greedy, sampled(63, 7, 0),
+                                                  sampled(64, 7, 0)};
+  constexpr std::size_t kSteps = 10;
+  const auto on_vulkan = decode_together(*vulkan, params, kSteps);
+  EXPECT_EQ(on_vulkan[0], on_vulkan[1]) << "the best candidates drew other tokens than the whole row";
+  EXPECT_NE(on_vulkan[0], on_vulkan[2]) << "the temperature draws were all greedy's tokens: the test shows little";
+  EXPECT_EQ(vulkan->whole_rows_read(), 2 * kSteps) << "only the logprobs and the top_k 64 rows come back whole";
+
+  if (!vulkan->pinned_arithmetic()) {
+    if (!vulkan->device().shader_float64) GTEST_SKIP() << "no shaderFloat64: the CPU backend's draws are not compared";
+    vulkan->set_pinned_arithmetic(true);
+  }
+  LoadOptions cpu_options = options;
+  cpu_options.device = "cpu";
+  const auto cpu = CpuBackend::load(cpu_options);
+  EXPECT_EQ(decode_together(*vulkan, params, kSteps), decode_together(*cpu, params, kSteps));
+}
+
 // An embedding sequence's final hidden states come back and are pooled as the CPU backend pools them.
 TEST(VulkanBackendSteps, AnEmbeddingSequencePoolsWhatTheCpuBackendPools) {
   LOOM_REQUIRE_VULKAN();

@@ -28,6 +28,14 @@ constexpr std::size_t kRecordingsKept = 8;  // batch shapes whose forward pass s
 
 struct DevicePlan;
 
+// Where each sampling sequence's logits come back: its row in the step's logits, and how many of the row's best
+// values it needs (0: the whole row, read back).
+struct RowPlan {
+  const StepSequence* sequence = nullptr;
+  std::int64_t row = 0;
+  std::int32_t best_wanted = 0;
+};
+
 std::string gib(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
@@ -59,11 +67,14 @@ struct VulkanBackend::State {
   std::string chat_template_source;
   std::uint64_t recordings_made = 0;
   std::uint64_t positions_computed = 0;
+  std::uint64_t whole_rows_read = 0;
   // Scratch of a step.
   std::vector<std::int64_t> positions;
   std::vector<StepSampling::LogitRow> rows;
   std::vector<float> hidden;
   std::deque<std::vector<float>> rows_read;  // whole rows read back on the rare path (read_logits_row)
+  std::vector<std::int32_t> candidate_ids;    // the candidate rows' best tokens and logits, kMaxTopK a row
+  std::vector<float> candidate_values;
   std::unique_ptr<Uploader> reader;
 
   // Row `row` of the step's logits, read from the device (best-token rows are not read back otherwise).
@@ -77,6 +88,8 @@ struct VulkanBackend::State {
   }
 
   CommandRecording& recording_for(const StepShape& shape);
+  // The step's logits as StepSampling takes them (rows, in batch order), from what the step read back.
+  void read_rows(std::span<const RowPlan> plans, const StepShape& shape);
   void allocate(const DevicePlan& plan, const std::stop_token& stop);
   // Grows the block tables' buffer to hold `entries` (the recordings, which bind the old one, are dropped).
   void ensure_table_entries(std::int64_t entries) {
@@ -291,31 +304,71 @@ void write_inputs(std::span<const SequenceView> sequences, const StepBuffers& b,
   }
 }
 
-// The logit row of each sequence that samples: those that need their whole row first (they are read back),
-// then those that need only their best token. Returns the row of each such sequence, in batch order.
-std::vector<std::int64_t> write_logit_rows(const StepBatch& batch, const StepSampling& sampling, const StepBuffers& b,
-                                           std::int64_t& full_rows) {
-  std::vector<std::int64_t> token_of_full, token_of_best, row_of;
-  std::vector<bool> full;
+// The logit row of each sequence that samples, in batch order: those that need their whole row first (read back
+// whole), then those whose token depends only on the row's best few (their best kMaxTopK come back, or only the
+// best one when every such row is greedy). Fills shape.logit_rows, full_rows and candidates.
+std::vector<RowPlan> write_logit_rows(const StepBatch& batch, const StepSampling& sampling, const StepBuffers& b,
+                                      StepShape& shape) {
+  std::vector<RowPlan> plans;
+  std::vector<std::int64_t> last_token;
   std::int64_t t = 0;
+  shape.full_rows = 0;
+  shape.candidates = 1;
   for (const StepSequence& s : batch.sequences) {
     t += static_cast<std::int64_t>(s.tokens.size());
     if (!s.sample || s.embed) continue;
-    full.push_back(sampling.wants_full_logits(s));
-    (full.back() ? token_of_full : token_of_best).push_back(t - 1);
+    std::int32_t wanted = sampling.best_logits_wanted(s);
+    if (wanted > kMaxTopK) wanted = 0;  // more than the device selects: the whole row
+    if (wanted == 0) ++shape.full_rows;
+    if (wanted > 1) shape.candidates = kMaxTopK;  // one size for every sampled row: fewer recorded shapes
+    plans.push_back(RowPlan{.sequence = &s, .best_wanted = wanted});
+    last_token.push_back(t - 1);
   }
-  full_rows = static_cast<std::int64_t>(token_of_full.size());
+  shape.logit_rows = static_cast<std::int64_t>(plans.size());
   auto* rows = static_cast<std::int32_t*>(b.logit_rows.mapped());
-  std::int64_t next_full = 0, next_best = full_rows;
-  for (const bool f : full) row_of.push_back(f ? next_full++ : next_best++);
-  for (std::size_t i = 0; i < token_of_full.size(); ++i) rows[i] = static_cast<std::int32_t>(token_of_full[i]);
-  for (std::size_t i = 0; i < token_of_best.size(); ++i) {
-    rows[token_of_full.size() + i] = static_cast<std::int32_t>(token_of_best[i]);
+  std::int64_t next_full = 0, next_best = shape.full_rows;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    plans[i].row = plans[i].best_wanted == 0 ? next_full++ : next_best++;
+    rows[plans[i].row] = static_cast<std::int32_t>(last_token[i]);
   }
-  return row_of;
+  return plans;
 }
 
 }  // namespace
+
+void VulkanBackend::State::read_rows(std::span<const RowPlan> plans, const StepShape& shape) {
+  const auto vocab = static_cast<std::size_t>(config.vocab_size);
+  const auto k = static_cast<std::size_t>(shape.candidates);
+  const auto* logits = static_cast<const float*>(buffers.logits_out.mapped());
+  const auto* pairs = static_cast<const std::byte*>(buffers.candidates_out.mapped());
+  const std::size_t candidate_rows = plans.size() - static_cast<std::size_t>(shape.full_rows);
+  candidate_ids.resize(candidate_rows * k);  // sized before any span into them is taken
+  candidate_values.resize(candidate_rows * k);
+  for (std::size_t i = 0; i < candidate_rows * k; ++i) {
+    std::memcpy(&candidate_ids[i], pairs + 8 * i, 4);
+    std::memcpy(&candidate_values[i], pairs + 8 * i + 4, 4);
+  }
+  rows.clear();
+  rows_read.clear();
+  for (const RowPlan& plan : plans) {
+    if (plan.best_wanted == 0) {
+      ++whole_rows_read;
+      rows.push_back(StepSampling::LogitRow{.logits = std::span<const float>(logits + static_cast<std::size_t>(plan.row) * vocab, vocab)});
+      continue;
+    }
+    const std::size_t first = (static_cast<std::size_t>(plan.row - shape.full_rows)) * k;
+    const std::span<const float> values(candidate_values.data() + first, k);
+    if (sampling->best_logits_suffice(*plan.sequence, values)) {
+      rows.push_back(StepSampling::LogitRow{.ids = std::span<const std::int32_t>(candidate_ids.data() + first, k),
+                                            .values = values});
+      continue;
+    }
+    // NaN or infinite logits among the best: the whole row, read from the device, lets the sampler decide as the
+    // CPU's would (it skips NaN; it fails the sequence when nothing is left).
+    ++whole_rows_read;
+    rows.push_back(StepSampling::LogitRow{.logits = read_logits_row(plan.row)});
+  }
+}
 
 StepResult VulkanBackend::run(const StepBatch& batch) {
   State& s = *state_;
@@ -330,34 +383,11 @@ StepResult VulkanBackend::run(const StepBatch& batch) {
   write_inputs(views, s.buffers, s.kv.layout.block_size, s.config.context_length, s.positions);
   s.write_rotation();
   StepShape shape{.tokens = static_cast<std::int64_t>(s.positions.size())};
-  const std::vector<std::int64_t> row_of = write_logit_rows(batch, *s.sampling, s.buffers, shape.full_rows);
-  shape.logit_rows = static_cast<std::int64_t>(row_of.size());
+  const std::vector<RowPlan> plans = write_logit_rows(batch, *s.sampling, s.buffers, shape);
   shape.hidden = std::any_of(batch.sequences.begin(), batch.sequences.end(), [](const StepSequence& q) { return q.embed; });
   s.recording_for(shape).submit_and_wait();
   s.positions_computed += static_cast<std::uint64_t>(shape.tokens);
-
-  const auto vocab = static_cast<std::size_t>(s.config.vocab_size);
-  const auto* logits = static_cast<const float*>(s.buffers.logits_out.mapped());
-  const auto* best = static_cast<const std::byte*>(s.buffers.candidates_out.mapped());
-  s.rows.clear();
-  s.rows_read.clear();
-  for (const std::int64_t row : row_of) {
-    if (row < shape.full_rows) {
-      s.rows.push_back(StepSampling::LogitRow{.logits = std::span<const float>(logits + static_cast<std::size_t>(row) * vocab, vocab)});
-      continue;
-    }
-    std::int32_t token = 0;
-    float logit = 0.0f;
-    std::memcpy(&token, best + row * 8, 4);
-    std::memcpy(&logit, best + row * 8 + 4, 4);
-    if (!std::isnan(logit) && logit != -INFINITY) {  // what greedy sampling may pick
-      s.rows.push_back(StepSampling::LogitRow{.best = token});
-      continue;
-    }
-    // No finite best (NaN or -inf logits): the whole row, read from the device, lets the sampler decide as the
-    // CPU's would (it skips NaN; it fails the sequence when nothing is left).
-    s.rows.push_back(StepSampling::LogitRow{.logits = s.read_logits_row(row)});
-  }
+  s.read_rows(plans, shape);
   s.hidden.clear();
   if (shape.hidden) {
     const auto dim = static_cast<std::size_t>(s.config.dim);
@@ -447,5 +477,6 @@ void VulkanBackend::set_pinned_arithmetic(bool pinned) {
   state_->recorded.clear();
 }
 std::uint64_t VulkanBackend::positions_computed() const noexcept { return state_->positions_computed; }
+std::uint64_t VulkanBackend::whole_rows_read() const noexcept { return state_->whole_rows_read; }
 
 }  // namespace loom::compute::vulkan

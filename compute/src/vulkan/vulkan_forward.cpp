@@ -113,7 +113,7 @@ void record_layer(OpContext& op, const ModelConfig& c, std::int64_t layer, const
 }
 
 // The final norm of the rows that want logits (gathered in logit-row order), the output product and its soft
-// cap, the whole rows the host reads back, and every row's best token.
+// cap, the whole rows the host reads back, and the other rows' best candidates.
 void record_logits(OpContext& op, const ModelConfig& c, const DeviceWeights& w, const StepBuffers& b,
                    const StepShape& shape) {
   const std::int64_t m = shape.logit_rows;
@@ -128,7 +128,13 @@ void record_logits(OpContext& op, const ModelConfig& c, const DeviceWeights& w, 
     gather_rows(op, logits, b.identity.range(0, static_cast<VkDeviceSize>(shape.full_rows) * 4),
                 rows(b.logits_out, shape.full_rows, c.vocab_size), shape.full_rows, c.vocab_size);
   }
-  top_k(op, logits, m, c.vocab_size, 1, b.candidates_out.range(0, static_cast<VkDeviceSize>(m) * 8));
+  const std::int64_t candidate_rows = m - shape.full_rows;
+  if (candidate_rows > 0) {
+    const auto row_bytes = static_cast<VkDeviceSize>(c.vocab_size) * kFloat;
+    top_k(op, b.logits.range(static_cast<VkDeviceSize>(shape.full_rows) * row_bytes, candidate_rows * row_bytes),
+          candidate_rows, c.vocab_size, shape.candidates,
+          b.candidates_out.range(0, static_cast<VkDeviceSize>(candidate_rows * shape.candidates) * 8));
+  }
 }
 
 }  // namespace

@@ -214,7 +214,7 @@ StepBuffers allocate_step_buffers(VulkanContext& context, const ModelConfig& c, 
       .logit_rows = host(b * sizeof(std::int32_t), "logit rows"),
       .identity = host(b * sizeof(std::int32_t), "row indices"),
       .logits_out = host(floats(c.vocab_size), "logits read back"),
-      .candidates_out = host(b * 8, "best tokens read back"),
+      .candidates_out = host(b * static_cast<std::uint64_t>(kMaxTopK) * 8, "best tokens read back"),
       .hidden_out = host(floats(c.dim), "hidden states read back"),
       .max_batch = max_batch,
       .max_table_entries = max_table_entries};

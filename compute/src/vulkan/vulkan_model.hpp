@@ -72,8 +72,9 @@ std::uint64_t kv_bytes(const ModelConfig& config, TensorType type, std::int64_t 
 // back whole, every one's best token through top_k), and whether the final hidden states come back.
 struct StepShape {
   std::int64_t tokens = 0;
-  std::int64_t logit_rows = 0;
+  std::int64_t logit_rows = 0;  // rows [0, full_rows) are read back whole, the others as their best candidates
   std::int64_t full_rows = 0;
+  std::int64_t candidates = 1;  // per candidate row: 1 (only greedy rows) or kMaxTopK
   bool hidden = false;
   auto operator<=>(const StepShape&) const = default;
 };
@@ -87,7 +88,8 @@ struct StepBuffers {
   // block tables of the step's sequences, the token index of each logit row.
   Buffer tokens, rotation, rotation_swa, slots, token_info, tables, logit_rows;
   Buffer identity;  // 0, 1, 2, ...: gathers whole logit rows into logits_out
-  // Host-visible outputs: whole logit rows, each row's best (token, logit), the final hidden states.
+  // Host-visible outputs: whole logit rows, the other rows' best (token, logit) pairs (up to kMaxTopK of
+  // each), the final hidden states.
   Buffer logits_out, candidates_out, hidden_out;
   std::int64_t max_batch = 0;
   std::int64_t max_table_entries = 0;

@@ -78,6 +78,20 @@ class Sampler {
   std::int32_t sample(std::span<const float> logits, std::span<const std::int32_t> history,
                       std::span<const std::uint8_t> allowed = {});
 
+  // How many of a row's best logits decide what sample() picks from the whole row, without a mask:
+  //   1          greedy with no bias or penalty: the best one is the token;
+  //   top_k + 1  temperature sampling with top-k on and no bias or penalty: top-k keeps the k best, and top-p,
+  //              min-p and the draw look at nothing else (one more than k, so that the top-k step runs on
+  //              them exactly as on the whole row, and the kept tokens come in its order);
+  //   0          the whole row is needed (top-k off, a bias, a penalty).
+  // A device that selects the best candidates (best first, the lower id on ties) then sends only those.
+  static std::int32_t best_logits_needed(const proto::SamplingParams& params, std::int32_t vocab_size);
+  // sample() on a row of which only the best candidates are given (ids and their logits, best first, the lower
+  // id on ties, all finite, at least best_logits_needed() > 0 of them): the same token, from the same draw, as
+  // sample() on the whole row would give. Throws std::invalid_argument when the parameters need the whole row or
+  // the candidates are too few, out of the vocabulary or not finite.
+  std::int32_t sample_best(std::span<const std::int32_t> ids, std::span<const float> logits);
+
  private:
   struct Candidate {
     std::int32_t id;
@@ -90,6 +104,7 @@ class Sampler {
   std::size_t keep_top_p(std::size_t count, float max_logit, bool ranked);
   std::size_t keep_min_p(std::size_t count, float max_logit);
   std::int32_t draw(std::size_t count, float max_logit);
+  std::int32_t filter_and_draw(std::size_t count, float max_logit);
 
   // The parameters in the sampler's own arithmetic (float logits), converted once.
   struct Settings {

@@ -41,11 +41,11 @@ class StepSampling {
   };
 
   // What the forward pass produced for one sequence that samples (in batch order): its full logits row, or,
-  // when the sequence only needs the most likely token (wants_full_logits() false), that token alone.
+  // when the sequence's token depends only on the row's best few (best_logits_wanted() > 0), those alone.
   struct LogitRow {
-    std::span<const float> logits{};  // vocab_size values, or empty
-    std::int32_t best = -1;           // with empty logits: the highest logit's token (lowest id on ties);
-                                      // -1 when no logit is finite (the sequence cannot go on)
+    std::span<const float> logits{};       // vocab_size values, or empty
+    std::span<const std::int32_t> ids{};   // with empty logits: the row's best tokens, best first (the lower id
+    std::span<const float> values{};       // on ties), at least best_logits_wanted() of them, and their logits
   };
 
   StepSampling(const ModelConfig& config, std::shared_ptr<const Tokenizer> tokenizer, Limits limits);
@@ -59,10 +59,16 @@ class StepSampling {
   // sequences. Returns each sequence's held state (its block table covers the step), in batch order; the
   // pointers stay valid until the next begin() or release().
   std::vector<const HeldSequences::Sequence*> begin(const StepBatch& batch);
-  // Whether the sequence (and every fork of it) needs its full logits row after this step: a constraint,
-  // logprobs, logit bias, penalties or temperature sampling. Without them its token is the row's argmax.
-  // Only for a sequence that samples, after begin().
-  bool wants_full_logits(const StepSequence& s) const;
+  // How many of its logits row's best values the sequence (and every fork of it) needs after this step: 0 for
+  // the whole row (a constraint, logprobs, a logit bias, a penalty, temperature sampling without top-k), 1 for
+  // greedy, top_k + 1 for temperature sampling with top-k (Sampler::best_logits_needed); the most of them over
+  // the forks. Only for a sequence that samples, after begin(). A backend that selects the best few on its
+  // device reads back only those; whole rows only where this is 0.
+  std::int32_t best_logits_wanted(const StepSequence& s) const;
+  // Whether best values `values` (best first) give the sequence's token as its whole row would: enough of them,
+  // and none of those it needs NaN or infinite (such rows are left to the whole row's rules). When false, the
+  // backend sends the whole row.
+  bool best_logits_suffice(const StepSequence& s, std::span<const float> values) const;
   // The step's result: `rows` has one entry per sequence with sample && !embed, in batch order; `hidden`
   // holds every embedding sequence's tokens' final hidden states, in batch order, dim values each.
   StepResult finish(const StepBatch& batch, std::span<const LogitRow> rows, const float* hidden);
@@ -92,7 +98,7 @@ class StepSampling {
   void check_block(BlockId block, const std::string& what) const;
   void check_forks(const StepSequence& s, std::unordered_set<SequenceId>& seen) const;
   std::vector<std::pair<SequenceId, Decoding>> new_decodings(const StepBatch& batch);
-  bool sequence_wants_full_logits(SequenceId id) const;
+  std::int32_t sequence_best_logits_wanted(SequenceId id) const;
   void pool(const StepSequence& s, const float* hidden);
   PooledEmbedding finish_pooling(SequenceId id);
   SampledToken sample(SequenceId id, const LogitRow& row);

@@ -5,11 +5,12 @@
 // step's inputs (token ids, the rotary table, KV slots, block tables, the rows that want logits) into
 // host-visible buffers, resubmits the forward pass recorded for the step's shape (recorded once per shape,
 // a few kept), and reads back only what the samplers need: whole logit rows for sequences that need the
-// distribution (penalties, a grammar, logprobs, temperature sampling), else just each row's best token.
+// distribution (penalties, a bias, a grammar, logprobs, temperature sampling without top-k), else each row's
+// best few, selected on the device: the best token for greedy rows, the best 64 for temperature sampling with
+// top_k < 64 (Sampler::sample_best draws from them exactly as from the whole row).
 //
 // The checks, the sequences held between steps, the samplers, forks and embedding pooling are StepSampling's,
-// shared with the CPU backend, so both give the same tokens from the same logits. Mixture-of-experts models are
-// refused at load.
+// shared with the CPU backend, so both give the same tokens from the same logits.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,7 @@ class VulkanBackend final : public Backend {
  public:
   // Opens the device options.device names ("vulkan", "vulkan:N"), the model and its vocabulary, uploads the
   // weights and allocates the KV storage. Throws std::invalid_argument for options out of range or a model the
-  // backend cannot run (mixture of experts, a tensor type without shaders), std::runtime_error for a device
+  // backend cannot run (a tensor type without shaders), std::runtime_error for a device
   // that cannot be opened or lacks the memory (saying how much the weights and the KV storage need).
   // `context_length` > 0 runs the model at that context instead of the file's (what phi3's LongRoPE chooses its
   // factors by; the parity tests match references made below the original context).
@@ -66,6 +67,8 @@ class VulkanBackend final : public Backend {
   void set_pinned_arithmetic(bool pinned);
   // Positions computed since the load.
   std::uint64_t positions_computed() const noexcept;
+  // Logit rows run() read back whole since the load (the others came back as their best candidates).
+  std::uint64_t whole_rows_read() const noexcept;
 
   struct State;
   explicit VulkanBackend(std::unique_ptr<State> state);
