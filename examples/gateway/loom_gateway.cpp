@@ -49,6 +49,9 @@ Model:
   --device D             where the forward pass runs: cpu (default), vulkan (the first discrete GPU, else
                          the first usable Vulkan device) or vulkan:N (device N as `loom info --devices`
                          lists them)
+  --vulkan-arithmetic A  on a Vulkan device: pinned (the CPU backend's arithmetic, bit for bit; needs 64-bit
+                         floats in shaders, slow on a GPU), fast (the device's own kernels) or auto (default:
+                         pinned on a CPU device such as lavapipe, fast on a GPU)
   --compute-threads N    forward-pass threads (default: the physical cores)
   --max-batch-tokens N   tokens of one step, all requests together: a long prompt is computed in chunks of
                          at most this many (default 512)
@@ -241,6 +244,7 @@ int main(int argc, char** argv) {
     config.chat_template = args.text("chat-template", config.chat_template);
     config.chat_template_file = args.text("chat-template-file", config.chat_template_file);
     config.device = args.text("device", config.device);
+    config.vulkan_arithmetic = args.text("vulkan-arithmetic", config.vulkan_arithmetic);
     count("compute-threads", config.compute_threads, 0, 1024);
     count("max-batch-tokens", config.max_batch_tokens, 1, 1 << 20);
     count("kv-cache-mb", config.kv_cache_mb, 0, 1 << 20);

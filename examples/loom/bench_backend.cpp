@@ -93,6 +93,7 @@ int run_backend_bench(const BackendBenchOptions& o) {
   LoadOptions load;
   load.model_path = o.model_path;
   load.device = o.device;
+  load.arithmetic = o.arithmetic;
   load.kv_tokens = per * 16 * widest;
   load.max_batch_tokens = std::max(kChunk, widest);
   std::fprintf(stderr, "loom bench: loading %s on %s\n", o.model_path.c_str(), o.device.c_str());
@@ -135,13 +136,15 @@ int run_backend_bench(const BackendBenchOptions& o) {
   }
   nlohmann::json doc{{"model", {{"path", o.model_path}, {"name", std::filesystem::path(o.model_path).stem().string()}}},
                      {"device", o.device},
+                     {"device_name", backend->info().device},
                      {"repetitions", o.repetitions},
                      {"results", results}};
   if (o.json) {
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
   }
-  std::printf("model: %s, device %s, %d repetitions\n", o.model_path.c_str(), o.device.c_str(), o.repetitions);
+  std::printf("model: %s, device %s (%s), %d repetitions\n", o.model_path.c_str(), o.device.c_str(),
+              backend->info().device.c_str(), o.repetitions);
   std::printf("%-12s %10s %10s %10s %10s\n", "test", "t/s", "t/s min", "t/s max", "ms/step");
   for (const auto& r : results) {
     std::printf("%-12s %10.1f %10.1f %10.1f %10.2f\n", r["test"].get<std::string>().c_str(),

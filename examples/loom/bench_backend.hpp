@@ -7,11 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "loom/compute/backend.hpp"
+
 namespace loom::cli {
 
 struct BackendBenchOptions {
   std::string model_path;
   std::string device;
+  compute::DeviceArithmetic arithmetic = compute::DeviceArithmetic::automatic;
   std::int64_t prompt_tokens = 512;
   std::int64_t generated_tokens = 128;
   std::vector<std::int64_t> batch_sizes;

@@ -40,7 +40,7 @@ struct BenchOptions {
   int repetitions = 3;
   bool json = false;
   std::size_t probe_bytes = BandwidthProbe::kDefaultBytes;
-  std::string device = "cpu";  // elsewhere than the CPU: bench_backend.hpp's tests instead
+  DeviceOption device;  // elsewhere than the CPU: bench_backend.hpp's tests instead
 };
 
 // A comma-separated list of integers in [low, high], as option --NAME (-LETTER) takes it.
@@ -375,10 +375,11 @@ std::vector<std::string> expand_bench_short_options(int argc, char** argv) {
 
 int run_bench(CommandLine& args) {
   const BenchOptions options = read_options(args);
-  if (options.device != "cpu") {
+  if (options.device.device != "cpu") {
     if (options.depths != std::vector<std::int64_t>{0}) throw UsageError("-d is for --device cpu only");
     return run_backend_bench(BackendBenchOptions{.model_path = options.model_path,
-                                                 .device = options.device,
+                                                 .device = options.device.device,
+                                                 .arithmetic = options.device.arithmetic,
                                                  .prompt_tokens = options.prompt_tokens,
                                                  .generated_tokens = options.generated_tokens,
                                                  .batch_sizes = options.batch_sizes,

@@ -25,7 +25,7 @@ Commands:
   generate --model PATH --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--min-p M]
          [--repeat-penalty R] [--repeat-last-n N] [--frequency-penalty F] [--presence-penalty P]
          [--seed S] [--stop STR]... [--ignore-eos] [--json] [--no-echo] [--tokenizer FILE] [--context N]
-         [--threads N] [--device cpu|vulkan[:N]] [KV cache options]
+         [--threads N] [--device cpu|vulkan[:N]] [--vulkan-arithmetic auto|pinned|fast] [KV cache options]
          [--grammar GBNF | --grammar-file FILE | --json-schema FILE|JSON | --json-object]
          Streams the prompt and its continuation to stdout; prompt and generated token counts, time to
          first token and tokens/s go to stderr. --json prints one JSON object at the end instead (text,
@@ -45,7 +45,7 @@ Commands:
   detokenize --model PATH --ids ID,ID,... [--special] [--tokenizer FILE]
          Prints the text of the ids (--special: control tokens as their text).
   logits --model PATH --tokens ID,ID,... [--continue ID,... | --greedy N] [--top K] [--threads N]
-         [--device cpu|vulkan[:N]] [KV cache options]
+         [--device cpu|vulkan[:N]] [--vulkan-arithmetic auto|pinned|fast] [KV cache options]
          Feeds --tokens as one prefill batch, then each --continue token one at a time (teacher forced),
          or its own argmax for N steps (--greedy). Prints one JSON object:
          {"prompt_tokens", "prompt_top", "continue", "continue_top"}, where prompt_top[i] is the top-K
@@ -71,7 +71,7 @@ Commands:
          qwen2moe shared expert; --long-rope-context writes phi3 LongRoPE factors with that original
          context.
   bench  --model PATH [-p N] [-n N] [-b B,B,...] [-d D,D,...] [-t|--threads N] [-r N] [--json] [--probe-mb M]
-         [--device cpu|vulkan[:N]]
+         [--device cpu|vulkan[:N]] [--vulkan-arithmetic auto|pinned|fast]
          Measures the memory bandwidth and int8 / FP32 peaks of this machine, then prompt processing of N
          tokens (-p, --n-prompt, default 512), generation of N tokens one at a time (-n, --n-gen, default
          128) and N tokens of B sequences decoding together for each batch size (-b, --batch, default
@@ -93,6 +93,10 @@ Commands:
 --device (generate, chat, logits, bench): where the forward pass runs: cpu (the default), vulkan (the first
 discrete GPU, else the first usable Vulkan device) or vulkan:N (device N of `loom info --devices`). The
 Vulkan backend runs the same models, mixture-of-experts ones included; a build without it says so.
+--vulkan-arithmetic auto|pinned|fast (with --device vulkan[:N]): pinned computes as the CPU backend does, bit
+for bit (needs a device with 64-bit floats in shaders; slow on a GPU), fast with the device's own kernels
+(logits a few ulps apart from the CPU's); auto (the default) is pinned on a CPU device such as lavapipe and
+fast on a GPU.
 
 KV cache options (generate, chat, logits): --kv-block-size N token slots per block (default 16);
 --kv-cache-mb M the keys and values of all layers in M MiB (default: enough for the context, one stream's

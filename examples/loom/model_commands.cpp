@@ -111,12 +111,13 @@ ForwardLogits cpu_forward(const LoadedModel& loaded, int threads, const KvCacheO
   };
 }
 
-ForwardLogits vulkan_forward(const std::string& model_path, const std::string& device, const KvCacheOptions& kv,
+ForwardLogits vulkan_forward(const std::string& model_path, const DeviceOption& device, const KvCacheOptions& kv,
                              std::int64_t positions, std::size_t prompt) {
 #ifdef LOOM_HAS_VULKAN
   LoadOptions options;
   options.model_path = model_path;
-  options.device = device;
+  options.device = device.device;
+  options.arithmetic = device.arithmetic;
   options.kv = kv;
   options.kv_tokens = kv.budget_bytes > 0 ? 0 : positions;
   options.max_batch_tokens = std::clamp<std::int64_t>(static_cast<std::int64_t>(prompt), 1, LoadOptions::kMaxBatchTokens);
@@ -139,7 +140,7 @@ ForwardLogits vulkan_forward(const std::string& model_path, const std::string& d
   };
 #else
   (void)model_path, (void)kv, (void)positions, (void)prompt;
-  throw std::runtime_error("device " + device + ": " + std::string(kNoVulkanBuild));
+  throw std::runtime_error("device " + device.device + ": " + std::string(kNoVulkanBuild));
 #endif
 }
 
@@ -153,7 +154,7 @@ int run_logits(CommandLine& args) {
   const auto k = static_cast<int>(args.integer("top", 10, 1, 1'000'000));
   const auto threads = static_cast<int>(args.integer("threads", default_threads(), 1, 1024));
   const compute::KvCacheOptions kv = read_kv_cache_options(args);
-  const std::string device = read_device(args);
+  const DeviceOption device = read_device(args);
   args.reject_unknown();
   if (model_path.empty()) throw UsageError("logits needs --model PATH");
   if (tokens_text.empty()) throw UsageError("logits needs --tokens ID,ID,...");
@@ -172,7 +173,7 @@ int run_logits(CommandLine& args) {
   const std::int64_t vocab = config.vocab_size;
   // Logits of tokens at start, start + 1, ... into `out` (every token's row, or the last token's).
   const ForwardLogits forward =
-      device == "cpu" ? cpu_forward(*loaded, threads, kv, positions) : vulkan_forward(model_path, device, kv, positions, prompt.size());
+      device.device == "cpu" ? cpu_forward(*loaded, threads, kv, positions) : vulkan_forward(model_path, device, kv, positions, prompt.size());
 
   nlohmann::json out;
   out["prompt_tokens"] = prompt;

@@ -154,7 +154,7 @@ struct EngineOptions {
   int threads = 0;
   std::int64_t context = 0;  // 0: the model's own
   compute::KvCacheOptions kv;
-  std::string device = "cpu";  // --device: cpu, vulkan or vulkan:N
+  DeviceOption device;  // --device and --vulkan-arithmetic
 };
 
 // The files must be there and usable before the engine loads: a model without a vocabulary needs
@@ -178,7 +178,8 @@ Engine::Config engine_config(const EngineOptions& options) {
   config.model.tokenizer_path = options.tokenizer_path;
   config.model.threads = options.threads;
   config.model.kv = options.kv;
-  config.model.device = options.device;
+  config.model.device = options.device.device;
+  config.model.arithmetic = options.device.arithmetic;
   // One stream: one context is all it can use, so no kv_auto (the gateway's memory-sized default for many
   // streams would only commit memory and the time to write it at load).
   config.model.kv_tokens = options.context;
@@ -387,7 +388,7 @@ int run_generate(CommandLine& args) {
   const auto context = args.integer("context", 0, 0, 1 << 24);
   const compute::KvCacheOptions kv = read_kv_cache_options(args);
   const proto::SamplingParams params = read_sampling_params(args, 256);
-  const std::string device = read_device(args);
+  const DeviceOption device = read_device(args);
   args.reject_unknown();
   if (prompt_values.empty()) throw UsageError("generate needs --prompt TEXT");
   check_model_files(model_path, tokenizer_path, kv);
@@ -449,7 +450,7 @@ int run_chat(CommandLine& args) {
   const auto context = args.integer("context", 0, 0, 1 << 24);
   const compute::KvCacheOptions kv = read_kv_cache_options(args);
   const proto::SamplingParams params = read_sampling_params(args, 1024);
-  const std::string device = read_device(args);
+  const DeviceOption device = read_device(args);
   args.reject_unknown();
   check_model_files(model_path, tokenizer_path, kv);
 

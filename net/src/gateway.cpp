@@ -16,6 +16,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "gateway_context.hpp"
+#include "loom/compute/devices.hpp"
 #include "loom/compute/text/chat_format.hpp"
 #include "http_connection.hpp"
 #include "llama_routes.hpp"
@@ -36,6 +37,7 @@ actors::EngineConfig engine_config_for(const GatewayConfig& config) {
   actors::EngineConfig engine;
   engine.model.model_path = config.model;
   engine.model.device = config.device;
+  engine.model.arithmetic = compute::parse_device_arithmetic(config.vulkan_arithmetic);  // validate() checked it
   engine.model.tokenizer_path = config.tokenizer;
   engine.model.threads = config.compute_threads;
   engine.scheduler.max_batch_tokens = static_cast<std::size_t>(config.max_batch_tokens);

@@ -81,6 +81,15 @@ void GatewayConfig::validate() const {
   } catch (const std::invalid_argument&) {
     refuse("device", "must be cpu, vulkan or vulkan:N (N a device index as `loom info --devices` lists), got '" + device + "'");
   }
+  compute::DeviceArithmetic arithmetic = compute::DeviceArithmetic::automatic;
+  try {
+    arithmetic = compute::parse_device_arithmetic(vulkan_arithmetic);
+  } catch (const std::invalid_argument&) {
+    refuse("vulkan_arithmetic", "must be auto, pinned or fast, got '" + vulkan_arithmetic + "'");
+  }
+  if (arithmetic != compute::DeviceArithmetic::automatic && device == "cpu") {
+    refuse("vulkan_arithmetic", "is for a Vulkan device (device vulkan or vulkan:N); the CPU backend has one arithmetic");
+  }
   within<int>("threads", threads, 0, 256);
   within<int>("compute_threads", compute_threads, 0, 1024);
   within<std::int32_t>("max_batch_tokens", max_batch_tokens, 1, 1 << 20);
@@ -143,6 +152,7 @@ void apply_json(GatewayConfig& c, const nlohmann::json& object) {
     else if (key == "chat_template") text(c.chat_template);
     else if (key == "chat_template_file") text(c.chat_template_file);
     else if (key == "device") text(c.device);
+    else if (key == "vulkan_arithmetic") text(c.vulkan_arithmetic);
     else if (key == "compute_threads") integer(c.compute_threads);
     else if (key == "kv_cache_mb") integer(c.kv_cache_mb);
     else if (key == "kv_cache_percent") integer(c.kv_cache_percent);

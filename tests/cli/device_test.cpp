@@ -100,5 +100,45 @@ TEST(DeviceOption, AnUnknownDeviceIsAUsageErrorAndAMissingOneSaysWhatExists) {
       << missing.err;
 }
 
+// --vulkan-arithmetic: fast still gives the CPU's greedy text on this F32 model (its logits are well apart), and the
+// arithmetic a device runs is named in `loom bench`'s output; a bad value, or a Vulkan arithmetic for the CPU, is a
+// usage error.
+TEST(DeviceOption, TheVulkanArithmeticIsChosenAndNamed) {
+  const std::string model = shared_path("models/aidreams260K.gguf");
+  REQUIRE_SHARED_FILE(model);
+  const auto bad = run_loom({"generate", "--model", model, "--prompt", "x", "--device", "vulkan", "--vulkan-arithmetic", "exact"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(has(bad.err, "--vulkan-arithmetic 'exact' is not auto, pinned or fast")) << bad.err;
+  const auto on_cpu = run_loom({"generate", "--model", model, "--prompt", "x", "--vulkan-arithmetic", "fast"});
+  EXPECT_EQ(on_cpu.exit_code, 2) << on_cpu.err;
+  EXPECT_TRUE(has(on_cpu.err, "--vulkan-arithmetic is for --device vulkan[:N]")) << on_cpu.err;
+
+  REQUIRE_VULKAN_DEVICE();
+  const std::vector<std::string> common{"generate", "--model", model, "--prompt", "Once upon a time", "--temperature",
+                                        "0", "--max-tokens", "24", "--threads", "1", "--device"};
+  auto fast = common;
+  fast.insert(fast.end(), {"vulkan", "--vulkan-arithmetic", "fast"});
+  auto cpu = common;
+  cpu.push_back("cpu");
+  const auto on_fast = run_loom(fast);
+  const auto reference = run_loom(cpu);
+  ASSERT_EQ(on_fast.exit_code, 0) << on_fast.err;
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  EXPECT_EQ(on_fast.out, reference.out);
+
+  for (const char* arithmetic : {"fast", "pinned"}) {
+    const auto bench = run_loom({"bench", "--model", model, "-p", "8", "-n", "4", "-b", "none", "-r", "1", "--json",
+                                 "--device", "vulkan", "--vulkan-arithmetic", arithmetic});
+    if (std::string(arithmetic) == "pinned" && bench.exit_code != 0) {
+      // A device without 64-bit floats in shaders refuses the pinned arithmetic, saying so.
+      EXPECT_TRUE(has(bench.err, "shaderFloat64")) << bench.err;
+      continue;
+    }
+    ASSERT_EQ(bench.exit_code, 0) << bench.err;
+    const auto doc = nlohmann::json::parse(bench.out);
+    EXPECT_TRUE(has(doc.at("device_name").get<std::string>(), std::string(arithmetic) + " arithmetic")) << bench.out;
+  }
+}
+
 }  // namespace
 }  // namespace loom::cli::testing

@@ -30,7 +30,8 @@ TEST(GatewayBinary, HelpListsTheOptionsWithDefaults) {
   const auto run = run_loom({"--help"}, gateway_binary());
   EXPECT_EQ(run.exit_code, 0);
   for (const char* option : {"--model", "--host", "--port", "--threads", "--kv-cache-mb", "--kv-cache-percent",
-                             "--api-key", "--config", "--chat-template", "--device", "default 127.0.0.1", "default 8080"}) {
+                             "--api-key", "--config", "--chat-template", "--device", "--vulkan-arithmetic",
+                             "default 127.0.0.1", "default 8080"}) {
     EXPECT_NE(run.out.find(option), std::string::npos) << option;
   }
 }

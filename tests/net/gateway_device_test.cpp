@@ -54,5 +54,36 @@ TEST(GatewayDevice, TheDeviceIsCpuVulkanOrVulkanN) {
   }
 }
 
+// vulkan_arithmetic (flag --vulkan-arithmetic, LOOM_VULKAN_ARITHMETIC, config key): auto, pinned or fast, and
+// only auto on the CPU, which has one arithmetic; the config file's key reaches the config.
+TEST(GatewayDevice, TheVulkanArithmeticIsAutoPinnedOrFastAndOnlyAutoOnTheCpu) {
+  GatewayConfig config = test_config();
+  config.device = "vulkan";
+  for (const char* good : {"auto", "pinned", "fast"}) {
+    config.vulkan_arithmetic = good;
+    EXPECT_NO_THROW(config.validate()) << good;
+  }
+  const auto refused = [&](const std::string& device, const std::string& arithmetic) {
+    config.device = device;
+    config.vulkan_arithmetic = arithmetic;
+    try {
+      config.validate();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string bad = refused("vulkan", "exact");
+  EXPECT_NE(bad.find("vulkan_arithmetic must be auto, pinned or fast, got 'exact'"), std::string::npos) << bad;
+  const std::string on_cpu = refused("cpu", "fast");
+  EXPECT_NE(on_cpu.find("vulkan_arithmetic is for a Vulkan device"), std::string::npos) << on_cpu;
+  EXPECT_EQ(refused("cpu", "auto"), "accepted");
+
+  GatewayConfig from_file = test_config();
+  apply_json(from_file, json{{"device", "vulkan:1"}, {"vulkan_arithmetic", "fast"}});
+  EXPECT_EQ(from_file.device, "vulkan:1");
+  EXPECT_EQ(from_file.vulkan_arithmetic, "fast");
+}
+
 }  // namespace
 }  // namespace loom::net::test

@@ -222,6 +222,36 @@ TEST(VulkanBackendSteps, AForkedSequenceDecodesFromItsCopiedBlockLikeItsParent) 
   }
 }
 
+// LoadOptions::arithmetic: fast and pinned as asked (pinned refused, saying why, without shaderFloat64), auto by
+// the device's type; BackendInfo::device names the device and the arithmetic it runs.
+TEST(VulkanBackendLoad, TheArithmeticIsChosenAtLoad) {
+  LOOM_REQUIRE_VULKAN();
+  LoadOptions options = shared_model_options(kModel, 256);
+  options.arithmetic = DeviceArithmetic::fast;
+  const auto fast = VulkanBackend::load(options);
+  EXPECT_FALSE(fast->pinned_arithmetic());
+  EXPECT_EQ(fast->info().device, fast->device().name + ", fast arithmetic");
+  const bool float64 = fast->device().shader_float64;
+  const bool cpu_device = fast->device().type == "cpu";
+
+  options.arithmetic = DeviceArithmetic::automatic;
+  EXPECT_EQ(VulkanBackend::load(options)->pinned_arithmetic(), float64 && cpu_device);
+
+  options.arithmetic = DeviceArithmetic::pinned;
+  if (!float64) {
+    try {
+      VulkanBackend::load(options);
+      ADD_FAILURE() << "the pinned arithmetic was accepted on a device without shaderFloat64";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("shaderFloat64"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  const auto pinned = VulkanBackend::load(options);
+  EXPECT_TRUE(pinned->pinned_arithmetic());
+  EXPECT_EQ(pinned->info().device, pinned->device().name + ", pinned arithmetic");
+}
+
 TEST(VulkanBackendLoad, RefusesAnOutOfRangeDevice) {
   LOOM_REQUIRE_VULKAN();
   LoadOptions options = shared_model_options(kModel);

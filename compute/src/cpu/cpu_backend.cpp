@@ -69,7 +69,8 @@ BackendInfo CpuBackend::info() const {
                      .max_batch_tokens = model_->max_batch(),
                      .kv_sizing = kv_sizing_,
                      .chat_template_source = chat_template_source_,
-                     .tensors = std::move(tensors)};
+                     .tensors = std::move(tensors),
+                     .device = "cpu"};
 }
 
 StepResult CpuBackend::run(const StepBatch& batch) {

@@ -162,11 +162,24 @@ struct DevicePlan {
 // the point and agreement with the CPU backend is, starts pinned. set_pinned_arithmetic() changes it.
 bool pinned_by_default(const DeviceDescription& device) { return device.shader_float64 && device.type == "cpu"; }
 
+bool starts_pinned(DeviceArithmetic arithmetic, const DeviceDescription& device) {
+  switch (arithmetic) {
+    case DeviceArithmetic::automatic: return pinned_by_default(device);
+    case DeviceArithmetic::fast: return false;
+    case DeviceArithmetic::pinned: break;
+  }
+  if (!device.shader_float64) {
+    throw std::invalid_argument("the pinned arithmetic needs a device with shaderFloat64 (64-bit floats in shaders), "
+                                "which " + device.name + " lacks; use the fast arithmetic on it");
+  }
+  return true;
+}
+
 DevicePlan plan_device(const LoadOptions& options, const ModelConfig& config, const ModelWeights& weights,
                        const DeviceDescription& device, std::string& kv_sizing) {
   DevicePlan plan;
   plan.weight_bytes = weight_bytes(weights);
-  plan.pinned = pinned_by_default(device);
+  plan.pinned = starts_pinned(options.arithmetic, device);
   if (plan.pinned) {
     plan.scratch_bytes = attention_pinned_scratch_bytes(
         {.n = options.max_batch_tokens, .heads = config.heads, .max_positions = config.context_length});
@@ -200,9 +213,9 @@ std::runtime_error too_little_memory(const DeviceDescription& device, const Devi
 // before anything is allocated where its heap says so, else when an allocation fails.
 void VulkanBackend::State::allocate(const DevicePlan& plan, const std::stop_token& stop) {
   const DeviceDescription& device = context->description();
-  logger().info("loading on {} ({} device-local): weights {}, KV storage {} ({} blocks of {} tokens)", device.name,
-                gib(device.device_local_bytes), gib(plan.weight_bytes), gib(plan.kv_bytes), plan.blocks,
-                plan.sized.kv.block_size);
+  logger().info("loading on {} ({} device-local, {} arithmetic): weights {}, KV storage {} ({} blocks of {} tokens)",
+                device.name, gib(device.device_local_bytes), plan.pinned ? "pinned" : "fast", gib(plan.weight_bytes),
+                gib(plan.kv_bytes), plan.blocks, plan.sized.kv.block_size);
   if (device.device_local_bytes > 0 &&
       plan.weight_bytes + plan.kv_bytes + plan.scratch_bytes > device.device_local_bytes) {
     throw too_little_memory(device, plan, device.device_local_bytes, "");
@@ -443,7 +456,9 @@ BackendInfo VulkanBackend::info() const {
                      .max_batch_tokens = state_->max_batch,
                      .kv_sizing = state_->kv_sizing,
                      .chat_template_source = state_->chat_template_source,
-                     .tensors = std::move(tensors)};
+                     .tensors = std::move(tensors),
+                     .device = state_->context->description().name + (state_->buffers.pinned ? ", pinned" : ", fast") +
+                               " arithmetic"};
 }
 
 std::shared_ptr<const Tokenizer> VulkanBackend::tokenizer() const { return state_->tokenizer; }

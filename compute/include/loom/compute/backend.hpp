@@ -39,6 +39,13 @@ struct KvAutoSize {
   std::uint64_t available_bytes = 0;              // 0: MemAvailable, read at load
 };
 
+// How a Vulkan device computes (the CPU backend ignores it). pinned: the CPU backend's own arithmetic, bit for
+// bit (its summation orders, its exp, FMAs emulated in double: needs shaderFloat64, and costs a GPU most of its
+// speed); fast: the device's own kernels (online-softmax attention, tiled products; logits a few ulps apart from
+// the CPU's); automatic: pinned on a CPU device that can (lavapipe, where agreement matters more than speed),
+// fast on a GPU.
+enum class DeviceArithmetic { automatic, pinned, fast };
+
 // What to load, and how large to make the KV storage and the steps.
 struct LoadOptions {
   std::string model_path;      // GGUF, or a llama2.c checkpoint
@@ -47,6 +54,7 @@ struct LoadOptions {
   // Where the forward pass runs: "cpu", "vulkan" (the first discrete GPU, else the first usable device) or
   // "vulkan:N" (device N as `loom info --devices` lists them); devices.hpp's load_backend() dispatches on it.
   std::string device = "cpu";
+  DeviceArithmetic arithmetic = DeviceArithmetic::automatic;  // on a Vulkan device
   KvCacheOptions kv;           // block size, F16/F32, and a budget in bytes (0: sized by kv_tokens)
   std::int64_t kv_tokens = 0;  // without a budget: room for this many positions (0: kv_contexts full contexts)
   std::int64_t kv_contexts = 1;  // without a budget, kv_tokens or kv_auto: room for this many model contexts
@@ -82,6 +90,9 @@ struct BackendInfo {
   std::string kv_sizing;             // how kv_bytes was chosen when LoadOptions::kv_auto sized it, else empty
   std::string chat_template_source;  // the model's tokenizer.chat_template (Jinja), empty when it has none
   ModelTensorSummary tensors{};      // what the file's tensors add up to (GET /v1/models reports it)
+  // Where the forward pass runs, for people: "cpu", or a Vulkan device's name and arithmetic
+  // ("NVIDIA H100 PCIe, fast arithmetic").
+  std::string device{};
 };
 
 // How a sequence starts on a backend, in its first step (or its first after a preemption): what the

@@ -1,4 +1,4 @@
-// Where a model runs: the `device` of LoadOptions ("cpu", "vulkan" or "vulkan:N"), the one factory that loads
+// Where a model runs: the `device` of LoadOptions ("cpu", "vulkan" or "vulkan:N") and its arithmetic, the one factory that loads
 // the backend it names, and the Vulkan devices `loom info --devices` lists. Compiled in every build: a build
 // without the Vulkan backend (LOOM_VULKAN off) answers every Vulkan request with an error saying how to get
 // one (src/vulkan_unavailable.cpp), so the CLI and the gateway need no build switches of their own.
@@ -21,6 +21,11 @@ inline constexpr std::string_view kNoVulkanBuild =
 // Throws std::invalid_argument naming the value unless it is "cpu", "vulkan" or "vulkan:N" (N a device index
 // in [0, 1024)).
 void check_device_spec(std::string_view device);
+
+// The names of DeviceArithmetic (backend.hpp) on command lines and in configuration: "auto", "pinned", "fast".
+// parse_device_arithmetic throws std::invalid_argument naming the value and the three names.
+DeviceArithmetic parse_device_arithmetic(std::string_view name);
+std::string_view to_string(DeviceArithmetic arithmetic) noexcept;
 
 // The BackendFactory of the real engine: the CPU backend for "cpu", the Vulkan one for "vulkan[:N]".
 std::unique_ptr<Backend> load_backend(const LoadOptions& options);

@@ -22,6 +22,7 @@ struct GatewayConfig {
   std::string chat_template;     // a built-in layout (chatml, llama2, llama3, ...), overriding the model's
   std::string chat_template_file;  // a Jinja chat template file, overriding the model's template
   std::string device = "cpu";    // cpu | vulkan | vulkan:N (compute/devices.hpp)
+  std::string vulkan_arithmetic = "auto";  // auto | pinned | fast, on a Vulkan device (compute::DeviceArithmetic)
   int compute_threads = 0;       // forward-pass threads; 0: the physical core count
   std::int32_t max_batch_tokens = 512;  // tokens of one step, all sequences together: the prefill chunk
   std::int64_t kv_cache_mb = 0;  // KV cache budget; 0: sized from the machine (kv_cache_percent, capped)

@@ -61,7 +61,8 @@ class VulkanBackend final : public Backend {
   // (vulkan_pinned.hpp, vulkan_matmul.hpp's Summation::pinned: the CPU backend's bits, at a GPU's FP64 speed;
   // the default on a CPU device such as lavapipe that has shaderFloat64) or as the online-softmax attention, the
   // device's exp and the tiled products (the default on GPUs: last bits apart from the CPU's, which random-weight
-  // quantized models turn into logit differences of up to ~0.15). Setting true without shaderFloat64 throws;
+  // quantized models turn into logit differences of up to ~0.15). LoadOptions::arithmetic chooses at load (auto:
+  // the defaults just named; pinned without shaderFloat64 is refused). Setting true without shaderFloat64 throws;
   // setting it on a backend loaded fast allocates the pinned attention's scratch (tokens x heads x context floats).
   bool pinned_arithmetic() const noexcept;
   void set_pinned_arithmetic(bool pinned);
