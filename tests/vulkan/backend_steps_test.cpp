@@ -211,8 +211,10 @@ TEST(VulkanBackendSteps, AForkedSequenceDecodesFromItsCopiedBlockLikeItsParent) 
   std::int32_t a = first.sampled[0].token, b = first.sampled[1].token;
   StepSequence fork_step = decode(2, b, 12, 0);
   fork_step.blocks = {11};
+  const std::uint64_t waits = backend->fence_waits();
   StepResult r = backend->run(StepBatch{.copies = {BlockCopy{.source = 4, .destination = 11}},
                                          .sequences = {decode(1, a, 12, 1), fork_step}});
+  EXPECT_EQ(backend->fence_waits(), waits + 1) << "the block copies and the forward pass: one submission, one wait";
   for (int step = 0; step < 3; ++step) {
     ASSERT_EQ(r.sampled.size(), 2u);
     EXPECT_EQ(r.sampled[0].token, r.sampled[1].token) << "step " << step;

@@ -68,6 +68,7 @@ struct VulkanBackend::State {
   std::uint64_t recordings_made = 0;
   std::uint64_t positions_computed = 0;
   std::uint64_t whole_rows_read = 0;
+  std::uint64_t fence_waits = 0;
   // Scratch of a step.
   std::vector<std::int64_t> positions;
   std::vector<StepSampling::LogitRow> rows;
@@ -104,7 +105,18 @@ struct VulkanBackend::State {
     rotation->fill(positions, false, static_cast<float*>(buffers.rotation.mapped()));
     if (rotation->has_swa()) rotation->fill(positions, true, static_cast<float*>(buffers.rotation_swa.mapped()));
   }
-  void copy_blocks(const std::vector<BlockCopy>& copies);
+  // Records the step's block copies (copy-on-write of shared blocks); false when it has none.
+  bool record_block_copies(const std::vector<BlockCopy>& copies);
+  // The step's recording, after its block copies in the same submission when it has any: one fence wait.
+  void submit_step(const StepShape& shape, bool after_copies) {
+    CommandRecording& forward = recording_for(shape);
+    if (after_copies) {
+      forward.submit_after_and_wait(*copies);
+    } else {
+      forward.submit_and_wait();
+    }
+    ++fence_waits;
+  }
 };
 
 CommandRecording& VulkanBackend::State::recording_for(const StepShape& shape) {
@@ -126,8 +138,8 @@ CommandRecording& VulkanBackend::State::recording_for(const StepShape& shape) {
 }
 
 // Copy-on-write of shared blocks: each layer's keys and values of the block, before the forward pass.
-void VulkanBackend::State::copy_blocks(const std::vector<BlockCopy>& block_copies) {
-  if (block_copies.empty()) return;
+bool VulkanBackend::State::record_block_copies(const std::vector<BlockCopy>& block_copies) {
+  if (block_copies.empty()) return false;
   if (!copies) copies = std::make_unique<CommandRecording>(*context);
   copies->begin();
   const std::uint64_t bytes = kv.block_bytes();
@@ -140,7 +152,7 @@ void VulkanBackend::State::copy_blocks(const std::vector<BlockCopy>& block_copie
     }
   }
   copies->end();
-  copies->submit_and_wait();
+  return true;
 }
 
 namespace {
@@ -387,7 +399,7 @@ StepResult VulkanBackend::run(const StepBatch& batch) {
   State& s = *state_;
   s.sampling->check(batch);
   const std::vector<const HeldSequences::Sequence*> held = s.sampling->begin(batch);
-  s.copy_blocks(batch.copies);
+  const bool copies = s.record_block_copies(batch.copies);
   std::vector<SequenceView> views;
   for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
     views.push_back(SequenceView{batch.sequences[i].tokens, batch.sequences[i].start, held[i]->table});
@@ -398,7 +410,7 @@ StepResult VulkanBackend::run(const StepBatch& batch) {
   StepShape shape{.tokens = static_cast<std::int64_t>(s.positions.size())};
   const std::vector<RowPlan> plans = write_logit_rows(batch, *s.sampling, s.buffers, shape);
   shape.hidden = std::any_of(batch.sequences.begin(), batch.sequences.end(), [](const StepSequence& q) { return q.embed; });
-  s.recording_for(shape).submit_and_wait();
+  s.submit_step(shape, copies);
   s.positions_computed += static_cast<std::uint64_t>(shape.tokens);
   s.read_rows(plans, shape);
   s.hidden.clear();
@@ -433,7 +445,7 @@ std::vector<float> VulkanBackend::logits(std::span<const std::int32_t> tokens, s
   s.write_rotation();
   auto* rows = static_cast<std::int32_t*>(s.buffers.logit_rows.mapped());
   for (std::int64_t i = 0; i < n; ++i) rows[i] = static_cast<std::int32_t>(i);
-  s.recording_for(StepShape{.tokens = n, .logit_rows = n, .full_rows = n}).submit_and_wait();
+  s.submit_step(StepShape{.tokens = n, .logit_rows = n, .full_rows = n}, false);
   s.positions_computed += static_cast<std::uint64_t>(n);
   const auto* out = static_cast<const float*>(s.buffers.logits_out.mapped());
   return std::vector<float>(out, out + n * s.config.vocab_size);
@@ -493,5 +505,6 @@ void VulkanBackend::set_pinned_arithmetic(bool pinned) {
 }
 std::uint64_t VulkanBackend::positions_computed() const noexcept { return state_->positions_computed; }
 std::uint64_t VulkanBackend::whole_rows_read() const noexcept { return state_->whole_rows_read; }
+std::uint64_t VulkanBackend::fence_waits() const noexcept { return state_->fence_waits; }
 
 }  // namespace loom::compute::vulkan

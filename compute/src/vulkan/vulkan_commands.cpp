@@ -1,5 +1,6 @@
 #include "loom/compute/vulkan/vulkan_commands.hpp"
 
+#include <array>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -122,12 +123,20 @@ void CommandRecording::end() {
   recording_ = false;
 }
 
-void CommandRecording::submit_and_wait() {
+void CommandRecording::submit_and_wait() { submit({&commands_, 1}); }
+
+void CommandRecording::submit_after_and_wait(const CommandRecording& first) {
+  if (first.recording_) throw std::logic_error("submit_after_and_wait() with the first recording still open");
+  const std::array<VkCommandBuffer, 2> both{first.commands_, commands_};
+  submit(both);
+}
+
+void CommandRecording::submit(std::span<const VkCommandBuffer> buffers) {
   if (recording_) throw std::logic_error("submit_and_wait() while recording: call end() first");
   check(vkResetFences(context_.device(), 1, &fence_), "vkResetFences");
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commands_;
+  submit.commandBufferCount = static_cast<std::uint32_t>(buffers.size());
+  submit.pCommandBuffers = buffers.data();
   check(vkQueueSubmit(context_.queue(), 1, &submit, fence_), "vkQueueSubmit");
   check(vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
 }

@@ -70,6 +70,8 @@ class VulkanBackend final : public Backend {
   std::uint64_t positions_computed() const noexcept;
   // Logit rows run() read back whole since the load (the others came back as their best candidates).
   std::uint64_t whole_rows_read() const noexcept;
+  // Fence waits since the load: one per step, its block copies included (and one per logits() call).
+  std::uint64_t fence_waits() const noexcept;
 
   struct State;
   explicit VulkanBackend(std::unique_ptr<State> state);

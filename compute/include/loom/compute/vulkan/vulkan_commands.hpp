@@ -48,12 +48,17 @@ class CommandRecording {
   void end();
   // Submits what was recorded and waits for it. Throws VulkanError (VK_ERROR_DEVICE_LOST and the like).
   void submit_and_wait();
+  // Submits `first`'s recorded commands, then these, in one submission with one fence wait (a step's block copies
+  // before its forward pass: copy() ends in a barrier, which orders the copies before everything after them).
+  void submit_after_and_wait(const CommandRecording& first);
 
   bool recording() const noexcept { return recording_; }
   std::uint32_t dispatches() const noexcept { return dispatches_; }
   VkCommandBuffer handle() const noexcept { return commands_; }
 
  private:
+  void submit(std::span<const VkCommandBuffer> buffers);
+
   VulkanContext& context_;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
