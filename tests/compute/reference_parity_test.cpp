@@ -5,16 +5,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "loom/compute/cpu/kernel_path.hpp"
 #include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/cpu/thread_pool.hpp"
 #include "loom/compute/model/model_loader.hpp"
+#include "reference_logits.hpp"
 #include "test_files.hpp"
 
 namespace {
@@ -24,34 +22,9 @@ using loom::compute::LoadedModel;
 
 using loom::compute::testing::shared_path;
 
-struct TopEntry {
-  int token;
-  float logit;
-};
-
-struct Reference {
-  std::vector<int> prompt_tokens;
-  std::vector<std::vector<TopEntry>> prompt_top;
-  std::vector<int> greedy;
-  std::vector<std::vector<TopEntry>> greedy_top;
-};
-
-std::vector<std::vector<TopEntry>> read_tops(const nlohmann::json& j) {
-  std::vector<std::vector<TopEntry>> tops;
-  for (const auto& position : j) {
-    auto& top = tops.emplace_back();
-    for (const auto& pair : position) top.push_back({pair[0].get<int>(), pair[1].get<float>()});
-  }
-  return tops;
-}
-
-Reference read_reference(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("missing reference file " + path);
-  const auto j = nlohmann::json::parse(in);
-  return {j.at("prompt_tokens").get<std::vector<int>>(), read_tops(j.at("prompt_top")),
-          j.at("greedy").get<std::vector<int>>(), read_tops(j.at("greedy_top"))};
-}
+using loom::compute::testing::read_reference_logits;
+using loom::compute::testing::ReferenceLogits;
+using loom::compute::testing::ReferenceTop;
 
 struct Worst {
   float diff = 0;
@@ -63,7 +36,7 @@ struct ParityResult {
   Worst decode;   // the continuation, one token at a time
 };
 
-void compare(const std::vector<TopEntry>& top, const float* logits, const std::string& where, Worst& worst) {
+void compare(const std::vector<ReferenceTop>& top, const float* logits, const std::string& where, Worst& worst) {
   for (const auto& entry : top) {
     const float diff = std::abs(logits[entry.token] - entry.logit);
     if (diff > worst.diff) worst = {diff, where + " token " + std::to_string(entry.token)};
@@ -80,7 +53,7 @@ ParityResult run_parity(const std::string& model_file, const std::string& refere
   const std::string model_path = shared_path("models/" + model_file);
   const std::string reference_path = shared_path("reference/" + reference_file);
   if (!std::filesystem::exists(model_path)) throw std::runtime_error("missing model file " + model_path);
-  const Reference ref = read_reference(reference_path);
+  const ReferenceLogits ref = read_reference_logits(reference_path);
 
   auto loaded = LoadedModel::open(model_path);
   loom::compute::ThreadPool pool(2);

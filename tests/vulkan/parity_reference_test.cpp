@@ -35,50 +35,19 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "backend_test_support.hpp"
 #include "loom/compute/cpu/llama_model.hpp"
 #include "loom/compute/cpu/thread_pool.hpp"
 #include "loom/compute/model/model_loader.hpp"
+#include "reference_logits.hpp"
 #include "vulkan_test_device.hpp"
 
 namespace loom::compute::vulkan::testing {
 namespace {
-
-struct TopEntry {
-  int token;
-  float logit;
-};
-
-struct Reference {
-  std::vector<std::int32_t> prompt;
-  std::vector<std::vector<TopEntry>> prompt_top;
-  std::vector<std::int32_t> greedy;
-  std::vector<std::vector<TopEntry>> greedy_top;
-};
-
-std::vector<std::vector<TopEntry>> read_tops(const nlohmann::json& j) {
-  std::vector<std::vector<TopEntry>> tops;
-  for (const auto& position : j) {
-    auto& top = tops.emplace_back();
-    for (const auto& pair : position) top.push_back({pair[0].get<int>(), pair[1].get<float>()});
-  }
-  return tops;
-}
-
-Reference read_reference(const std::string& file) {
-  std::ifstream in(compute::testing::shared_path("reference/" + file));
-  if (!in) throw std::runtime_error("missing reference file " + file);
-  const auto j = nlohmann::json::parse(in);
-  return {j.at("prompt_tokens").get<std::vector<std::int32_t>>(), read_tops(j.at("prompt_top")),
-          j.at("greedy").get<std::vector<std::int32_t>>(), read_tops(j.at("greedy_top"))};
-}
 
 struct Worst {
   float reference = 0.0f;  // |vulkan - reference| over the reference's top-10 entries
@@ -87,9 +56,9 @@ struct Worst {
   std::string first_cpu_difference;  // the first prompt position or greedy step more than 0.001 off the CPU
 };
 
-void compare(const std::vector<TopEntry>& top, const float* vulkan, const float* cpu, std::int64_t vocab,
+void compare(const std::vector<compute::testing::ReferenceTop>& top, const float* vulkan, const float* cpu, std::int64_t vocab,
              const std::string& where, Worst& worst) {
-  for (const TopEntry& entry : top) {
+  for (const compute::testing::ReferenceTop& entry : top) {
     const float diff = std::abs(vulkan[entry.token] - entry.logit);
     if (diff > worst.reference) worst = {diff, worst.cpu, where + " token " + std::to_string(entry.token)};
   }
@@ -123,7 +92,8 @@ TEST_P(VulkanReferenceParity, LogitsMatchTheReferenceAndTheCpu) {
   LOOM_REQUIRE_VULKAN();
   const ParityCase& c = GetParam();
   const std::string stem = c.model.substr(0, c.model.find(".gguf"));
-  const Reference ref = read_reference(stem + ".once.json");
+  const compute::testing::ReferenceLogits ref =
+      compute::testing::read_reference_logits(compute::testing::shared_path("reference/" + stem + ".once.json"));
   const auto backend = VulkanBackend::load(shared_model_options(c.model, 256), c.context);
   backend->set_reference_lanes(c.made_on);
   // The arithmetic these bounds are for, whatever the device's default (a GPU starts fast).
@@ -141,9 +111,9 @@ TEST_P(VulkanReferenceParity, LogitsMatchTheReferenceAndTheCpu) {
 
   const std::vector<BlockId> table = blocks(0, 16);
   Worst worst;
-  const std::vector<float> prefill = backend->logits(ref.prompt, 0, table);
+  const std::vector<float> prefill = backend->logits(ref.prompt_tokens, 0, table);
   std::vector<float> expected(prefill.size());
-  cpu.forward(ref.prompt, 0, cache, LlamaModel::Logits::all, expected.data());
+  cpu.forward(ref.prompt_tokens, 0, cache, LlamaModel::Logits::all, expected.data());
   for (std::size_t i = 0; i < ref.prompt_top.size(); ++i) {
     compare(ref.prompt_top[i], &prefill[i * vocab], &expected[i * vocab], vocab, "prompt position " + std::to_string(i), worst);
   }
@@ -151,14 +121,14 @@ TEST_P(VulkanReferenceParity, LogitsMatchTheReferenceAndTheCpu) {
   std::vector<float> step(static_cast<std::size_t>(vocab));
   for (std::size_t g = 0; g < steps; ++g) {
     const std::int32_t token = ref.greedy[g];
-    const auto position = static_cast<std::int64_t>(ref.prompt.size() + g);
+    const auto position = static_cast<std::int64_t>(ref.prompt_tokens.size() + g);
     const std::vector<float> logits = backend->logits({&token, 1}, position, table);
     cpu.forward({&token, 1}, position, cache, LlamaModel::Logits::last, step.data());
     compare(ref.greedy_top[g], logits.data(), step.data(), vocab, "greedy step " + std::to_string(g), worst);
   }
   std::printf("[ vulkan parity ] %s: max |logit - reference| %.5f, max |logit - cpu| %.5f over %zu prompt positions "
               "and %zu greedy steps (issue asks <= %.3g: %s; first > 0.001 from the cpu: %s)\n",
-              c.model.c_str(), worst.reference, worst.cpu, ref.prompt.size(), steps, c.issue_tolerance,
+              c.model.c_str(), worst.reference, worst.cpu, ref.prompt_tokens.size(), steps, c.issue_tolerance,
               worst.reference <= c.issue_tolerance ? "met" : "NOT met yet",
               worst.first_cpu_difference.empty() ? "none" : worst.first_cpu_difference.c_str());
   EXPECT_LE(worst.reference, c.tolerance) << c.model << ": worst at " << worst.where;
