@@ -18,17 +18,7 @@ layout(constant_id = 2) const uint GROUP = 1;       // query heads per workgroup
 const uint kMaxDims = 4;                            // dimensions per invocation and head
 const float kLowest = -3.402823e38;
 
-layout(std430, set = 0, binding = 0) readonly buffer Query { float q[]; };
-#ifdef LOOM_KV_F16
-layout(std430, set = 0, binding = 1) readonly buffer Keys { uint keys[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Values { uint values[]; };
-#else
-layout(std430, set = 0, binding = 1) readonly buffer Keys { float keys[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Values { float values[]; };
-#endif
-layout(std430, set = 0, binding = 3) readonly buffer TokenInfo { int token_info[]; };  // position, table start, 0, 0
-layout(std430, set = 0, binding = 4) readonly buffer Tables { int tables[]; };
-layout(std430, set = 0, binding = 5) writeonly buffer Out { float out_values[]; };
+#include "attention_storage.glsl"  // bindings 0-5; token info: position, table start, 0, 0
 // Per (token, head, split): head_dim sums, then the split's maximum score and its softmax denominator.
 layout(std430, set = 0, binding = 6) writeonly buffer Partials { float partials[]; };
 
@@ -46,17 +36,6 @@ shared float query_s[GROUP * HEAD_DIM];
 shared float weight_s[GROUP * gl_WorkGroupSize.x];  // per head, the tile's exp(score - max), 0 past its end
 shared uint row_s[gl_WorkGroupSize.x];              // where each of the tile's positions starts in keys and values
 shared float reduce_s[GROUP * gl_WorkGroupSize.x];
-
-#ifdef LOOM_KV_F16
-vec2 key_pair(uint element) { return unpackHalf2x16(keys[element / 2]); }
-float value_at(uint element) {
-  const vec2 pair = unpackHalf2x16(values[element / 2]);
-  return (element & 1u) == 0u ? pair.x : pair.y;
-}
-#else
-vec2 key_pair(uint element) { return vec2(keys[element], keys[element + 1]); }
-float value_at(uint element) { return values[element]; }
-#endif
 
 // Each head's reduction (max or sum) of reduce_s[head * size + 0 .. size), left in reduce_s[head * size].
 void reduce_heads(bool take_max) {

@@ -16,17 +16,7 @@ layout(local_size_x_id = 0) in;                     // a power of two
 layout(constant_id = 1) const uint LANES = 16;      // 16: the reference's AVX-512 orders, 8: its AVX2 ones
 layout(constant_id = 2) const uint HEAD_DIM = 128;
 
-layout(std430, set = 0, binding = 0) readonly buffer Query { float q[]; };
-#ifdef LOOM_KV_F16
-layout(std430, set = 0, binding = 1) readonly buffer Keys { uint keys[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Values { uint values[]; };
-#else
-layout(std430, set = 0, binding = 1) readonly buffer Keys { float keys[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Values { float values[]; };
-#endif
-layout(std430, set = 0, binding = 3) readonly buffer TokenInfo { int token_info[]; };  // position, table, span, order
-layout(std430, set = 0, binding = 4) readonly buffer Tables { int tables[]; };
-layout(std430, set = 0, binding = 5) writeonly buffer Out { float out_values[]; };
+#include "attention_storage.glsl"  // bindings 0-5; token info: position, table, span, order
 layout(std430, set = 0, binding = 6) coherent buffer Scratch { float scratch[]; };
 
 layout(push_constant) uniform Push {
@@ -49,18 +39,8 @@ shared float inverse_s;
 shared float acc_s[64 * gl_WorkGroupSize.x];
 
 #ifdef LOOM_KV_F16
-float key_at(uint element) {
-  const vec2 pair = unpackHalf2x16(keys[element / 2]);
-  return (element & 1u) == 0u ? pair.x : pair.y;
-}
-float value_at(uint element) {
-  const vec2 pair = unpackHalf2x16(values[element / 2]);
-  return (element & 1u) == 0u ? pair.x : pair.y;
-}
 float storage_round(float x) { return ops_half_to_float(ops_float_to_half(x)); }
 #else
-float key_at(uint element) { return keys[element]; }
-float value_at(uint element) { return values[element]; }
 float storage_round(float x) { return x; }
 #endif
 
