@@ -178,8 +178,8 @@ std::optional<std::string> Gateway::State::model_loaded(boost::system::error_cod
   ctx.model_meta = model_meta(result.info, ctx.context_length, result.tokenizer.get());
   ctx.phase.compare_exchange_strong(expected, GatewayPhase::ready, std::memory_order_acq_rel);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-  logger().info("model loaded model_id={} context_length={} kv_blocks={} load_ms={}", ctx.model_id,
-                ctx.context_length, result.info.kv_blocks, ms.count());
+  logger().info("model loaded model_id={} context_length={} kv_blocks={} load_ms={} device=\"{}\"", ctx.model_id,
+                ctx.context_length, result.info.kv_blocks, ms.count(), result.info.device);
   if (!result.info.kv_sizing.empty()) logger().info("kv cache: {}", result.info.kv_sizing);
   if (ctx.context_length < result.info.config.context_length) warn_short_context(result, ctx.context_length);
   return error;

@@ -11,11 +11,13 @@
 
 namespace loom::net {
 
-enum class Endpoint : std::uint8_t { websocket, completions, chat_completions };
-inline constexpr std::array<std::string_view, 3> kEndpointNames{"websocket", "completions", "chat_completions"};
+enum class Endpoint : std::uint8_t { websocket, completions, chat_completions, embeddings };
+inline constexpr std::array<std::string_view, 4> kEndpointNames{"websocket", "completions", "chat_completions",
+                                                                "embeddings"};
 
 // A request's outcome: its finish reason (eos, length, stop, cancelled, error, timeout, tool_calls), or
-// refused (an error event / error response before it was accepted).
+// refused (an error event / error response before it was accepted). An embeddings request: stop when answered,
+// cancelled when its client left, error when the engine failed it after accepting it, else refused.
 inline constexpr std::array<std::string_view, 8> kOutcomeNames{"eos",     "length",     "stop",   "cancelled", "error",
                                                                "timeout", "tool_calls", "refused"};
 // HTTP statuses counted one by one; anything else counts as "other".

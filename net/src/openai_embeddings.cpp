@@ -12,6 +12,7 @@
 
 #include "gateway_context.hpp"
 #include "net_logger.hpp"
+#include "peer_close_watch.hpp"
 
 namespace loom::net::openai {
 
@@ -214,9 +215,12 @@ HttpResponse error_response(const HttpRequest& request, const openai::Error& err
 
 }  // namespace
 
+// The request is cancelled when its client leaves while the engine computes (PeerCloseWatch): a list of 2,048
+// inputs would otherwise run on for nobody. Counted in /metrics as endpoint "embeddings".
 asio::awaitable<bool> serve_openai_embeddings(GatewayContext& context, TcpStream& stream, HttpRequest request) {
   auto translated = openai::translate_embeddings_request(request.body(), context.embedding_length);
   std::optional<openai::Error> refusal;
+  std::string_view outcome = "refused";
   if (auto* error = std::get_if<openai::Error>(&translated)) refusal = std::move(*error);
   std::optional<RequestBudget::Slot> slot;  // held until the engine has answered
   if (!refusal) {
@@ -231,15 +235,31 @@ asio::awaitable<bool> serve_openai_embeddings(GatewayContext& context, TcpStream
   std::optional<actors::EmbedResult> result;
   if (!refusal) {
     auto& embeddings = std::get<openai::EmbeddingsRequest>(translated);
+    // Random, so that ids stay unique across restarts and several gateways.
+    const std::string id = "embd-" + random_alphanumeric(24);
+    embeddings.engine.id = id;
+    bool client_left = false;
+    auto watch = std::make_unique<PeerCloseWatch>(stream, [&context, &client_left, id] {
+      logger().debug("route=embeddings request={} the client went away while waiting: cancelled", id);
+      client_left = true;
+      context.engine.cancel(id);
+    });
     boost::system::error_code ec;
     result = co_await context.engine.async_embed(std::move(embeddings.engine),
                                                  asio::redirect_error(asio::use_awaitable, ec));
+    watch.reset();  // before the write: its end cancels the socket's pending operations
     if (ec) {
       refusal = gateway_refusal(proto::ErrorCode::unavailable, "the engine did not answer: " + ec.message());
+      outcome = "error";
     } else if (result->error) {
       refusal = openai::embeddings_error(*result->error, embeddings.single);
+      const proto::ErrorCode code = result->error->code;
+      outcome = client_left ? "cancelled" : code == proto::ErrorCode::internal ? "error" : "refused";
+    } else {
+      outcome = "stop";
     }
   }
+  context.metrics.request_finished(Endpoint::embeddings, outcome);
   HttpResponse response =
       refusal ? error_response(request, *refusal)
               : make_json_response(request, http::status::ok,

@@ -24,6 +24,7 @@
 #include "openai_translate.hpp"
 #include "sse_keepalive.hpp"
 #include "openai_unhonoured_fields.hpp"
+#include "peer_close_watch.hpp"
 
 namespace loom::net {
 
@@ -125,65 +126,6 @@ class EventStreamWriter {
   std::string request_id_;  // X-Request-Id, echoed or made (request_id_of)
   std::vector<std::pair<std::string, std::string>> extra_headers_;
   bool header_written_ = false;
-};
-
-// While a stream:false request is computed nothing is written to its socket, so a client that leaves
-// would go unnoticed (and its request would run on, holding its budget slot) until the answer is
-// written. The watch waits for the socket to become readable: a close (or a reset, or a half-close: the
-// client sends nothing more either way) calls `on_close`; bytes (a pipelined request) end the watch and
-// stay unread for the connection's next read; a wake-up with nothing to read waits again. Everything runs
-// on the connection's strand; the watch must be gone before anything else uses the socket (its destructor
-// cancels the socket's pending operations).
-class PeerCloseWatch {
- public:
-  PeerCloseWatch(TcpStream& stream, std::function<void()> on_close)
-      : state_(std::make_shared<State>(State{&stream.socket(), std::move(on_close), true})) {
-    arm(state_);
-  }
-  ~PeerCloseWatch() {
-    state_->active = false;
-    error_code ignored;
-    state_->socket->cancel(ignored);
-  }
-  PeerCloseWatch(const PeerCloseWatch&) = delete;
-  PeerCloseWatch& operator=(const PeerCloseWatch&) = delete;
-
- private:
-  struct State {
-    asio::ip::tcp::socket* socket;
-    std::function<void()> on_close;
-    bool active;
-  };
-  enum class Peeked { data, nothing, closed };
-
-  static void arm(const std::shared_ptr<State>& state) {
-    state->socket->async_wait(asio::ip::tcp::socket::wait_read, [state](const error_code& ec) {
-      if (!state->active || ec) return;  // ended, or cancelled: the socket may be gone
-      switch (peek(*state->socket)) {
-        case Peeked::data: return;
-        case Peeked::nothing: return arm(state);
-        case Peeked::closed: return state->on_close();
-      }
-    });
-  }
-
-  // Asio's synchronous receive on a socket it drives asynchronously waits for data unless the socket is
-  // in non-blocking mode: a wake-up with nothing to read would then block this I/O thread, and the strand
-  // with it, until the client sent or closed (the soak test found requests stuck that way). So the peek
-  // is made non-blocking for its duration.
-  static Peeked peek(asio::ip::tcp::socket& socket) {
-    error_code ec;
-    socket.non_blocking(true, ec);
-    if (ec) return Peeked::nothing;
-    char byte = 0;
-    const std::size_t peeked = socket.receive(asio::buffer(&byte, 1), asio::socket_base::message_peek, ec);
-    error_code ignored;
-    socket.non_blocking(false, ignored);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) return Peeked::nothing;
-    return ec || peeked == 0 ? Peeked::closed : Peeked::data;
-  }
-
-  std::shared_ptr<State> state_;
 };
 
 // One request from the engine's first event to its last.

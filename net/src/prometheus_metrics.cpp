@@ -157,7 +157,8 @@ void render_gateway(Exposition& out, const GatewayContext& context, const Gatewa
   }
 
   out.family("gateway_requests_total", "counter",
-             "Requests the gateway finished, by endpoint and outcome (a finish reason, or refused).");
+             "Requests the gateway finished, by endpoint and outcome (a finish reason, or refused; "
+             "embeddings: stop when answered).");
   for (std::size_t e = 0; e < kEndpointNames.size(); ++e) {
     for (std::size_t o = 0; o < kOutcomeNames.size(); ++o) {
       out.sample("gateway_requests_total", {{"endpoint", kEndpointNames[e]}, {"outcome", kOutcomeNames[o]}},

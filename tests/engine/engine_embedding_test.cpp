@@ -198,5 +198,64 @@ TEST(EngineEmbedding, RefusalsNameTheInput) {
   EXPECT_TRUE(await(embed(engine, {std::vector<std::int32_t>(127, 5)})).ok());
 }
 
+std::future<actors::EmbedResult> embed_with_id(Engine& engine, std::string id, std::vector<actors::EmbedInput> inputs) {
+  auto promise = std::make_shared<std::promise<actors::EmbedResult>>();
+  actors::EmbedRequest request;
+  request.id = std::move(id);
+  request.inputs = std::move(inputs);
+  engine.async_embed(std::move(request), [promise](error_code ec, actors::EmbedResult r) {
+    if (ec) r.error = proto::ErrorEvent{{}, proto::ErrorCode::internal, "ask failed: " + ec.message(), {}};
+    promise->set_value(std::move(r));
+  });
+  return promise->get_future();
+}
+
+std::size_t embeddings_by_id(Engine& engine) {
+  auto promise = std::make_shared<std::promise<std::size_t>>();
+  engine.async_stats([promise](error_code, actors::EngineStats stats) { promise->set_value(stats.bookkeeping.embeddings); });
+  return await(promise->get_future());
+}
+
+// An embedding request with an id is what Engine::cancel ends (a client that left): its inputs' sequences stop
+// after a step or two instead of the dozens the request takes, the answer is an unavailable error saying so, the
+// id is taken while it runs (a generation or an embedding reusing it is refused) and free once it is over.
+TEST(EngineEmbedding, CancelEndsAnEmbeddingByItsIdAndFreesTheId) {
+  REQUIRE_SHARED_FILE(embedding_model_path());
+  auto watch = std::make_shared<StepWatch>();
+  Engine engine(embedding_engine_config(watch));
+  load(engine);
+  const std::vector<actors::EmbedInput> inputs(6, long_input());  // 600 tokens at 16 a step: ~38 steps
+  auto cancelled = embed_with_id(engine, "e1", inputs);
+  ASSERT_EQ(watch->first_arrived.get_future().wait_for(kEmbeddingTimeout), std::future_status::ready);
+
+  const actors::EmbedResult twin = await(embed_with_id(engine, "e1", {std::string("a cat")}));
+  ASSERT_FALSE(twin.ok());
+  EXPECT_EQ(twin.error->code, proto::ErrorCode::conflict) << twin.error->message;
+  proto::GenerateRequest generate;
+  generate.id = "e1";
+  generate.input = std::string("Once");
+  auto refused = std::make_shared<std::promise<proto::ServerMessage>>();
+  engine.generate(generate, [refused](proto::ServerMessage event) { refused->set_value(std::move(event)); });
+  const proto::ServerMessage answer = await(refused->get_future());
+  ASSERT_TRUE(std::holds_alternative<proto::ErrorEvent>(answer));
+  EXPECT_EQ(std::get<proto::ErrorEvent>(answer).code, proto::ErrorCode::conflict);
+
+  engine.cancel("e1");
+  std::this_thread::sleep_for(50ms);  // the cancel reaches the scheduler while the first step is out
+  watch->release_promise.set_value();
+  const actors::EmbedResult result = await(std::move(cancelled));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error->code, proto::ErrorCode::unavailable);
+  EXPECT_NE(result.error->message.find("cancelled"), std::string::npos) << result.error->message;
+  EXPECT_TRUE(result.embeddings.empty());
+  EXPECT_LT(watch->steps.load(), 10) << "the cancelled embedding ran on";
+
+  const auto deadline = std::chrono::steady_clock::now() + kEmbeddingTimeout;
+  while (embeddings_by_id(engine) != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(embeddings_by_id(engine), 0u) << "the engine still holds the ended embedding's id";
+  const actors::EmbedResult again = await(embed_with_id(engine, "e1", {std::string("a cat")}));
+  EXPECT_TRUE(again.ok()) << again.error->message;
+}
+
 }  // namespace
 }  // namespace loom

@@ -1,5 +1,6 @@
-// A stream:false request whose client leaves while the answer is computed is cancelled: nothing is
-// written to its socket until the end, so only a read kept pending on it notices the close.
+// A stream:false request (a completion, a chat completion, embeddings) whose client leaves while the answer is
+// computed is cancelled: nothing is written to its socket until the end, so only a read kept pending on it
+// notices the close.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -84,6 +85,28 @@ TEST(OpenAiDisconnect, AWholeChatCompletionIsCancelledWhenItsClientLeaves) {
   expect_leaving_client_cancels(
       "/v1/chat/completions",
       {{"messages", {{{"role", "user"}, {"content", "Once"}}}}});
+}
+
+// An embeddings request whose client leaves is cancelled too: 64 inputs of 1,000 tokens (64,000 positions to
+// prefill: seconds of work) end after a few steps, counted as endpoint "embeddings", outcome "cancelled".
+TEST(OpenAiDisconnect, AnEmbeddingsRequestIsCancelledWhenItsClientLeaves) {
+  GatewayConfig config = test_config();
+  config.model = shared_file("models/synth11M-f16.gguf");
+  GatewayUnderTest gateway(config);
+  constexpr int kInputs = 64, kTokens = 1000;
+  json inputs = json::array();
+  for (int i = 0; i < kInputs; ++i) inputs.push_back(std::vector<int>(kTokens, 100 + i));
+  const std::string body = json{{"input", inputs}}.dump();
+
+  auto connection = std::make_unique<RawHttpConnection>(gateway.port());
+  ASSERT_FALSE(connection->send("POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(wait_for_in_flight(gateway.port(), 1, 10s)) << "the embeddings request never started";
+  connection.reset();  // the client leaves without reading
+  ASSERT_TRUE(wait_for_in_flight(gateway.port(), 0, 120s)) << "the request still runs 120 s after its client left";
+  const double prefilled = metric(gateway.port(), "loom_prefill_tokens_total");
+  EXPECT_LT(prefilled, kInputs * kTokens / 2) << "the embeddings ran on after their client left";
+  EXPECT_EQ(metric(gateway.port(), R"(loom_gateway_requests_total{endpoint="embeddings",outcome="cancelled"})"), 1);
 }
 
 }  // namespace

@@ -154,5 +154,28 @@ TEST_F(OpenAiEmbeddingsHttp, RefusalsNameTheirField) {
   EXPECT_EQ(http_request(gateway_->port(), "GET", "/v1/embeddings").status, 405);
 }
 
+// /metrics' loom_gateway_requests_total for endpoint "embeddings" and `outcome`.
+double embeddings_requests_counted(unsigned short port, const std::string& outcome) {
+  const std::string sample =
+      R"(loom_gateway_requests_total{endpoint="embeddings",outcome=")" + outcome + R"("} )";
+  const std::string body = http_request(port, "GET", "/metrics").body;
+  const auto at = body.find(sample);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "no " << sample << "in /metrics";
+    return -1;
+  }
+  return std::stod(body.substr(at + sample.size()));
+}
+
+TEST_F(OpenAiEmbeddingsHttp, RequestsAreCountedByOutcome) {
+  const unsigned short port = gateway_->port();
+  const double stop = embeddings_requests_counted(port, "stop");
+  const double refused = embeddings_requests_counted(port, "refused");
+  ASSERT_EQ(vectors({{"input", "a cat on the mat"}}).size(), 1u);
+  expect_400({{"input", ""}}, "input");
+  EXPECT_EQ(embeddings_requests_counted(port, "stop"), stop + 1);
+  EXPECT_EQ(embeddings_requests_counted(port, "refused"), refused + 1);
+}
+
 }  // namespace
 }  // namespace loom::net

@@ -60,8 +60,21 @@ std::variant<std::vector<std::vector<std::int32_t>>, EmbedResult> tokenize(const
   return prompts;
 }
 
+// Calls the job's `ended` when the last owner lets go: after the reply, or on a refusal, or when the scheduler
+// drops the sinks unanswered.
+struct EndNotice {
+  std::function<void()> ended;
+  explicit EndNotice(std::function<void()> f) : ended(std::move(f)) {}
+  EndNotice(const EndNotice&) = delete;
+  EndNotice& operator=(const EndNotice&) = delete;
+  ~EndNotice() {
+    if (ended) ended();
+  }
+};
+
 // The gathering state, touched only on the scheduler's strand (the sinks run there).
 struct Gathering {
+  std::shared_ptr<EndNotice> notice;
   Reply<EmbedResult> reply;
   EmbedResult result;
   Address<SchedulerProtocol> scheduler;
@@ -89,9 +102,13 @@ struct Gathering {
         result.embeddings[index] = std::move(finished->embedding);
       } else if (!result.error) {
         const bool failed = finished->reason == proto::FinishReason::error || finished->reason == proto::FinishReason::timeout;
-        fail(index, failed ? proto::ErrorCode::internal : proto::ErrorCode::unavailable,
-             finished->error.empty() ? "the input's sequence ended " + std::string(proto::to_string(finished->reason))
-                                     : finished->error);
+        std::string message = finished->error;
+        if (message.empty()) {
+          message = finished->reason == proto::FinishReason::cancelled
+                        ? std::string("the request was cancelled")
+                        : "the input's sequence ended " + std::string(proto::to_string(finished->reason));
+        }
+        fail(index, failed ? proto::ErrorCode::internal : proto::ErrorCode::unavailable, std::move(message));
       }
     } else {
       return;  // a token: an embedding sequence samples none
@@ -107,7 +124,28 @@ struct Gathering {
 
 }  // namespace
 
+std::uint64_t EmbeddingJobs::add(const std::string& id, cache::SequenceId first, std::size_t count) {
+  const std::uint64_t serial = next_serial_++;
+  jobs_.insert_or_assign(id, Job{serial, first, count});
+  return serial;
+}
+
+void EmbeddingJobs::ended(const std::string& id, std::uint64_t serial) {
+  const auto it = jobs_.find(id);
+  if (it != jobs_.end() && it->second.serial == serial) jobs_.erase(it);
+}
+
+bool EmbeddingJobs::cancel(const std::string& id, const Address<SchedulerProtocol>& scheduler) const {
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end()) return false;
+  for (std::size_t i = 0; i < it->second.count; ++i) {
+    scheduler.tell(CancelSequence{it->second.first + i, proto::FinishReason::cancelled});
+  }
+  return true;
+}
+
 void start_embedding_job(EmbedRequest request, Reply<EmbedResult> reply, const EmbeddingJobContext& context) {
+  auto notice = std::make_shared<EndNotice>(context.ended);
   if (!compute::pools_sequences(context.pooling)) {
     return reply(refusal(proto::ErrorCode::unsupported, "this model's pooling type is " + compute::to_string(context.pooling) +
                                                             ", which gives no sequence embedding"));
@@ -117,6 +155,7 @@ void start_embedding_job(EmbedRequest request, Reply<EmbedResult> reply, const E
   auto prompts = std::get<std::vector<std::vector<std::int32_t>>>(std::move(tokenized));
 
   auto gathering = std::make_shared<Gathering>();
+  gathering->notice = std::move(notice);
   gathering->reply = std::move(reply);
   gathering->scheduler = context.session->scheduler;
   gathering->first = context.first_sequence;

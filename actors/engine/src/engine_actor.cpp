@@ -161,6 +161,7 @@ std::vector<BookkeepingEntry> EngineStats::bookkeeping_entries() const {
       {"engine.requests", bookkeeping.requests},
       {"engine.sessions", bookkeeping.sessions},
       {"engine.named_sessions", bookkeeping.named_sessions},
+      {"engine.embeddings", bookkeeping.embeddings},
       {"scheduler.sequences", s.sequences},
       {"scheduler.waiting", s.waiting},
       {"scheduler.running", s.running},
@@ -226,6 +227,7 @@ struct EngineActor::State {
   std::map<std::uint64_t, SessionEntry> sessions;                 // by serial, named and stand-alone
   std::unordered_map<std::string, std::uint64_t> named_sessions;  // open sessions by id
   std::unordered_map<std::string, std::uint64_t> requests;        // request id -> its session's serial
+  EmbeddingJobs embeddings;                                       // embedding requests with an id
 
   std::uint64_t next_serial = 1;
   cache::SequenceId next_sequence = 1;
@@ -438,7 +440,7 @@ void EngineActor::on(EngineGenerate m) {
   }
   if (s.model != State::Model::loaded) return refuse(m.sink, id, proto::ErrorCode::unavailable, "no model is loaded yet");
   if (id.empty()) return refuse(m.sink, id, proto::ErrorCode::invalid_request, "the request id is empty", "id");
-  if (s.requests.contains(id)) {
+  if (s.requests.contains(id) || s.embeddings.contains(id)) {
     return refuse(m.sink, id, proto::ErrorCode::conflict, "request '" + id + "' is still running", "id");
   }
   SessionEntry* session = nullptr;
@@ -477,20 +479,29 @@ void EngineActor::on(EngineGenerate m) {
 
 void EngineActor::on(EngineEmbed m) {
   auto& s = *state_;
-  const auto refuse_embed = [&](std::string message) {
+  const std::string id = m.request.id;
+  const auto refuse_embed = [&](std::string message, proto::ErrorCode code = proto::ErrorCode::unavailable) {
     EmbedResult refused;
-    refused.error = error_event({}, proto::ErrorCode::unavailable, std::move(message));
+    refused.error = error_event(id, code, std::move(message));
     m.reply(std::move(refused));
   };
   if (s.phase != State::Phase::running) return refuse_embed("the engine is shutting down");
   if (s.model != State::Model::loaded) return refuse_embed("no model is loaded yet");
-  const EmbeddingJobContext context{s.context, s.pooling, s.next_sequence};
+  if (!id.empty() && (s.requests.contains(id) || s.embeddings.contains(id))) {
+    return refuse_embed("request '" + id + "' is still running", proto::ErrorCode::conflict);
+  }
+  EmbeddingJobContext context{s.context, s.pooling, s.next_sequence, {}};
+  if (!id.empty()) {
+    const std::uint64_t serial = s.embeddings.add(id, s.next_sequence, m.request.inputs.size());
+    context.ended = continuation("EmbeddingEnded", [this, id, serial] { state_->embeddings.ended(id, serial); });
+  }
   s.next_sequence += m.request.inputs.size();
   start_embedding_job(std::move(m.request), std::move(m.reply), context);
 }
 
 void EngineActor::on(EngineCancel m) {
   auto& s = *state_;
+  if (s.context && s.embeddings.cancel(m.request_id, s.context->scheduler)) return;
   auto request = s.requests.find(m.request_id);
   if (request == s.requests.end()) return;
   auto session = s.sessions.find(request->second);
@@ -549,6 +560,7 @@ void EngineActor::on(GetEngineStats m) {
   stats.bookkeeping.requests = s.requests.size();
   stats.bookkeeping.sessions = s.sessions.size();
   stats.bookkeeping.named_sessions = s.named_sessions.size();
+  stats.bookkeeping.embeddings = s.embeddings.size();
   gather->reply = std::move(m.reply);
 
   // What each child knows, asked together; a child that does not answer leaves its part at the defaults.

@@ -97,7 +97,8 @@ class Engine {
     return address_.ask(std::move(message), kNoTimeout, std::forward<CompletionToken>(token));
   }
 
-  // Ends the request with reason cancelled. Unknown or finished ids are ignored.
+  // Ends the request with reason cancelled (an embedding request with an id: with an `unavailable` error).
+  // Unknown or finished ids are ignored.
   void cancel(std::string request_id);
 
   template <class CompletionToken>

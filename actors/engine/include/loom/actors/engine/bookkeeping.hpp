@@ -37,6 +37,7 @@ struct EngineBookkeeping {
   std::size_t requests = 0;        // requests by id, accepted and not yet done
   std::size_t sessions = 0;        // session actors held: open sessions, closing ones, stand-alone requests'
   std::size_t named_sessions = 0;  // open sessions by id
+  std::size_t embeddings = 0;      // embedding requests with an id, by id (what Engine::cancel reaches)
 };
 
 }  // namespace loom::actors

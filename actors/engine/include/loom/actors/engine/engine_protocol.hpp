@@ -76,7 +76,7 @@ struct EngineStats {
   EngineBookkeeping bookkeeping;        // the engine actor's own registries (the children's are in theirs)
   double kv_usage() const noexcept;     // blocks in use (not merely cached) over all blocks, 0..1
   // Every per-request and per-session structure of the engine and its actors, by stable name:
-  // engine.requests, engine.sessions, engine.named_sessions, scheduler.sequences, scheduler.waiting,
+  // engine.requests, engine.sessions, engine.named_sessions, engine.embeddings, scheduler.sequences, scheduler.waiting,
   // scheduler.running, scheduler.fairness_keys, scheduler.step_plan, scheduler.drain_replies,
   // cache.sequences, executor.sequences, executor.pending_jobs. Each is back at its idle value (0, or the
   // open sessions for the session entries) once the requests have ended.
