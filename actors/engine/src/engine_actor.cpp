@@ -9,9 +9,11 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "chat_format_choice.hpp"
 #include "chat_prompt.hpp"
 #include "loom/actors/engine/cache_manager_actor.hpp"
 #include "embedding_job.hpp"
+#include "request_tracker.hpp"
 #include "loom/actors/engine/gpu_executor_actor.hpp"
 #include "loom/actors/engine/scheduler_actor.hpp"
 #include "loom/actors/engine/session_actor.hpp"
@@ -34,56 +36,6 @@ constexpr auto kDrainTimeout = std::chrono::hours(24);
 // Stats are answered on the children's strands, never behind a computation.
 constexpr auto kStatsTimeout = 10s;
 
-bool is_last(const proto::ServerMessage& event) noexcept {
-  return std::holds_alternative<proto::DoneEvent>(event) || std::holds_alternative<proto::ErrorEvent>(event);
-}
-
-// Wraps a request's client sink. It runs on the session's strand and may touch only itself: when the last
-// event passes it tells the engine (before the client hears it, so that a client reusing the request id
-// after its done event finds it free). If the session drops the request without a last event (it failed,
-// or was stopped under it), the client still gets one, a done event with reason error, and the engine still
-// hears of it; whoever destroys the last copy of the sink then does this, on their own strand.
-class RequestTracker {
- public:
-  using EndedCallback = std::function<void(std::string request_id, bool refused)>;
-
-  RequestTracker(EndedCallback ended, std::string request_id, ClientSink client)
-      : ended_callback_(std::move(ended)), request_id_(std::move(request_id)), client_(std::move(client)) {}
-  RequestTracker(const RequestTracker&) = delete;
-  RequestTracker& operator=(const RequestTracker&) = delete;
-
-  ~RequestTracker() {
-    if (ended_) return;
-    ended_callback_(request_id_, false);
-    proto::DoneEvent done;
-    done.request_id = request_id_;
-    done.finish_reason = proto::FinishReason::error;
-    done.error_message = "the request's session stopped before the request ended";
-    try {
-      if (client_) client_(std::move(done));
-    } catch (const std::exception& e) {
-      logger().error("request={} the client's sink threw error=\"{}\"", request_id_, e.what());
-    } catch (...) {
-      logger().error("request={} the client's sink threw", request_id_);
-    }
-  }
-
-  void operator()(proto::ServerMessage event) {
-    if (ended_) return;  // nothing follows the last event
-    if (is_last(event)) {
-      ended_ = true;
-      ended_callback_(request_id_, std::holds_alternative<proto::ErrorEvent>(event));
-    }
-    if (client_) client_(std::move(event));
-  }
-
- private:
-  EndedCallback ended_callback_;  // a continuation of the engine's: runs on its strand
-  std::string request_id_;
-  ClientSink client_;
-  bool ended_ = false;
-};
-
 proto::ErrorEvent error_event(const std::string& request_id, proto::ErrorCode code, std::string message,
                               std::string field = {}) {
   proto::ErrorEvent event;
@@ -94,90 +46,7 @@ proto::ErrorEvent error_event(const std::string& request_id, proto::ErrorCode co
   return event;
 }
 
-
-// The vocabulary's text for a special token, as a template's bos_token / eos_token; nullopt without one.
-std::optional<std::string> special_text(const compute::Vocabulary& vocabulary, std::int32_t id) {
-  if (!vocabulary.valid(id)) return std::nullopt;
-  return vocabulary.tokens[static_cast<std::size_t>(id)];
-}
-
-// The configured built-in, the configured Jinja text, the model's template, then the fallback (see
-// EngineConfig). A model template that does not parse is logged and passed over, since the model still
-// serves raw prompts; a configured one that does not parse refuses the load, as the operator asked for it.
-std::shared_ptr<const compute::ChatFormat> choose_chat_format(const EngineConfig& config,
-                                                              const compute::BackendInfo& info,
-                                                              const compute::Tokenizer& tokenizer) {
-  if (!config.chat_template.empty()) {
-    const auto layout = compute::find_chat_template(config.chat_template);
-    if (!layout) throw std::runtime_error("unknown chat template '" + config.chat_template + "'");
-    return compute::ChatFormat::from_builtin(*layout);
-  }
-  const auto& vocabulary = tokenizer.vocabulary();
-  const auto bos = special_text(vocabulary, vocabulary.bos);
-  const auto eos = special_text(vocabulary, vocabulary.eos);
-  if (!config.chat_template_source.empty()) {
-    return compute::ChatFormat::from_jinja(config.chat_template_source, config.chat_template_label, bos, eos);
-  }
-  if (!info.chat_template_source.empty()) {
-    try {
-      return compute::ChatFormat::from_jinja(info.chat_template_source, "the model's template", bos, eos);
-    } catch (const std::exception& e) {
-      logger().warn("actor=engine {}", e.what());
-    }
-  }
-  if (config.fallback_chat_template.empty()) return nullptr;
-  const auto layout = compute::find_chat_template(config.fallback_chat_template);
-  if (!layout) throw std::runtime_error("unknown chat template '" + config.fallback_chat_template + "'");
-  logger().warn("actor=engine the model has no usable chat template; chat requests use the built-in {}",
-                config.fallback_chat_template);
-  return compute::ChatFormat::from_builtin(*layout);
-}
-
 }  // namespace
-
-// ---- EngineConfig, EngineStats ----
-
-void EngineConfig::validate() const {
-  if (io_threads < 1) throw std::invalid_argument("engine config: io_threads must be at least 1");
-  if (default_timeout.count() < 0) throw std::invalid_argument("engine config: default_timeout must not be negative");
-  if (max_prompt_tokens < 0) throw std::invalid_argument("engine config: max_prompt_tokens must not be negative");
-  if (!chat_template.empty() && !compute::find_chat_template(chat_template)) {
-    throw std::invalid_argument("engine config: chat_template '" + chat_template + "' is not a known template");
-  }
-  if (!fallback_chat_template.empty() && !compute::find_chat_template(fallback_chat_template)) {
-    throw std::invalid_argument("engine config: fallback_chat_template '" + fallback_chat_template +
-                                "' is not a known template");
-  }
-  // context_length comes from the model at load; any positive value stands in for it here.
-  SchedulerConfig scheduler_check = scheduler;
-  if (scheduler_check.context_length <= 0) scheduler_check.context_length = std::int64_t{1} << 20;
-  scheduler_check.validate();
-  if (thermal_provider) thermal.validate();
-}
-
-std::vector<BookkeepingEntry> EngineStats::bookkeeping_entries() const {
-  const SchedulerBookkeeping& s = scheduler.bookkeeping;
-  return {
-      {"engine.requests", bookkeeping.requests},
-      {"engine.sessions", bookkeeping.sessions},
-      {"engine.named_sessions", bookkeeping.named_sessions},
-      {"engine.embeddings", bookkeeping.embeddings},
-      {"scheduler.sequences", s.sequences},
-      {"scheduler.waiting", s.waiting},
-      {"scheduler.running", s.running},
-      {"scheduler.fairness_keys", s.fairness_keys},
-      {"scheduler.step_plan", s.step_plan},
-      {"scheduler.drain_replies", s.drain_replies},
-      {"cache.sequences", cache.cache.sequences},
-      {"executor.sequences", executor.bookkeeping.sequences},
-      {"executor.pending_jobs", executor.bookkeeping.pending_jobs},
-  };
-}
-
-double EngineStats::kv_usage() const noexcept {
-  const auto total = cache.cache.total_blocks;
-  return total == 0 ? 0.0 : static_cast<double>(cache.cache.used_blocks) / static_cast<double>(total);
-}
 
 // ---- EngineActor ----
 

@@ -5,14 +5,6 @@
 
 namespace loom::actors {
 
-namespace {
-
-bool is_last(const proto::ServerMessage& event) noexcept {
-  return std::holds_alternative<proto::DoneEvent>(event) || std::holds_alternative<proto::ErrorEvent>(event);
-}
-
-}  // namespace
-
 EventStream::EventStream(boost::asio::any_io_executor fallback)
     : state_(std::make_shared<State>(std::move(fallback))) {}
 
@@ -41,7 +33,7 @@ void EventStream::State::push(proto::ServerMessage event) {
   {
     std::lock_guard lock(mutex);
     if (ended) return;  // nothing follows the last event
-    ended = is_last(event);
+    ended = proto::is_last_event(event);
     if (!waiter) {
       events.push_back(std::move(event));
       return;

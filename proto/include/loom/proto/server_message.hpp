@@ -27,6 +27,11 @@ using ServerMessage = std::variant<SessionOpened, TokenEvent, DoneEvent, ErrorEv
 // The "type" discriminator: "hello", "session.opened", "token", "progress", "done", "error", ...
 std::string_view message_type(const ServerMessage& message) noexcept;
 
+// Whether the event is a request's last: its done event, or its error.
+inline bool is_last_event(const ServerMessage& message) noexcept {
+  return std::holds_alternative<DoneEvent>(message) || std::holds_alternative<ErrorEvent>(message);
+}
+
 void to_json(nlohmann::json& j, const ServerMessage& message);
 // Compact JSON text, one frame. Bytes that are not valid UTF-8 (a bug upstream: token texts are cut at
 // character boundaries) are replaced by U+FFFD rather than failing the whole frame.
