@@ -126,7 +126,9 @@ TEST(GenerateCommand, AGrammarConstrainsTheTextAndEndsItWhereTheGrammarEnds) {
                 text == "no!!!")
         << "seed " << seed << ": " << text;
     // Where the grammar has nothing more to allow, only the end of sequence is: the model stops.
-    if (text.ends_with("!!!")) EXPECT_EQ(j.at("finish_reason"), "eos") << run.out;
+    if (text.ends_with("!!!")) {
+      EXPECT_EQ(j.at("finish_reason"), "eos") << run.out;
+    }
   }
 }
 

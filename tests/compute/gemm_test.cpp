@@ -92,7 +92,9 @@ INSTANTIATE_TEST_SUITE_P(Gemm, GemmOrders,
                          ::testing::Values(TensorType::q8_0, TensorType::q4_0, TensorType::q4_k, TensorType::q5_k,
                                            TensorType::q6_k, TensorType::q4_1, TensorType::q5_0, TensorType::q5_1,
                                            TensorType::iq4_nl),
-                         [](const ::testing::TestParamInfo<TensorType>& info) { return std::string(name(info.param)); });
+                         [](const ::testing::TestParamInfo<TensorType>& param_info) {
+                           return std::string(name(param_info.param));
+                         });
 
 }  // namespace
 }  // namespace loom::compute

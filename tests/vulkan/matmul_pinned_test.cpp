@@ -73,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmulPinned, ::testing::Values(TensorType
                                                                       TensorType::q5_0, TensorType::q5_1, TensorType::q2_k, TensorType::q3_k,
                                                                       TensorType::q4_k, TensorType::q5_k, TensorType::q6_k,
                                                                       TensorType::iq4_nl, TensorType::iq4_xs),
-                         [](const auto& info) { return std::string(name(info.param)); });
+                         [](const auto& param_info) { return std::string(name(param_info.param)); });
 
 }  // namespace matmul_pinned_test
 }  // namespace loom::compute::vulkan

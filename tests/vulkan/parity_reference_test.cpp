@@ -60,7 +60,10 @@ void compare(const std::vector<compute::testing::ReferenceTop>& top, const float
              const std::string& where, Worst& worst) {
   for (const compute::testing::ReferenceTop& entry : top) {
     const float diff = std::abs(vulkan[entry.token] - entry.logit);
-    if (diff > worst.reference) worst = {diff, worst.cpu, where + " token " + std::to_string(entry.token)};
+    if (diff > worst.reference) {
+      worst.reference = diff;
+      worst.where = where + " token " + std::to_string(entry.token);
+    }
   }
   float step_cpu = 0.0f;
   for (std::int64_t i = 0; i < vocab; ++i) step_cpu = std::max(step_cpu, std::abs(vulkan[i] - cpu[i]));
