@@ -43,6 +43,8 @@ Request (proto/PROTOCOL.md; a parameter not given takes the server's default):
   --seed S               the request's random seed
   --stop TEXT            end when the text contains TEXT (repeatable)
   --ignore-eos           keep generating past the end-of-sequence token
+  --progress             report on stderr how much of the prompt is computed, a line per prefill chunk,
+                         before the text starts (for long prompts)
 
 Other:
   --help, --version
@@ -117,6 +119,7 @@ Options read_options(cli::CommandLine& args) {
   if (auto session = args.text("session", ""); !session.empty()) options.session = std::move(session);
   options.system = args.text("system", "");
   options.chat = args.flag("chat") || !options.system.empty();
+  options.progress = args.flag("progress");
   read_sampling_options(args, options);
   args.reject_unknown();
   options.prompt = prompt_from(args.positional());
@@ -141,6 +144,7 @@ std::string generate_frame(const Options& options) {
     request.input = options.prompt;
   }
   request.params = options.params;
+  request.progress = options.progress;
   nlohmann::json frame;
   proto::to_json(frame, proto::ClientMessage{std::move(request)});
   auto& params = frame["params"];

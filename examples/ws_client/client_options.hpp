@@ -26,6 +26,7 @@ struct Options {
   std::size_t max_frame_bytes = 1u << 20;
   std::optional<std::string> session;
   bool chat = false;
+  bool progress = false;  // --progress: the request asks for progress events, shown on stderr
   std::string system;
   std::string prompt;
   proto::SamplingParams params;

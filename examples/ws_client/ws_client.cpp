@@ -234,6 +234,14 @@ class StreamingClient : public std::enable_shared_from_this<StreamingClient> {
       end_text();
       throw ClientError("the server refused the request: " + describe(*error));
     }
+    if (const auto* progress = std::get_if<proto::ProgressEvent>(&message)) {
+      if (progress->request_id == kRequestId) {
+        std::fprintf(stderr, "loom-ws-client: prompt %lld of %lld tokens computed\n",
+                     static_cast<long long>(progress->prompt_tokens_computed),
+                     static_cast<long long>(progress->prompt_tokens));
+      }
+      return std::nullopt;
+    }
     if (const auto* hello = std::get_if<proto::Hello>(&message)) {
       // The first frame. A newer protocol may still serve this client's one request; say so, in case not.
       if (hello->protocol_version != proto::Hello::kProtocolVersion) {
@@ -242,7 +250,7 @@ class StreamingClient : public std::enable_shared_from_this<StreamingClient> {
                      static_cast<long long>(proto::Hello::kProtocolVersion));
       }
     }
-    return std::nullopt;  // hello, session.opened, progress: nothing to show
+    return std::nullopt;  // hello, session.opened: nothing to show
   }
 
   int finish(const proto::DoneEvent& done) {
@@ -328,7 +336,7 @@ int run_client(Options options) {
 int main(int argc, char** argv) {
   Options options;
   try {
-    loom::cli::CommandLine args(argc, argv, {"help", "version", "chat", "ignore-eos"});
+    loom::cli::CommandLine args(argc, argv, {"help", "version", "chat", "ignore-eos", "progress"});
     if (args.flag("help")) {
       std::fputs(loom::ws_client::kUsage, stdout);
       return kExitDone;

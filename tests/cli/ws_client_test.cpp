@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -246,7 +247,7 @@ TEST(WsClient, HelpNamesTheOptionsAndBadOnesAreUsageErrors) {
   const auto help = run_loom({"--help"}, ws_client_binary());
   EXPECT_EQ(help.exit_code, 0);
   for (const char* option : {"--host", "--port", "--api-key", "--session", "--max-tokens", "--temperature", "--seed",
-                             "--max-frame-bytes", "Ctrl-C"}) {
+                             "--max-frame-bytes", "--progress", "Ctrl-C"}) {
     EXPECT_NE(help.out.find(option), std::string::npos) << option;
   }
   const auto port = run_loom({"--port", "70000", kPrompt}, ws_client_binary());
@@ -276,6 +277,41 @@ TEST(WsClient, StreamsTheGreedyContinuationAndExitsZeroOnTheDoneEvent) {
   EXPECT_EQ(reference_continuation().rfind(text, 0), 0u) << "streamed: " << text;
   EXPECT_NE(run.err.find("done reason=length"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("completion_tokens=16"), std::string::npos) << run.err;
+}
+
+// --progress: a prompt computed in chunks of 16 tokens is reported chunk by chunk on stderr, up to its whole
+// length, before the text (which is unchanged) ends with the done line.
+TEST(WsClient, ProgressReportsEachPrefillChunkOnStderr) {
+  Gateway gateway(shared_model("aidreams260K.gguf"), {"--max-batch-tokens", "16"});
+  std::string prompt;
+  for (int i = 0; i < 6; ++i) prompt += std::string(i ? " " : "") + kPrompt;
+  const auto run = run_loom({"--port", gateway.port(), "--max-tokens", "4", "--temperature", "0", "--progress", prompt},
+                            ws_client_binary());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<std::pair<long, long>> reports;
+  std::istringstream lines(run.err);
+  for (std::string line; std::getline(lines, line);) {
+    long done = 0, total = 0;
+    if (std::sscanf(line.c_str(), "loom-ws-client: prompt %ld of %ld tokens computed", &done, &total) == 2) {
+      reports.emplace_back(done, total);
+    }
+  }
+  ASSERT_GE(reports.size(), 2u) << "a prompt of several chunks: " << run.err;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    EXPECT_EQ(reports[i].second, reports.back().second) << run.err;
+    if (i > 0) {
+      EXPECT_GT(reports[i].first, reports[i - 1].first) << run.err;
+    }
+  }
+  EXPECT_EQ(reports.back().first, reports.back().second) << "the last report is the whole prompt: " << run.err;
+  EXPECT_GT(reports.back().second, 16) << run.err;
+  EXPECT_LT(run.err.find("tokens computed"), run.err.find("done reason=length")) << run.err;
+  EXPECT_FALSE(streamed_text(run.out).empty());
+
+  const auto quiet = run_loom({"--port", gateway.port(), "--max-tokens", "4", "--temperature", "0", prompt},
+                              ws_client_binary());
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("tokens computed"), std::string::npos) << "progress only when asked: " << quiet.err;
 }
 
 TEST(WsClient, ReadsThePromptFromStdinAndSendsTheApiKey) {
