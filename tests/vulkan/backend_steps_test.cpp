@@ -73,25 +73,7 @@ TEST(VulkanBackendSteps, InterleavedSequencesWithScatteredBlocksGiveWhatEachGive
   LOOM_REQUIRE_VULKAN();
   const auto backend = VulkanBackend::load(shared_model_options(kModel, 256));
   const std::vector<std::int32_t> other{1, 368, 430, 429, 472, 444, 353, 453, 294, 302, 449, 433, 279, 437, 458, 429, 467, 348, 445};
-  const std::vector<BlockId> table_a{9, 3}, table_b{12, 1};  // out of order, scattered over the pool
-  const auto alone = [&](SequenceId id, const std::vector<std::int32_t>& prompt, const std::vector<BlockId>& table) {
-    const StepResult r = backend->run(StepBatch{.sequences = {with_logprobs(greedy_start(id, prompt, table))}});
-    backend->release(id);
-    return r.sampled.at(0);
-  };
-  const SampledToken a = alone(1, kPrompt, {2, 0});
-  const SampledToken b = alone(2, other, {5, 7});
-  const StepResult both = backend->run(StepBatch{.sequences = {with_logprobs(greedy_start(3, kPrompt, table_a)),
-                                                               with_logprobs(greedy_start(4, other, table_b))}});
-  ASSERT_EQ(both.sampled.size(), 2u);
-  for (const auto& [together, single] : {std::pair{both.sampled[0], a}, std::pair{both.sampled[1], b}}) {
-    EXPECT_EQ(together.token, single.token);
-    ASSERT_EQ(together.top.size(), single.top.size());
-    for (std::size_t i = 0; i < single.top.size(); ++i) {
-      EXPECT_EQ(together.top[i].token, single.top[i].token);
-      EXPECT_NEAR(together.top[i].logprob, single.top[i].logprob, 1e-4f);
-    }
-  }
+  expect_together_as_alone(*backend, kPrompt, other);
 }
 
 // Rows read back whole come first on the device, best-token rows after: a greedy sequence after one with

@@ -45,24 +45,7 @@ TEST(ExpertsBackend, GreedyTokensEqualTheCpuBackendsWithOneDecodeRecording) {
 TEST(ExpertsBackend, SequencesInOneStepGetWhatEachGetsAlone) {
   LOOM_REQUIRE_VULKAN();
   const auto backend = VulkanBackend::load(shared_model_options("synth-qwen3moe-q8_0.gguf", 256));
-  const auto alone = [&](SequenceId id, const std::vector<std::int32_t>& prompt, const std::vector<BlockId>& table) {
-    const StepResult r = backend->run(StepBatch{.sequences = {with_logprobs(greedy_start(id, prompt, table))}});
-    backend->release(id);
-    return r.sampled.at(0);
-  };
-  const SampledToken a = alone(1, kPrompt, {2, 0});
-  const SampledToken b = alone(2, kOther, {5, 7});
-  const StepResult both = backend->run(StepBatch{
-      .sequences = {with_logprobs(greedy_start(3, kPrompt, {9, 3})), with_logprobs(greedy_start(4, kOther, {12, 1}))}});
-  ASSERT_EQ(both.sampled.size(), 2u);
-  for (const auto& [together, single] : {std::pair{both.sampled[0], a}, std::pair{both.sampled[1], b}}) {
-    EXPECT_EQ(together.token, single.token);
-    ASSERT_EQ(together.top.size(), single.top.size());
-    for (std::size_t i = 0; i < single.top.size(); ++i) {
-      EXPECT_EQ(together.top[i].token, single.top[i].token);
-      EXPECT_NEAR(together.top[i].logprob, single.top[i].logprob, 1e-4f);
-    }
-  }
+  expect_together_as_alone(*backend, kPrompt, kOther);
 }
 
 }  // namespace experts_backend_test

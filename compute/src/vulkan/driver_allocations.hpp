@@ -25,7 +25,9 @@ class DriverAllocations {
   DriverAllocations() { __lsan_disable(); }
   ~DriverAllocations() { __lsan_enable(); }
 #else
-  DriverAllocations() = default;
+  // User-provided (not defaulted), so that a scope object is not an "unused variable" where it does nothing.
+  DriverAllocations() {}
+  ~DriverAllocations() {}
 #endif
   DriverAllocations(const DriverAllocations&) = delete;
   DriverAllocations& operator=(const DriverAllocations&) = delete;
