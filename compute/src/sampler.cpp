@@ -338,23 +338,28 @@ std::int32_t Sampler::best_logits_needed(const proto::SamplingParams& p, std::in
 std::int32_t Sampler::sample_best(std::span<const std::int32_t> ids, std::span<const float> logits) {
   const std::int32_t needed = best_logits_needed(params_, vocab_size_);
   if (needed == 0) throw std::invalid_argument("Sampler::sample_best: these sampling parameters need the whole row");
-  if (ids.size() != logits.size() || ids.size() < static_cast<std::size_t>(needed) || ids.size() > candidates_.size()) {
-    throw std::invalid_argument("Sampler::sample_best: " + std::to_string(ids.size()) + " candidates (with " +
-                                std::to_string(logits.size()) + " logits) where at least " + std::to_string(needed) +
-                                " are needed");
+  if (ids.size() != logits.size() || ids.size() > candidates_.size()) {
+    throw std::invalid_argument("Sampler::sample_best: " + std::to_string(ids.size()) + " candidates with " +
+                                std::to_string(logits.size()) + " logits");
   }
+  // -inf and NaN candidates are dropped, as sample() drops such tokens; +inf is left to the whole row's rules.
+  std::size_t count = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= vocab_size_ || !std::isfinite(logits[i])) {
+    if (ids[i] < 0 || ids[i] >= vocab_size_ || logits[i] == std::numeric_limits<float>::infinity()) {
       throw std::invalid_argument("Sampler::sample_best: candidate " + std::to_string(i) + " (token " +
-                                  std::to_string(ids[i]) + ") is outside the vocabulary or not finite");
+                                  std::to_string(ids[i]) + ") is outside the vocabulary or +inf");
     }
-    candidates_[i] = {ids[i], logits[i]};
+    if (logits[i] > -std::numeric_limits<float>::infinity()) candidates_[count++] = {ids[i], logits[i]};
+  }
+  if (count < static_cast<std::size_t>(needed)) {
+    throw std::invalid_argument("Sampler::sample_best: " + std::to_string(count) + " finite candidates where " +
+                                std::to_string(needed) + " are needed");
   }
   // Not trusting the order: the best by the ranking (for greedy) and the maximum cost k comparisons.
-  const Candidate best = *std::min_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(ids.size()),
-                                           ranks_before);
+  const Candidate best =
+      *std::min_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(count), ranks_before);
   if (config_.temperature == 0.0f) return best.id;
-  return filter_and_draw(ids.size(), best.logit);
+  return filter_and_draw(count, best.logit);
 }
 
 }  // namespace loom::compute

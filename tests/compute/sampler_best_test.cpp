@@ -84,6 +84,27 @@ TEST(SamplerBest, TheBestCandidatesDrawWhatTheWholeRowDraws) {
   EXPECT_GT(differing_from_greedy, draws / 4) << "the draws were mostly the best token: the test shows little";
 }
 
+// Candidates past the row's finite logits (-inf, NaN: a device reads back a fixed 64 even where fewer are
+// finite) are dropped as sample() drops such tokens; too few finite ones are refused.
+TEST(SamplerBest, NonFiniteCandidatesAreDroppedAsTheWholeRowDropsThem) {
+  constexpr std::int32_t vocab = 200;
+  const proto::SamplingParams params = sampled(1.0, 5, 0.9, 0.0, 3);
+  Sampler whole(params, vocab), best(params, vocab);
+  std::mt19937 random(5);
+  for (int step = 0; step < 30; ++step) {
+    std::vector<float> row = tied_row(random, vocab);
+    for (std::size_t i = 10; i < row.size(); ++i) row[i] = i % 2 == 0 ? -INFINITY : NAN;  // 10 finite logits
+    Best candidates = best_of(std::vector<float>(row.begin(), row.begin() + 10), 10);
+    candidates.ids.insert(candidates.ids.end(), {10, 11, 12});
+    candidates.logits.insert(candidates.logits.end(), {-INFINITY, NAN, -INFINITY});
+    ASSERT_EQ(best.sample_best(candidates.ids, candidates.logits), whole.sample(row, {})) << "step " << step;
+  }
+  Sampler few(params, vocab);
+  EXPECT_THROW(few.sample_best(std::vector<std::int32_t>{1, 2, 3, 4, 5, 6}, std::vector<float>{6, 5, 4, 3, 2, -INFINITY}),
+               std::invalid_argument)
+      << "top_k 5 needs 6 finite candidates";
+}
+
 TEST(SamplerBest, CandidatesInAnyOrderGiveTheSameToken) {
   std::mt19937 random(11);
   constexpr std::int32_t vocab = 500;
@@ -140,7 +161,7 @@ TEST(SamplerBest, RefusesWhatItCannotDecideFrom) {
   EXPECT_THROW(sampler.sample_best(std::vector<std::int32_t>{4, 2, 9}, std::vector<float>{3, 2, 1}), std::invalid_argument)
       << "top_k 3 needs 4 candidates";
   EXPECT_THROW(sampler.sample_best(ids, std::vector<float>{3, 2, 1}), std::invalid_argument) << "sizes differ";
-  EXPECT_THROW(sampler.sample_best(ids, std::vector<float>{3, 2, NAN, 1}), std::invalid_argument);
+  EXPECT_THROW(sampler.sample_best(ids, std::vector<float>{3, 2, NAN, 1}), std::invalid_argument) << "3 finite";
   EXPECT_THROW(sampler.sample_best(ids, std::vector<float>{INFINITY, 2, 1, 0}), std::invalid_argument);
   EXPECT_THROW(sampler.sample_best(std::vector<std::int32_t>{4, 2, 100, 1}, std::vector<float>{3, 2, 1, 0}),
                std::invalid_argument);

@@ -381,10 +381,12 @@ void VulkanBackend::State::read_rows(std::span<const RowPlan> plans, const StepS
       rows.push_back(StepSampling::LogitRow{.logits = std::span<const float>(logits + static_cast<std::size_t>(plan.row) * vocab, vocab)});
       continue;
     }
+    // The row's best `best_wanted` (of the k read back), all the sequence's token depends on.
     const std::size_t first = (static_cast<std::size_t>(plan.row - shape.full_rows)) * k;
-    const std::span<const float> values(candidate_values.data() + first, k);
+    const auto wanted = static_cast<std::size_t>(plan.best_wanted);
+    const std::span<const float> values(candidate_values.data() + first, wanted);
     if (sampling->best_logits_suffice(*plan.sequence, values)) {
-      rows.push_back(StepSampling::LogitRow{.ids = std::span<const std::int32_t>(candidate_ids.data() + first, k),
+      rows.push_back(StepSampling::LogitRow{.ids = std::span<const std::int32_t>(candidate_ids.data() + first, wanted),
                                             .values = values});
       continue;
     }

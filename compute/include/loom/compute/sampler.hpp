@@ -86,10 +86,11 @@ class Sampler {
   //   0          the whole row is needed (top-k off, a bias, a penalty).
   // A device that selects the best candidates (best first, the lower id on ties) then sends only those.
   static std::int32_t best_logits_needed(const proto::SamplingParams& params, std::int32_t vocab_size);
-  // sample() on a row of which only the best candidates are given (ids and their logits, best first, the lower
-  // id on ties, all finite, at least best_logits_needed() > 0 of them): the same token, from the same draw, as
-  // sample() on the whole row would give. Throws std::invalid_argument when the parameters need the whole row or
-  // the candidates are too few, out of the vocabulary or not finite.
+  // sample() on a row of which only the best candidates are given (ids and their logits; the row's best, in any
+  // order, at least best_logits_needed() > 0 of them finite; -inf and NaN ones are dropped as sample() drops
+  // them): the same token, from the same draw, as sample() on the whole row would give. Throws
+  // std::invalid_argument when the parameters need the whole row, or the finite candidates are too few, or one
+  // is outside the vocabulary or +inf.
   std::int32_t sample_best(std::span<const std::int32_t> ids, std::span<const float> logits);
 
  private:
