@@ -118,42 +118,39 @@ Server& server() {
   return *instance;
 }
 
-// A blocking WebSocket client whose reads give up at a deadline.
+// A WebSocket client whose every operation gives up at a deadline. Only asynchronous operations, run on the
+// client's own io_context: libFuzzer's -timeout alarm (SIGALRM, every few seconds) interrupts blocking system
+// calls, and Asio's blocking socket operations report EINTR as an error instead of retrying (a blocking
+// handshake once failed with "Interrupted system call"); its reactor retries an interrupted wait.
 class Client {
  public:
   explicit Client(unsigned short port) : ws_(io_) {
-    ws_.next_layer().connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    const auto deadline = std::chrono::steady_clock::now() + kAnswerLimit;
+    bool timed_out = false;
+    const asio::ip::tcp::endpoint server(asio::ip::make_address("127.0.0.1"), port);
+    beast::error_code ec = run(deadline, timed_out, [&](auto done) { ws_.next_layer().async_connect(server, done); });
+    check(!timed_out && !ec, "the gateway did not accept a connection: " + ec.message());
     // Small frames back to back: without this, Nagle's algorithm and delayed ACKs add ~40 ms to an input.
     ws_.next_layer().socket().set_option(asio::ip::tcp::no_delay(true));
-    ws_.handshake("127.0.0.1", "/v1/ws");
+    ec = run(deadline, timed_out, [&](auto done) { ws_.async_handshake("127.0.0.1", "/v1/ws", done); });
+    check(!timed_out && !ec, "the gateway refused the WebSocket handshake: " + ec.message());
     ws_.text(true);
   }
 
+  // False when the server closed the connection (e.g. the client broke a limit) or the deadline passed.
   bool send(std::string_view text) {
-    beast::error_code ec;
-    ws_.write(asio::buffer(text.data(), text.size()), ec);
-    return !ec;
+    bool timed_out = false;
+    const auto deadline = std::chrono::steady_clock::now() + kAnswerLimit;
+    const beast::error_code ec =
+        run(deadline, timed_out, [&](auto done) { ws_.async_write(asio::buffer(text.data(), text.size()), done); });
+    return !ec && !timed_out;
   }
 
   // The next frame; nullopt when the connection ended or the deadline passed (`timed_out` says which).
   std::optional<std::string> receive(std::chrono::steady_clock::time_point deadline, bool& timed_out) {
     beast::flat_buffer buffer;
-    bool done = false;
-    beast::error_code ec;
-    ws_.async_read(buffer, [&](beast::error_code error, std::size_t) {
-      done = true;
-      ec = error;
-    });
-    io_.restart();
-    io_.run_until(deadline);
-    if (!done) {
-      timed_out = true;
-      ws_.next_layer().cancel();
-      io_.restart();
-      io_.run();
-      return std::nullopt;
-    }
-    if (ec) return std::nullopt;
+    const beast::error_code ec = run(deadline, timed_out, [&](auto done) { ws_.async_read(buffer, done); });
+    if (ec || timed_out) return std::nullopt;
     return beast::buffers_to_string(buffer.data());
   }
 
@@ -163,6 +160,27 @@ class Client {
   }
 
  private:
+  // Starts one operation (`start` is given its completion handler) and runs the io_context until it completes
+  // or `deadline` passes; past the deadline the operation is cancelled and `timed_out` set.
+  template <class Start>
+  beast::error_code run(std::chrono::steady_clock::time_point deadline, bool& timed_out, Start start) {
+    bool done = false;
+    beast::error_code result;
+    start([&](beast::error_code ec, auto&&...) {
+      done = true;
+      result = ec;
+    });
+    io_.restart();
+    io_.run_until(deadline);
+    if (!done) {
+      timed_out = true;
+      ws_.next_layer().cancel();
+      io_.restart();
+      io_.run();
+    }
+    return result;
+  }
+
   asio::io_context io_;
   websocket::stream<beast::tcp_stream> ws_;
 };
