@@ -271,9 +271,9 @@ void BM_DecodeAtContext(benchmark::State& state, std::string which) {
     decode_at(kShort, short_times);
     decode_at(kLong, long_times);
   }
-  const auto median = [](std::vector<double>& x) {
-    std::nth_element(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(x.size() / 2), x.end());
-    return x[x.size() / 2];
+  const auto median = [](std::vector<double>& values) {
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
+    return values[values.size() / 2];
   };
   const double at_short = median(short_times.wall), at_long = median(long_times.wall);
   state.counters["ms_at_100"] = at_short * 1e3;

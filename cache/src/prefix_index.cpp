@@ -44,7 +44,7 @@ PrefixIndex::PrefixIndex(std::size_t block_count, std::size_t block_size, BlockH
 }
 
 bool PrefixIndex::contains(BlockId block) const {
-  return block < registered_.size() && registered_[block] != 0;
+  return block >= 0 && static_cast<std::size_t>(block) < registered_.size() && registered_[block] != 0;
 }
 
 std::span<const TokenId> PrefixIndex::stored_tokens(BlockId block) const {
@@ -74,7 +74,7 @@ InsertResult PrefixIndex::insert(PrefixLink parent, std::span<const TokenId> blo
     throw std::invalid_argument("PrefixIndex::insert: " + std::to_string(block_tokens.size()) +
                                 " tokens given for a block of " + std::to_string(block_size_));
   }
-  if (block >= registered_.size()) {
+  if (block < 0 || static_cast<std::size_t>(block) >= registered_.size()) {
     throw std::invalid_argument("PrefixIndex::insert: block " + std::to_string(block) + " is out of range");
   }
   const std::uint64_t h = hash_(parent.hash, block_tokens);

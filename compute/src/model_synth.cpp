@@ -174,8 +174,6 @@ std::int64_t add_builtin_vocabulary(GgufWriter& writer) {
   return static_cast<std::int64_t>(tokens.size());
 }
 
-bool is_gemma(Architecture a) { return a == Architecture::gemma || a == Architecture::gemma2 || a == Architecture::gemma3; }
-
 // The metadata of the features beyond Llama's: a head size of its own, the sliding window, the soft-caps and
 // the sliding layers' rope base, each written only when the spec asks for it.
 void add_feature_keys(GgufWriter& writer, const SynthSpec& s, const std::string& arch) {

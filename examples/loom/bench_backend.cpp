@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_timing.hpp"
 #include "command_line.hpp"
 #include "loom/compute/devices.hpp"
 
@@ -17,14 +18,6 @@ namespace {
 using namespace loom::compute;
 
 constexpr std::int64_t kChunk = 512;  // prompt tokens per step
-
-std::int32_t token_at(std::int64_t i, std::int64_t vocab) { return static_cast<std::int32_t>((i * 7919 + 100) % vocab); }
-
-double seconds_of(const auto& run) {
-  const auto start = std::chrono::steady_clock::now();
-  run();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Sequences with disjoint block ranges of `per` blocks each, greedy, released after each test.
 class BackendRunner {

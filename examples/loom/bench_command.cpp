@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_backend.hpp"
+#include "bench_timing.hpp"
 #include "device_option.hpp"
 #include "loom/compute/cpu/cpu_features.hpp"
 #include "loom/compute/cpu/llama_model.hpp"
@@ -169,14 +170,6 @@ struct Result {
 std::int64_t largest(const std::vector<std::int64_t>& values) {
   return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
 }
-
-double seconds_of(const auto& run) {
-  const auto start = std::chrono::steady_clock::now();
-  run();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::int32_t token_at(std::int64_t i, std::int64_t vocab) { return static_cast<std::int32_t>((i * 7919 + 100) % vocab); }
 
 class Runner {
  public:

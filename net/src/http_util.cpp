@@ -10,6 +10,8 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
 
+#include "openai_translate.hpp"
+
 namespace loom::net {
 
 std::string_view target_path(std::string_view target) noexcept {
@@ -110,6 +112,11 @@ HttpResponse make_openai_error(const HttpRequest& request, http::status status, 
   if (param) error["param"] = *param;
   if (code) error["code"] = *code;
   return make_json_response(request, status, nlohmann::json{{"error", std::move(error)}});
+}
+
+HttpResponse make_openai_error(const HttpRequest& request, const openai::Error& error) {
+  return make_openai_error(request, static_cast<http::status>(error.status), error.message, error.type, error.param,
+                           error.code);
 }
 
 namespace {

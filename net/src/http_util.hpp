@@ -17,6 +17,10 @@
 
 namespace loom::net {
 
+namespace openai {
+struct Error;
+}
+
 namespace http = boost::beast::http;
 using HttpRequest = http::request<http::string_body>;
 using HttpResponse = http::response<http::string_body>;
@@ -45,6 +49,8 @@ HttpResponse make_json_response(const HttpRequest& request, http::status status,
 HttpResponse make_openai_error(const HttpRequest& request, http::status status, std::string message,
                                std::string type, std::optional<std::string> param = std::nullopt,
                                std::optional<std::string> code = std::nullopt);
+// The same for a translator's refusal (openai_translate.hpp), with its own status.
+HttpResponse make_openai_error(const HttpRequest& request, const openai::Error& error);
 
 // True when no API key is configured, or the request carries "Authorization: Bearer KEY" (the scheme in
 // any case: "bearer KEY" too) (or, on the

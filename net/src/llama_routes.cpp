@@ -15,11 +15,6 @@ namespace {
 namespace asio = boost::asio;
 using nlohmann::json;
 
-HttpResponse error_response(const HttpRequest& request, const openai::Error& error) {
-  return make_openai_error(request, static_cast<http::status>(error.status), error.message, error.type, error.param,
-                           error.code);
-}
-
 HttpResponse invalid(const HttpRequest& request, const std::string& field, const std::string& rule) {
   return make_openai_error(request, http::status::bad_request, field + ": " + rule, "invalid_request_error", field);
 }
@@ -113,7 +108,7 @@ HttpResponse applied_response(const HttpRequest& request, boost::system::error_c
     return make_openai_error(request, http::status::service_unavailable, "the engine did not answer: " + ec.message(),
                              "server_error", std::nullopt, "unavailable");
   }
-  if (applied.error) return error_response(request, openai::from_error_event(*applied.error, names));
+  if (applied.error) return make_openai_error(request, openai::from_error_event(*applied.error, names));
   return make_json_response(request, http::status::ok,
                             json{{"prompt", applied.prompt}, {"prompt_tokens", applied.prompt_tokens}});
 }
@@ -122,7 +117,7 @@ HttpResponse applied_response(const HttpRequest& request, boost::system::error_c
 asio::awaitable<HttpResponse> apply_template_response(GatewayContext& context, const HttpRequest& request) {
   auto translated = openai::translate_request(request.body(), OpenAiRoute::chat_completions,
                                               "template-" + random_alphanumeric(16), context.parse_options);
-  if (const auto* error = std::get_if<openai::Error>(&translated)) co_return error_response(request, *error);
+  if (const auto* error = std::get_if<openai::Error>(&translated)) co_return make_openai_error(request, *error);
   auto& chat = std::get<openai::Request>(translated);
   boost::system::error_code ec;
   actors::AppliedTemplate applied = co_await context.engine.async_apply_template(
@@ -132,7 +127,7 @@ asio::awaitable<HttpResponse> apply_template_response(GatewayContext& context, c
 
 HttpResponse token_route_response(const GatewayContext& context, const HttpRequest& request, std::string_view path) {
   auto parsed = openai::parse_json_object(request.body(), context.parse_options.max_json_depth);
-  if (const auto* error = std::get_if<openai::Error>(&parsed)) return error_response(request, *error);
+  if (const auto* error = std::get_if<openai::Error>(&parsed)) return make_openai_error(request, *error);
   const json& body = std::get<json>(parsed);
   try {
     return path == "/tokenize" ? tokenize_response(context, request, body) : detokenize_response(context, request, body);

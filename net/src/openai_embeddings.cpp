@@ -208,11 +208,6 @@ openai::Error gateway_refusal(proto::ErrorCode code, std::string message) {
   return openai::from_error_event(event);
 }
 
-HttpResponse error_response(const HttpRequest& request, const openai::Error& error) {
-  return make_openai_error(request, static_cast<http::status>(error.status), error.message, error.type, error.param,
-                           error.code);
-}
-
 }  // namespace
 
 // The request is cancelled when its client leaves while the engine computes (PeerCloseWatch): a list of 2,048
@@ -261,7 +256,7 @@ asio::awaitable<bool> serve_openai_embeddings(GatewayContext& context, TcpStream
   }
   context.metrics.request_finished(Endpoint::embeddings, outcome);
   HttpResponse response =
-      refusal ? error_response(request, *refusal)
+      refusal ? make_openai_error(request, *refusal)
               : make_json_response(request, http::status::ok,
                                    openai::embeddings_response(
                                        *result, std::get<openai::EmbeddingsRequest>(translated).base64, context.model_id));

@@ -421,8 +421,7 @@ class OpenAiExchange {
   }
 
   HttpResponse error_response(const openai::Error& error) const {
-    return make_openai_error(request_, static_cast<http::status>(error.status), error.message, error.type,
-                             error.param, error.code);
+    return make_openai_error(request_, error);
   }
 
   GatewayContext& context_;
@@ -444,6 +443,14 @@ openai::Error unavailable(std::string message, std::string type, std::string cod
   error.type = std::move(type);
   error.code = std::move(code);
   return error;
+}
+
+// The exchange runs in a coroutine of this file's own: serve_openai's frame (an external function's) should not
+// hold a type of the anonymous namespace (GCC's -Wsubobject-linkage, seen in unity builds).
+asio::awaitable<bool> run_exchange(GatewayContext& context, TcpStream& stream, const HttpRequest& request,
+                                   OpenAiRoute route, openai::Request translated) {
+  OpenAiExchange exchange(context, stream, request, route, std::move(translated));
+  co_return co_await exchange.run();
 }
 
 }  // namespace
@@ -483,9 +490,7 @@ asio::awaitable<bool> serve_openai(GatewayContext& context, TcpStream& stream, H
     co_return keep_alive;
   }
 
-  OpenAiExchange exchange(context, stream, request, route, std::get<openai::Request>(std::move(translated)));
-  const bool keep_alive = co_await exchange.run();
-  co_return keep_alive;
+  co_return co_await run_exchange(context, stream, request, route, std::get<openai::Request>(std::move(translated)));
 }
 
 }  // namespace loom::net

@@ -67,8 +67,9 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   WebSocketConnection(GatewayContext& context, Strand strand, TcpStream stream)
       : context_(context), strand_(std::move(strand)), ws_(std::move(stream)), writer_wake_(strand_) {}
 
-  asio::awaitable<void> run(HttpRequest upgrade) {
-    auto self = shared_from_this();
+  // `self` (this connection) keeps it alive while it runs; a parameter rather than a local of the caller's
+  // coroutine, whose frame (of an external function) should not hold a type of this file's anonymous namespace.
+  asio::awaitable<void> run(std::shared_ptr<WebSocketConnection> self, HttpRequest upgrade) {
     configure_stream();
     beast::error_code ec;
     co_await ws_.async_accept(upgrade, asio::redirect_error(asio::use_awaitable, ec));
@@ -556,7 +557,8 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
 
 asio::awaitable<void> run_websocket(GatewayContext& context, Strand strand, TcpStream stream, HttpRequest upgrade) {
   auto connection = std::make_shared<WebSocketConnection>(context, strand, std::move(stream));
-  co_await asio::co_spawn(strand, connection->run(std::move(upgrade)), asio::use_awaitable);
+  WebSocketConnection& started = *connection;
+  return asio::co_spawn(strand, started.run(std::move(connection), std::move(upgrade)), asio::use_awaitable);
 }
 
 }  // namespace loom::net

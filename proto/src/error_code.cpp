@@ -7,7 +7,7 @@ namespace loom::proto {
 
 namespace {
 
-constexpr std::array<std::pair<ErrorCode, std::string_view>, 7> kNames{{
+constexpr std::array<std::pair<ErrorCode, std::string_view>, 7> kErrorCodeNames{{
     {ErrorCode::invalid_request, "invalid_request"},
     {ErrorCode::not_found, "not_found"},
     {ErrorCode::conflict, "conflict"},
@@ -20,14 +20,14 @@ constexpr std::array<std::pair<ErrorCode, std::string_view>, 7> kNames{{
 }  // namespace
 
 std::string_view to_string(ErrorCode code) noexcept {
-  for (const auto& [value, name] : kNames) {
+  for (const auto& [value, name] : kErrorCodeNames) {
     if (value == code) return name;
   }
   return "unknown";
 }
 
 std::optional<ErrorCode> parse_error_code(std::string_view text) noexcept {
-  for (const auto& [value, name] : kNames) {
+  for (const auto& [value, name] : kErrorCodeNames) {
     if (name == text) return value;
   }
   return std::nullopt;

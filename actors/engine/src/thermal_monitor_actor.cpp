@@ -43,7 +43,7 @@ void ThermalMonitorActor::start_read() {
   read_in_flight_ = true;
   boost::asio::post(read_executor_, [provider = provider_,
                                      taken = continuation("ThermalReadingTaken", [this](ThermalReading r) {
-                                       reading_taken(std::move(r));
+                                       reading_taken(r);
                                      })] {
     ThermalReading reading;
     // A provider reports errors as values; one that throws anyway must not take down the reading thread.
@@ -69,7 +69,7 @@ void ThermalMonitorActor::record_error(const std::string& message) {
   status_.last_error = message;
 }
 
-void ThermalMonitorActor::reading_taken(ThermalReading reading) {
+void ThermalMonitorActor::reading_taken(const ThermalReading& reading) {
   read_in_flight_ = false;
   ++status_.reads;
   ThermalStateChanged change;

@@ -19,7 +19,7 @@ constexpr std::array<const char*, 7> kFieldNames{"dim",        "hidden_dim", "n_
   throw ModelFileError(path, at, std::string(key), std::move(detail));
 }
 
-std::string n(std::uint64_t value) { return std::to_string(value); }
+std::string text_of(std::uint64_t value) { return std::to_string(value); }
 
 std::optional<std::uint64_t> product(std::initializer_list<std::uint64_t> factors) {
   std::uint64_t result = 1;
@@ -43,7 +43,7 @@ void Llama2cCheckpoint::parse() {
 
   if (size < kHeaderBytes) {
     fail(file_path, 0, {},
-         "the llama2.c header needs " + n(kHeaderBytes) + " bytes (7 int32) but the file has only " + n(size));
+         "the llama2.c header needs " + text_of(kHeaderBytes) + " bytes (7 int32) but the file has only " + text_of(size));
   }
   if (std::memcmp(file_.data(), "GGUF", 4) == 0) {
     fail(file_path, 0, {}, "this is a GGUF file, not a llama2.c checkpoint (open it with GgufFile)");
@@ -70,14 +70,14 @@ void Llama2cCheckpoint::parse() {
 
   const Llama2cConfig& c = config_;
   if (c.dim % c.n_heads != 0) {
-    fail(file_path, 12, "n_heads", "dim " + n(c.dim) + " is not a multiple of n_heads " + n(c.n_heads));
+    fail(file_path, 12, "n_heads", "dim " + text_of(c.dim) + " is not a multiple of n_heads " + text_of(c.n_heads));
   }
   if (c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads != 0) {
     fail(file_path, 16, "n_kv_heads",
-         "n_heads " + n(c.n_heads) + " is not a multiple of n_kv_heads " + n(c.n_kv_heads));
+         "n_heads " + text_of(c.n_heads) + " is not a multiple of n_kv_heads " + text_of(c.n_kv_heads));
   }
   if (c.head_size() % 2 != 0) {
-    fail(file_path, 12, "n_heads", "head size " + n(c.head_size()) + " (dim / n_heads) is odd; RoPE rotates pairs");
+    fail(file_path, 12, "n_heads", "head size " + text_of(c.head_size()) + " (dim / n_heads) is odd; RoPE rotates pairs");
   }
 
   const auto dim = static_cast<std::uint64_t>(c.dim);
@@ -86,9 +86,9 @@ void Llama2cCheckpoint::parse() {
   const auto vocab = static_cast<std::uint64_t>(c.vocab_size);
   const auto kv_dim = static_cast<std::uint64_t>(c.kv_dim());
   const auto half_head = static_cast<std::uint64_t>(c.head_size() / 2);
-  const std::string config_text = "dim " + n(dim) + ", hidden_dim " + n(hidden) + ", n_layers " + n(layers) +
-                                  ", n_kv_heads " + n(c.n_kv_heads) + ", vocab_size " + n(vocab) + ", seq_len " +
-                                  n(c.seq_len);
+  const std::string config_text = "dim " + text_of(dim) + ", hidden_dim " + text_of(hidden) + ", n_layers " + text_of(layers) +
+                                  ", n_kv_heads " + text_of(c.n_kv_heads) + ", vocab_size " + text_of(vocab) + ", seq_len " +
+                                  text_of(c.seq_len);
 
   std::uint64_t pos = kHeaderBytes;
   // Claims the next array of `floats` f32 values; `what` names it in errors.
@@ -99,7 +99,7 @@ void Llama2cCheckpoint::parse() {
     }
     if (bytes > size - pos) {
       fail(file_path, pos, what,
-           "needs " + n(bytes) + " bytes but only " + n(size - pos) + " remain (file size " + n(size) +
+           "needs " + text_of(bytes) + " bytes but only " + text_of(size - pos) + " remain (file size " + text_of(size) +
                " bytes; header: " + config_text + ")");
     }
     const std::byte* data = file_.data() + pos;
@@ -123,7 +123,7 @@ void Llama2cCheckpoint::parse() {
     for (std::uint64_t l = 0; l < layers; ++l) {
       std::vector<std::int64_t> dims =
           is_vector ? std::vector<std::int64_t>{cols} : std::vector<std::int64_t>{cols, rows};
-      add("blk." + n(l) + "." + kind + ".weight", std::move(dims), data + l * per * sizeof(float));
+      add("blk." + text_of(l) + "." + kind + ".weight", std::move(dims), data + l * per * sizeof(float));
     }
   };
 
@@ -147,7 +147,7 @@ void Llama2cCheckpoint::parse() {
   }
   if (pos != size) {
     fail(file_path, pos, {},
-         n(size - pos) + " unexpected bytes after the weights (the header's config accounts for " + n(pos) +
+         text_of(size - pos) + " unexpected bytes after the weights (the header's config accounts for " + text_of(pos) +
              " bytes: " + config_text + (c.shared_classifier ? ", shared classifier" : ", separate classifier") + ")");
   }
 }

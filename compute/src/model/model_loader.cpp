@@ -16,8 +16,6 @@ std::int64_t positive(const GgufFile& file, const std::string& key, std::int64_t
   return value;
 }
 
-bool is_gemma(Architecture a) { return a == Architecture::gemma || a == Architecture::gemma2 || a == Architecture::gemma3; }
-
 // `llama.attention.sliding_window`: a Mistral-style llama slides on every layer. Only llama: a Qwen2 file may
 // carry a window its model does not use (use_sliding_window false), phi3's reader sets its own, and
 // gemma2/gemma3 place theirs in read_gemma_keys().

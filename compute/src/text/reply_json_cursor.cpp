@@ -10,9 +10,6 @@ namespace {
 
 constexpr std::size_t kMaxOpen = 129;  // as scan_json_value: a 130th nested container is refused
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // Number phases: which parts were read, and whether the number may end here.
 enum NumberPhase : int { kMinus, kZero, kInt, kDot, kFrac, kExp, kExpSign, kExpDigits };
@@ -20,7 +17,7 @@ bool number_may_end(int phase) { return phase == kZero || phase == kInt || phase
 
 // The next phase after `c`, or -1 when `c` does not continue the number.
 int number_next(int phase, char c) {
-  const bool d = is_digit(c);
+  const bool d = is_json_digit(c);
   switch (phase) {
     case kMinus: return c == '0' ? kZero : d ? kInt : -1;
     case kZero: return c == '.' ? kDot : (c == 'e' || c == 'E') ? kExp : -1;
@@ -56,7 +53,7 @@ bool JsonCursor::start_value(char c) {
   } else if (c == '"') {
     token_ = Token::string;
     sub_ = 0;
-  } else if (c == '-' || is_digit(c)) {
+  } else if (c == '-' || is_json_digit(c)) {
     token_ = Token::number;
     sub_ = c == '-' ? kMinus : c == '0' ? kZero : kInt;
   } else if (c == 't' || c == 'f' || c == 'n') {
@@ -73,7 +70,7 @@ bool JsonCursor::start_value(char c) {
 bool JsonCursor::string_byte(char c) {
   const auto u = static_cast<unsigned char>(c);
   if (sub_ >= 2) {
-    if (!is_hex(c)) return false;
+    if (!is_json_hex(c)) return false;
     sub_ = sub_ == 5 ? 0 : sub_ + 1;
   } else if (sub_ == 1) {
     if (c == 'u') sub_ = 2;
@@ -97,7 +94,7 @@ bool JsonCursor::string_byte(char c) {
 // One byte between tokens, by what the innermost container expects next.
 bool JsonCursor::structure_byte(char c) {
   const bool top = stack_.empty();
-  if (is_space(c)) return !top;  // the top-level value starts at `begin`, with no space before it
+  if (is_json_space(c)) return !top;  // the top-level value starts at `begin`, with no space before it
   switch (expect_) {
     case Expect::value: return start_value(c);
     case Expect::value_or_close:

@@ -10,10 +10,6 @@ namespace {
 
 constexpr int kMaxDepth = 128;  // a call's arguments nested deeper than this are not taken as a call
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-
 JsonScan scan_value(std::string_view s, std::size_t pos, int depth);
 
 JsonScan scan_string(std::string_view s, std::size_t pos) {
@@ -28,7 +24,7 @@ JsonScan scan_string(std::string_view s, std::size_t pos) {
     if (e == 'u') {
       for (std::size_t k = i + 2; k < i + 6; ++k) {
         if (k >= s.size()) return {Scan::incomplete, s.size()};
-        if (!is_hex(s[k])) return {Scan::invalid, k};
+        if (!is_json_hex(s[k])) return {Scan::invalid, k};
       }
       i += 6;
     } else if (std::string_view("\"\\/bfnrt").find(e) != std::string_view::npos) {
@@ -49,8 +45,8 @@ JsonScan scan_number(std::string_view s, std::size_t pos) {
   if (at_end()) return {Scan::incomplete, s.size()};
   if (s[i] == '0') {
     ++i;
-  } else if (is_digit(s[i])) {
-    while (!at_end() && is_digit(s[i])) ++i;
+  } else if (is_json_digit(s[i])) {
+    while (!at_end() && is_json_digit(s[i])) ++i;
   } else {
     return {Scan::invalid, i};
   }
@@ -58,16 +54,16 @@ JsonScan scan_number(std::string_view s, std::size_t pos) {
   if (s[i] == '.') {
     ++i;
     if (at_end()) return {Scan::incomplete, s.size()};
-    if (!is_digit(s[i])) return {Scan::invalid, i};
-    while (!at_end() && is_digit(s[i])) ++i;
+    if (!is_json_digit(s[i])) return {Scan::invalid, i};
+    while (!at_end() && is_json_digit(s[i])) ++i;
     if (at_end()) return {Scan::incomplete, s.size()};
   }
   if (s[i] == 'e' || s[i] == 'E') {
     ++i;
     if (!at_end() && (s[i] == '+' || s[i] == '-')) ++i;
     if (at_end()) return {Scan::incomplete, s.size()};
-    if (!is_digit(s[i])) return {Scan::invalid, i};
-    while (!at_end() && is_digit(s[i])) ++i;
+    if (!is_json_digit(s[i])) return {Scan::invalid, i};
+    while (!at_end() && is_json_digit(s[i])) ++i;
     if (at_end()) return {Scan::incomplete, s.size()};
   }
   return {Scan::complete, i};
@@ -107,7 +103,7 @@ JsonScan scan_value(std::string_view s, std::size_t pos, int depth) {
   if (c == '{') return scan_container(s, pos, depth, true);
   if (c == '[') return scan_container(s, pos, depth, false);
   if (c == '"') return scan_string(s, pos);
-  if (c == '-' || is_digit(c)) return scan_number(s, pos);
+  if (c == '-' || is_json_digit(c)) return scan_number(s, pos);
   for (std::string_view word : {"true", "false", "null"}) {
     if (c != word[0]) continue;
     const Scan m = match_literal(s, pos, word);
@@ -121,7 +117,7 @@ JsonScan scan_value(std::string_view s, std::size_t pos, int depth) {
 JsonScan scan_json_value(std::string_view s, std::size_t pos) { return scan_value(s, pos, 0); }
 
 std::size_t skip_space(std::string_view s, std::size_t pos) {
-  while (pos < s.size() && is_space(s[pos])) ++pos;
+  while (pos < s.size() && is_json_space(s[pos])) ++pos;
   return pos;
 }
 

@@ -17,6 +17,11 @@
 
 namespace loom::compute::reply_detail {
 
+// JSON's own character classes (RFC 8259: whitespace is these four bytes only).
+inline bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+inline bool is_json_digit(char c) { return c >= '0' && c <= '9'; }
+inline bool is_json_hex(char c) { return is_json_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
 enum class Scan { complete, incomplete, invalid };
 
 struct JsonScan {

@@ -25,6 +25,10 @@ namespace loom::compute {
 
 enum class Architecture { llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, qwen2moe, qwen3moe };
 
+constexpr bool is_gemma(Architecture a) {
+  return a == Architecture::gemma || a == Architecture::gemma2 || a == Architecture::gemma3;
+}
+
 // How rotary embeddings pair the dimensions of a head: llama rotates adjacent pairs (x[2i], x[2i+1]);
 // qwen2/qwen3/gemma ("NeoX" style) rotate x[i] with x[i + head_dim/2].
 enum class RopeStyle { adjacent_pairs, split_halves };

@@ -48,7 +48,7 @@ class ThermalMonitorActor : public Actor<ThermalMonitorActor, ThermalMonitorProt
 
  private:
   void start_read();
-  void reading_taken(ThermalReading reading);
+  void reading_taken(const ThermalReading& reading);
   void record_error(const std::string& message);
 
   std::shared_ptr<const ThermalProvider> provider_;
